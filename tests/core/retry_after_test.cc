@@ -1,0 +1,88 @@
+// Retry-After parsing (RFC 9110 section 10.2.3); the full table is in
+// tests/vectors/retry_after.json (vectors_test.cc).
+#include "mulligan/retry_after.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <ctime>
+
+#include "mulligan/retry_policy.h"
+
+namespace mulligan {
+namespace {
+
+using std::chrono::seconds;
+
+// 1994-11-06T08:47:37Z: 120 s before RFC 9110's example date.
+const WallTime kNow = WallTime(seconds(784111657));
+
+TEST(RetryAfterTest, DelaySeconds) {
+  EXPECT_EQ(ParseRetryAfter("120", kNow), seconds(120));
+  EXPECT_EQ(ParseRetryAfter("0", kNow), Duration::zero());
+}
+
+TEST(RetryAfterTest, AllThreeDateFormsGiveTheSameDelay) {
+  EXPECT_EQ(ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", kNow), seconds(120));
+  EXPECT_EQ(ParseRetryAfter("Sunday, 06-Nov-94 08:49:37 GMT", kNow), seconds(120));
+  EXPECT_EQ(ParseRetryAfter("Sun Nov  6 08:49:37 1994", kNow), seconds(120));
+}
+
+TEST(RetryAfterTest, TheTimeZoneEnvironmentDoesNotMatter) {
+  const char* old = std::getenv("TZ");
+  std::string saved = old ? old : "";
+  for (const char* tz : {"America/New_York", "Asia/Kolkata", "UTC", "Pacific/Chatham"}) {
+    setenv("TZ", tz, 1);
+    tzset();
+    EXPECT_EQ(ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", kNow), seconds(120)) << tz;
+  }
+  if (old) {
+    setenv("TZ", saved.c_str(), 1);
+  } else {
+    unsetenv("TZ");
+  }
+  tzset();
+}
+
+TEST(RetryAfterTest, InvalidValuesAreAbsent) {
+  for (const char* value : {"-5", "1m0s", "0.5", "abc", "", " ", "5 s", "0x10"}) {
+    EXPECT_EQ(ParseRetryAfter(value, kNow), std::nullopt) << '"' << value << '"';
+  }
+}
+
+TEST(RetryAfterTest, PastDatesMeanRetryNow) {
+  EXPECT_EQ(ParseRetryAfter("Sat, 01 Jan 2000 00:00:00 GMT", WallTime(seconds(1800000000))),
+            Duration::zero());
+}
+
+TEST(RetryAfterTest, HugeValuesSaturateAndStopTheRetriesAsTooLong) {
+  std::optional<Duration> hint = ParseRetryAfter("99999999999999999999", kNow);
+  ASSERT_TRUE(hint.has_value());
+  EXPECT_EQ(*hint, Duration::max());
+  EXPECT_EQ(ParseRetryAfter("9223372037", kNow), Duration::max());  // just past the limit
+  EXPECT_EQ(ParseRetryAfter("9223372036", kNow), seconds(9223372036));
+
+  // A date in year 9999 saturates the wall clock instead of overflowing.
+  std::optional<Duration> far = ParseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", kNow);
+  ASSERT_TRUE(far.has_value());
+  EXPECT_GT(*far, seconds(60));
+
+  RetryPolicy policy = RetryPolicy::Default();
+  RetrySession session = policy.Begin(TimePoint{});
+  Decision decision = session.OnOutcome(Outcome::Http(503, hint), TimePoint{});
+  EXPECT_EQ(decision.action, Decision::Action::kStop);
+  EXPECT_EQ(decision.reason, StopReason::kRetryAfterTooLong);
+}
+
+TEST(HttpDateTest, Rfc850YearsMoreThanFiftyYearsAheadAreInThePast) {
+  // now = 2026-11-30: "76" is 2076 (exactly 50 years ahead), "77" is 1977.
+  const WallTime now(seconds(1795996800));
+  std::optional<WallTime> y2076 = ParseHttpDate("Sunday, 01-Nov-76 00:00:00 GMT", now);
+  std::optional<WallTime> y1977 = ParseHttpDate("Monday, 01-Nov-77 00:00:00 GMT", now);
+  ASSERT_TRUE(y2076 && y1977);
+  EXPECT_EQ(std::chrono::duration_cast<seconds>(y2076->time_since_epoch()).count(), 3371414400);
+  EXPECT_EQ(std::chrono::duration_cast<seconds>(y1977->time_since_epoch()).count(), 247190400);
+}
+
+}  // namespace
+}  // namespace mulligan
