@@ -1,0 +1,173 @@
+// bindings/bind_retry.cc — Outcome, RetryPolicy, RetrySession and Decision.
+//
+// Durations cross as float seconds and `now` as a time.monotonic() reading.
+// A RetryPolicy is validated once by the core (RetryPolicy::Create); a bad
+// value raises ValueError through ThrowStatus.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "mulligan/backoff.h"
+#include "mulligan/outcome.h"
+#include "mulligan/retry_policy.h"
+
+namespace mulligan {
+namespace python {
+namespace {
+
+std::optional<double> OptionalSeconds(const std::optional<Duration>& d) {
+  if (!d) return std::nullopt;
+  return DurationToSeconds(*d);
+}
+
+RetryPolicy MakePolicy(int attempts, const std::string& backoff, double base_delay,
+                       double multiplier, double max_delay, const std::string& jitter,
+                       double jitter_fraction, std::optional<double> deadline,
+                       std::optional<double> attempt_timeout, double retry_after_max,
+                       bool clamp_retry_after, bool respect_retry_after,
+                       std::optional<std::vector<int>> retryable_statuses,
+                       std::optional<uint64_t> seed) {
+  RetryOptions options;
+  options.max_attempts = attempts;
+  options.backoff.kind = Unwrap(ParseBackoffKind(backoff));
+  options.backoff.base = SecondsToDuration(base_delay, "base_delay");
+  options.backoff.multiplier = multiplier;
+  options.backoff.max_delay = SecondsToDuration(max_delay, "max_delay");
+  options.backoff.jitter = Unwrap(ParseJitterKind(jitter));
+  options.backoff.jitter_fraction = jitter_fraction;
+  if (deadline) options.deadline = SecondsToDuration(*deadline, "deadline");
+  if (attempt_timeout) {
+    options.attempt_timeout = SecondsToDuration(*attempt_timeout, "attempt_timeout");
+  }
+  options.retry_after_max = SecondsToDuration(retry_after_max, "retry_after_max");
+  options.retry_after_overflow =
+      clamp_retry_after ? RetryAfterOverflow::kClamp : RetryAfterOverflow::kStop;
+  options.respect_retry_after = respect_retry_after;
+  if (retryable_statuses) options.retryable_statuses = *retryable_statuses;
+  options.seed = seed;
+  return Unwrap(RetryPolicy::Create(options));
+}
+
+}  // namespace
+
+void BindRetry(py::module_& m) {
+  py::class_<Outcome>(m, "Outcome", "What one attempt produced (immutable).")
+      .def_static("success", &Outcome::Success, "A plain success.")
+      .def_static("failure", &Outcome::Failure, py::arg("retryable"),
+                  "A failure the caller has already classified.")
+      .def_static(
+          "http",
+          [](int status, std::optional<double> retry_after) {
+            std::optional<Duration> hint;
+            if (retry_after) hint = SecondsToDuration(*retry_after, "retry_after");
+            return Outcome::Http(status, hint);
+          },
+          py::arg("status"), py::arg("retry_after") = py::none(),
+          "An HTTP response with an optional Retry-After hint in seconds.")
+      .def_static("transport", &Outcome::Transport, py::arg("kind"),
+                  "A transport failure of `kind`.")
+      .def_property_readonly("error", [](const Outcome& o) { return o.error; })
+      .def_property_readonly("http_status", [](const Outcome& o) { return o.http_status; })
+      .def_property_readonly("retry_after",
+                             [](const Outcome& o) { return OptionalSeconds(o.retry_after); })
+      .def_property_readonly("request_sent", [](const Outcome& o) { return o.request_sent; });
+
+  py::class_<Decision>(m, "Decision", "The engine's answer to one outcome.")
+      .def_property_readonly("retry", &Decision::retry)
+      .def_property_readonly("delay",
+                             [](const Decision& d) { return DurationToSeconds(d.delay); })
+      .def_property_readonly("reason",
+                             [](const Decision& d) { return StopReasonName(d.reason); })
+      .def_property_readonly("stop_reason", [](const Decision& d) { return d.reason; })
+      .def_property_readonly("classification",
+                             [](const Decision& d) { return d.classification; })
+      .def_property_readonly("attempt", [](const Decision& d) { return d.attempt; })
+      .def_property_readonly("from_retry_after",
+                             [](const Decision& d) { return d.from_retry_after; })
+      .def("__repr__", [](const Decision& d) {
+        return "<Decision retry=" + std::string(d.retry() ? "True" : "False") +
+               " delay=" + std::to_string(DurationToSeconds(d.delay)) +
+               " reason=" + StopReasonName(d.reason) + " attempt=" + std::to_string(d.attempt) +
+               ">";
+      });
+
+  py::class_<RetrySession>(m, "RetrySession",
+                           "The state of one logical call. Not thread-safe.")
+      .def(
+          "on_outcome",
+          [](RetrySession& s, const Outcome& outcome, double now) {
+            return s.OnOutcome(outcome, MonotonicToTimePoint(now));
+          },
+          py::arg("outcome"), py::arg("now"))
+      .def(
+          "attempt_timeout",
+          [](const RetrySession& s, double now) {
+            return OptionalSeconds(s.AttemptTimeout(MonotonicToTimePoint(now)));
+          },
+          py::arg("now"))
+      .def(
+          "time_left",
+          [](const RetrySession& s, double now) {
+            return OptionalSeconds(s.TimeLeft(MonotonicToTimePoint(now)));
+          },
+          py::arg("now"))
+      .def_property_readonly("attempts", &RetrySession::attempts)
+      .def_property_readonly("finished", &RetrySession::finished)
+      .def_property_readonly(
+          "start", [](const RetrySession& s) { return TimePointToMonotonic(s.start()); });
+
+  py::class_<RetryPolicy>(m, "RetryPolicy", "A validated, immutable retry policy.")
+      .def(py::init(&MakePolicy), py::kw_only(), py::arg("attempts") = 3,
+           py::arg("backoff") = "exponential", py::arg("base_delay") = 0.2,
+           py::arg("multiplier") = 2.0, py::arg("max_delay") = 10.0,
+           py::arg("jitter") = "full", py::arg("jitter_fraction") = 0.2,
+           py::arg("deadline") = py::none(), py::arg("attempt_timeout") = py::none(),
+           py::arg("retry_after_max") = 60.0, py::arg("clamp_retry_after") = false,
+           py::arg("respect_retry_after") = true,
+           py::arg("retryable_statuses") = py::none(), py::arg("seed") = py::none())
+      .def(
+          "begin",
+          [](const RetryPolicy& p, double now, bool replay_safe) {
+            return p.Begin(MonotonicToTimePoint(now), replay_safe);
+          },
+          py::arg("now"), py::arg("replay_safe") = true,
+          // The session points at its policy: keep the policy alive.
+          py::keep_alive<0, 1>())
+      .def("classify", &RetryPolicy::Classify, py::arg("outcome"))
+      .def_property_readonly("attempts",
+                             [](const RetryPolicy& p) { return p.options().max_attempts; })
+      .def_property_readonly(
+          "backoff", [](const RetryPolicy& p) { return BackoffKindName(p.options().backoff.kind); })
+      .def_property_readonly(
+          "jitter", [](const RetryPolicy& p) { return JitterKindName(p.options().backoff.jitter); })
+      .def_property_readonly("base_delay",
+                             [](const RetryPolicy& p) {
+                               return DurationToSeconds(p.options().backoff.base);
+                             })
+      .def_property_readonly("multiplier",
+                             [](const RetryPolicy& p) { return p.options().backoff.multiplier; })
+      .def_property_readonly("max_delay",
+                             [](const RetryPolicy& p) {
+                               return DurationToSeconds(p.options().backoff.max_delay);
+                             })
+      .def_property_readonly(
+          "deadline", [](const RetryPolicy& p) { return OptionalSeconds(p.options().deadline); })
+      .def_property_readonly("attempt_timeout",
+                             [](const RetryPolicy& p) {
+                               return OptionalSeconds(p.options().attempt_timeout);
+                             })
+      .def_property_readonly("retry_after_max",
+                             [](const RetryPolicy& p) {
+                               return DurationToSeconds(p.options().retry_after_max);
+                             })
+      .def_property_readonly("retryable_statuses",
+                             [](const RetryPolicy& p) { return p.options().retryable_statuses; })
+      .def_property_readonly("seed", [](const RetryPolicy& p) { return p.options().seed; });
+}
+
+}  // namespace python
+}  // namespace mulligan

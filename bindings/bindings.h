@@ -1,0 +1,68 @@
+// bindings/bindings.h — private declarations shared by the _core binding files.
+//
+// Each bind_<concept>.cc defines one Bind<Concept>(module) called from
+// module.cc. convert.cc holds the only two kinds of logic the bindings have:
+// unit conversion (float seconds <-> std::chrono) and the one helper that turns
+// a non-OK mulligan::Status into a Python exception from mulligan._errors.
+
+#ifndef MULLIGAN_BINDINGS_BINDINGS_H_
+#define MULLIGAN_BINDINGS_BINDINGS_H_
+
+#include <pybind11/pybind11.h>
+
+#include <string>
+#include <utility>
+
+#include "mulligan/clock.h"
+#include "mulligan/http_client.h"
+#include "mulligan/status.h"
+
+namespace mulligan {
+namespace python {
+
+namespace py = pybind11;
+
+void BindVersion(py::module_& m);
+void BindEnums(py::module_& m);
+void BindRetry(py::module_& m);
+void BindRetryAfter(py::module_& m);
+void BindHttp(py::module_& m);
+
+// The one Status -> Python exception helper. Builds the exception with
+// mulligan._errors._from_status (imported at call time, so _errors never needs
+// _core) and raises it: kInvalidArgument becomes ValueError, transport failures
+// a mulligan.TransportError subclass carrying `info` (kind, attempts, ...).
+// REQUIRES: the GIL is held; `status` is not OK.
+[[noreturn]] void ThrowStatus(const Status& status, const HttpCallInfo* info = nullptr);
+
+// Returns the value of `result` or raises through ThrowStatus.
+template <typename T>
+T Unwrap(Result<T> result) {
+  if (!result.ok()) ThrowStatus(result.status());
+  return std::move(result).value();
+}
+
+// Converts float seconds from Python into a Duration. NaN, infinities and
+// values beyond the clock's range raise ValueError naming `field`; negative
+// values are passed through so that the core's validation names them.
+Duration SecondsToDuration(double seconds, const char* field);
+// Converts a Duration into float seconds.
+double DurationToSeconds(Duration duration);
+// Converts a time.monotonic() reading into a steady-clock TimePoint. Both count
+// seconds from the same origin on Linux (CLOCK_MONOTONIC); all that matters is
+// that every `now` given to one session is converted the same way.
+TimePoint MonotonicToTimePoint(double now);
+double TimePointToMonotonic(TimePoint time);
+// Converts a time.time() reading (Unix seconds) into a system-clock WallTime.
+WallTime UnixToWallTime(double now_unix);
+
+// Decodes bytes received from the network as ISO-8859-1, like http.client:
+// never fails, whatever the peer sent.
+py::str Latin1(const std::string& bytes);
+// Decodes text produced by mulligan (messages, URLs) as UTF-8 with replacement.
+py::str Utf8(const std::string& text);
+
+}  // namespace python
+}  // namespace mulligan
+
+#endif  // MULLIGAN_BINDINGS_BINDINGS_H_

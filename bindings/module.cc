@@ -1,0 +1,13 @@
+// bindings/module.cc — the private extension module mulligan._core.
+//
+// Only python/mulligan/_*.py import it; users see the pure-Python layer.
+#include "bindings.h"
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "Private native core of mulligan; use the mulligan package instead.";
+  mulligan::python::BindVersion(m);
+  mulligan::python::BindEnums(m);
+  mulligan::python::BindRetry(m);
+  mulligan::python::BindRetryAfter(m);
+  mulligan::python::BindHttp(m);
+}

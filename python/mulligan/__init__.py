@@ -1,0 +1,77 @@
+"""mulligan: retries with backoff and jitter, Retry-After and idempotency keys.
+
+One C++ engine decides; this package acts on its decisions in Python::
+
+    import mulligan
+
+    @mulligan.retry(on=ConnectionError, attempts=5)
+    def fetch() -> bytes: ...
+
+    response = mulligan.get("https://example.org/", attempts=3, timeout=5.0)
+
+Anything not listed in ``__all__`` is private.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+from ._errors import (
+    AttemptTimeout,
+    ConnectionRefused,
+    ConnectionReset,
+    ConnectTimeout,
+    DeadlineExceeded,
+    DnsFailure,
+    HTTPStatusError,
+    InvalidURL,
+    MulliganError,
+    RetriesExhausted,
+    TlsError,
+    TransportError,
+)
+from ._http import (
+    Client,
+    Headers,
+    Response,
+    delete,
+    get,
+    head,
+    new_idempotency_key,
+    parse_retry_after,
+    patch,
+    post,
+    put,
+    request,
+)
+from ._retry import retry
+from ._version import __version__
+
+__all__ = [
+    "AttemptTimeout",
+    "Client",
+    "ConnectTimeout",
+    "ConnectionRefused",
+    "ConnectionReset",
+    "DeadlineExceeded",
+    "DnsFailure",
+    "HTTPStatusError",
+    "Headers",
+    "InvalidURL",
+    "MulliganError",
+    "Response",
+    "RetriesExhausted",
+    "TlsError",
+    "TransportError",
+    "__version__",
+    "delete",
+    "get",
+    "head",
+    "new_idempotency_key",
+    "parse_retry_after",
+    "patch",
+    "post",
+    "put",
+    "request",
+    "retry",
+]

@@ -1,0 +1,228 @@
+"""The mulligan exception hierarchy (pure Python; never imports ``_core``).
+
+Everything mulligan raises on its own account derives from :class:`MulliganError`.
+Bad configuration raises the built-in :class:`ValueError` or :class:`TypeError`,
+and a decorated function that gives up re-raises the user's own last exception,
+so these classes appear mainly around HTTP calls.
+
+The native module builds instances through :func:`_from_status`, imported at
+call time, which is why this module must stay free of ``_core`` imports.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from ._http import Response
+
+__all__ = [
+    "AttemptTimeout",
+    "ConnectTimeout",
+    "ConnectionRefused",
+    "ConnectionReset",
+    "DeadlineExceeded",
+    "DnsFailure",
+    "HTTPStatusError",
+    "InvalidURL",
+    "MulliganError",
+    "RetriesExhausted",
+    "TlsError",
+    "TransportError",
+]
+
+
+class MulliganError(Exception):
+    """Base class of every exception mulligan defines."""
+
+
+class TransportError(MulliganError):
+    """An HTTP call failed without a usable response, after its retries.
+
+    Attributes:
+        kind: the failure kind of the last attempt, a stable snake_case name:
+            ``"connection_refused"``, ``"connection_reset"``, ``"dns_failure"``,
+            ``"connect_timeout"``, ``"timeout"``, ``"tls_error"``,
+            ``"invalid_url"`` or ``"transport"``.
+        attempts: attempts made, including the first.
+        message: the human-readable detail.
+        stop_reason: why the retries stopped (``"attempts_exhausted"``,
+            ``"deadline"``, ``"terminal"``, ...), or None when unknown.
+        elapsed: seconds from the start of the first attempt to the end of the
+            last, or None when unknown.
+        idempotency_key: the key sent with every attempt, or None.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        attempts: int,
+        message: str,
+        *,
+        stop_reason: Optional[str] = None,
+        elapsed: Optional[float] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.attempts = attempts
+        self.message = message
+        self.stop_reason = stop_reason
+        self.elapsed = elapsed
+        self.idempotency_key = idempotency_key
+
+    def __str__(self) -> str:
+        return f"{self.message} [{self.kind}]"
+
+    def __reduce__(self) -> Any:
+        # Keeps instances picklable despite the keyword-only attributes.
+        return (
+            _rebuild_transport_error,
+            (type(self), self.kind, self.attempts, self.message, dict(self.__dict__)),
+        )
+
+
+def _rebuild_transport_error(
+    cls: type[TransportError], kind: str, attempts: int, message: str, state: dict[str, Any]
+) -> TransportError:
+    exc = cls(kind, attempts, message)
+    exc.__dict__.update(state)
+    return exc
+
+
+class ConnectionRefused(TransportError):
+    """Nothing listened at the address (ECONNREFUSED); nothing was sent."""
+
+
+class ConnectionReset(TransportError):
+    """The peer reset or closed the connection in the middle of the exchange."""
+
+
+class DnsFailure(TransportError):
+    """The host name did not resolve."""
+
+
+class ConnectTimeout(TransportError, TimeoutError):
+    """The connection was not established within the connect timeout.
+
+    Also a built-in :class:`TimeoutError`.
+    """
+
+
+class AttemptTimeout(TransportError, TimeoutError):
+    """The last attempt did not finish within its timeout (``timeout=``).
+
+    Also a built-in :class:`TimeoutError`, so ``except TimeoutError`` works.
+    """
+
+
+class DeadlineExceeded(TransportError, TimeoutError):
+    """The call's deadline (``deadline=``) ended the retries after a failure.
+
+    ``kind`` names the last attempt's failure. Also a built-in
+    :class:`TimeoutError`.
+    """
+
+
+class TlsError(TransportError):
+    """The TLS handshake or certificate verification failed (not retried)."""
+
+
+class InvalidURL(TransportError, ValueError):
+    """The URL was rejected by the transport (not retried).
+
+    Also a :class:`ValueError`, like every other kind of bad input.
+    """
+
+
+class HTTPStatusError(MulliganError):
+    """Raised by :meth:`Response.raise_for_status` for a 4xx or 5xx response.
+
+    Attributes:
+        response: the :class:`mulligan.Response`.
+        status_code: its HTTP status.
+    """
+
+    def __init__(self, message: str, *, response: Response) -> None:
+        super().__init__(message)
+        self.response = response
+        self.status_code = response.status_code
+
+
+class RetriesExhausted(MulliganError):
+    """The retries gave up; raised only when asked for (``raise_on_give_up=True``).
+
+    By default a decorated function re-raises its own last exception and an
+    HTTP call returns its last response; this class is for callers who prefer
+    one exception type for "gave up".
+
+    Attributes:
+        attempts: attempts made, including the first.
+        stop_reason: why the retries stopped (``"attempts_exhausted"``,
+            ``"deadline"``, ``"retry_after_too_long"``, ``"not_replay_safe"``).
+        response: the last HTTP response, or None.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        stop_reason: str,
+        response: Optional[Response] = None,
+    ) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.stop_reason = stop_reason
+        self.response = response
+
+
+_KIND_CLASSES: dict[str, type[TransportError]] = {
+    "connection_refused": ConnectionRefused,
+    "connection_reset": ConnectionReset,
+    "dns_failure": DnsFailure,
+    "connect_timeout": ConnectTimeout,
+    "timeout": AttemptTimeout,
+    "tls_error": TlsError,
+    "invalid_url": InvalidURL,
+}
+
+# mulligan::StatusCode values (equal to the C ABI's MULLIGAN_E_*; pinned).
+_INVALID_ARGUMENT = 1
+_DEADLINE_EXCEEDED = 6
+_TRANSPORT = 9
+_TIMEOUT = 10
+
+
+def _from_status(
+    code: int,
+    message: str,
+    kind: Optional[str],
+    attempts: Optional[int],
+    stop_reason: Optional[str],
+    elapsed: Optional[float],
+    idempotency_key: Optional[str],
+) -> BaseException:
+    """Returns the exception for a non-OK core Status (called by ``_core``)."""
+    if code == _INVALID_ARGUMENT:
+        return ValueError(message)
+    if code in (_TRANSPORT, _TIMEOUT, _DEADLINE_EXCEEDED):
+        if code == _DEADLINE_EXCEEDED:
+            cls: type[TransportError] = DeadlineExceeded
+        elif kind in _KIND_CLASSES:
+            cls = _KIND_CLASSES[kind]
+        elif code == _TIMEOUT:
+            cls = AttemptTimeout
+        else:
+            cls = TransportError
+        return cls(
+            kind or ("timeout" if code == _TIMEOUT else "transport"),
+            attempts or 0,
+            message,
+            stop_reason=stop_reason,
+            elapsed=elapsed,
+            idempotency_key=idempotency_key,
+        )
+    return MulliganError(message)

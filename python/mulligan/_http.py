@@ -1,0 +1,504 @@
+"""The resilient HTTP client: ``mulligan.get``, ``mulligan.post``, ``mulligan.request``.
+
+The retry loop runs in the C++ core on libcurl with the GIL released: the
+method rules of RFC 9110 (POST and PATCH are retried only with an idempotency
+key), Retry-After, per-attempt timeouts and the deadline all come from the
+engine. This module validates input, builds policies and wraps the result in a
+:class:`Response`.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import codecs
+import functools
+import json as _json
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Optional, Union
+
+from . import _core
+from ._errors import HTTPStatusError, RetriesExhausted
+
+__all__ = [
+    "Client",
+    "Headers",
+    "Response",
+    "delete",
+    "get",
+    "head",
+    "new_idempotency_key",
+    "parse_retry_after",
+    "patch",
+    "post",
+    "put",
+    "request",
+]
+
+HeadersInput = Union[Mapping[str, str], Iterable[tuple[str, str]], None]
+
+_USER_AGENT = "mulligan-python"
+# Characters that would let a value smuggle another header or end the head.
+_FORBIDDEN_IN_VALUE = ("\r", "\n", "\0")
+_TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def new_idempotency_key() -> str:
+    """Returns a fresh idempotency key: a random (version 4) UUID, lower case.
+
+    Drawn from the operating system's CSPRNG by the core.
+
+    .. versionadded:: 0.1.0
+    """
+    return _core.new_idempotency_key()
+
+
+def parse_retry_after(value: str, now: Optional[float] = None) -> Optional[float]:
+    """Returns the delay in seconds a ``Retry-After`` value asks for.
+
+    Accepts delay-seconds (``"120"``) and the three HTTP-date forms of RFC 9110
+    section 5.6.7 (IMF-fixdate, RFC 850, asctime), always in GMT whatever the
+    local time zone. A date in the past gives ``0.0``; a value too large for the
+    clock gives ``math.inf``.
+
+    Args:
+        value: the header field value.
+        now: the Unix time the response was received (``time.time()``);
+            default: now.
+
+    Returns:
+        The delay in seconds, or None when the value is invalid (``"-5"``,
+        ``"0.5"``, ``"1m0s"``, ``""``).
+
+    .. versionadded:: 0.1.0
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"parse_retry_after: value must be a str, got {type(value).__name__}")
+    return _core.parse_retry_after(value, time.time() if now is None else float(now))
+
+
+class Headers(Mapping[str, str]):
+    """A read-only, case-insensitive view of response header fields.
+
+    ``headers["content-type"]`` and ``headers["Content-Type"]`` are the same.
+    A field received several times reads as its values joined with ``", "``
+    (RFC 9110 section 5.3); use :meth:`get_all` for the separate values (as
+    ``Set-Cookie`` requires). Iteration yields each name once, in the case and
+    order first received.
+    """
+
+    __slots__ = ("_fields", "_index")
+
+    def __init__(self, fields: Iterable[tuple[str, str]] = ()) -> None:
+        self._fields: tuple[tuple[str, str], ...] = tuple(fields)
+        index: dict[str, tuple[str, list[str]]] = {}
+        for name, value in self._fields:
+            entry = index.get(name.lower())
+            if entry is None:
+                index[name.lower()] = (name, [value])
+            else:
+                entry[1].append(value)
+        self._index = index
+
+    def __getitem__(self, name: str) -> str:
+        if not isinstance(name, str):
+            raise KeyError(name)
+        entry = self._index.get(name.lower())
+        if entry is None:
+            raise KeyError(name)
+        return ", ".join(entry[1])
+
+    def get_all(self, name: str) -> list[str]:
+        """Returns every value of the field `name`, in order (empty if absent)."""
+        entry = self._index.get(name.lower()) if isinstance(name, str) else None
+        return list(entry[1]) if entry else []
+
+    def items_raw(self) -> list[tuple[str, str]]:
+        """Returns the fields exactly as received: (name, value) pairs in order."""
+        return list(self._fields)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return (entry[0] for entry in self._index.values())
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __repr__(self) -> str:
+        return f"Headers({list(self._fields)!r})"
+
+
+def _charset(content_type: Optional[str]) -> str:
+    if content_type:
+        for param in content_type.split(";")[1:]:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "charset":
+                value = value.strip().strip('"').strip()
+                try:
+                    return codecs.lookup(value).name
+                except LookupError:
+                    break
+    return "utf-8"
+
+
+class Response:
+    """The final response of an HTTP call, after any retries.
+
+    Attributes:
+        status_code: the HTTP status of the last attempt.
+        headers: the last attempt's header fields (:class:`Headers`).
+        content: the body, as bytes.
+        attempts: attempts made (1 when the first succeeded).
+        elapsed: seconds from the start of the first attempt to the end of the last.
+        url: the URL of the final response.
+        idempotency_key: the Idempotency-Key sent with every attempt, or None.
+        stop_reason: why the retries stopped: ``"succeeded"``, ``"terminal"``
+            (a non-retryable status such as 404), ``"attempts_exhausted"``,
+            ``"deadline"``, ``"retry_after_too_long"`` or ``"not_replay_safe"``.
+
+    .. versionadded:: 0.1.0
+    """
+
+    __slots__ = (
+        "attempts",
+        "content",
+        "elapsed",
+        "headers",
+        "idempotency_key",
+        "status_code",
+        "stop_reason",
+        "url",
+    )
+
+    def __init__(
+        self,
+        status_code: int,
+        headers: Headers,
+        content: bytes,
+        *,
+        attempts: int = 1,
+        elapsed: float = 0.0,
+        url: str = "",
+        idempotency_key: Optional[str] = None,
+        stop_reason: str = "succeeded",
+    ) -> None:
+        self.status_code = status_code
+        self.headers = headers
+        self.content = content
+        self.attempts = attempts
+        self.elapsed = elapsed
+        self.url = url
+        self.idempotency_key = idempotency_key
+        self.stop_reason = stop_reason
+
+    @property
+    def ok(self) -> bool:
+        """True when the status is below 400."""
+        return self.status_code < 400
+
+    @property
+    def encoding(self) -> str:
+        """The charset of Content-Type (normalised), default ``"utf-8"``."""
+        return _charset(self.headers.get("content-type"))
+
+    @property
+    def text(self) -> str:
+        """The body decoded with :attr:`encoding`; undecodable bytes become U+FFFD."""
+        return self.content.decode(self.encoding, errors="replace")
+
+    def json(self, **kwargs: Any) -> Any:
+        """Returns the body parsed as JSON (``json.loads``; raises its errors)."""
+        return _json.loads(self.content, **kwargs)
+
+    def raise_for_status(self) -> None:
+        """Raises :class:`mulligan.HTTPStatusError` when the status is 4xx or 5xx."""
+        if self.status_code >= 400:
+            kind = "client error" if self.status_code < 500 else "server error"
+            raise HTTPStatusError(
+                f"{self.status_code} {kind} for {self.url} after {self.attempts} "
+                f"attempt{'s' if self.attempts != 1 else ''}",
+                response=self,
+            )
+
+    def __repr__(self) -> str:
+        return f"<Response [{self.status_code}] attempts={self.attempts}>"
+
+
+def _check_url(url: Any) -> str:
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, got {type(url).__name__}")
+    if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        raise ValueError(f"malformed URL {url!r}: contains whitespace or control characters")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError(f"malformed URL {url!r}: the scheme must be http or https")
+    if not parts.hostname:
+        raise ValueError(f"malformed URL {url!r}: no host")
+    parts.port  # noqa: B018 -- raises ValueError for a non-numeric or out-of-range port
+    return url
+
+
+def _check_headers(headers: HeadersInput) -> list[tuple[str, bytes]]:
+    if headers is None:
+        return []
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    out: list[tuple[str, bytes]] = []
+    for pair in pairs:
+        try:
+            name, value = pair
+        except (TypeError, ValueError):
+            raise TypeError(f"headers must be a mapping or (name, value) pairs, got {pair!r}") from None
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise TypeError(
+                f"header names and values must be str, got {type(name).__name__}: "
+                f"{type(value).__name__} for {name!r}"
+            )
+        if not name or not all(c in _TOKEN_CHARS for c in name):
+            raise ValueError(f"invalid header name {name!r}")
+        if any(c in value for c in _FORBIDDEN_IN_VALUE):
+            raise ValueError(f"invalid header value for {name!r}: contains CR, LF or NUL")
+        try:
+            encoded = value.encode("latin-1")
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"header value for {name!r} is not ISO-8859-1 text; encode it first"
+            ) from None
+        out.append((name, encoded))
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _policy(
+    attempts: int,
+    timeout: Optional[float],
+    deadline: Optional[float],
+    base_delay: float,
+    max_delay: float,
+    retry_after_max: float,
+) -> Any:
+    # Policies are immutable and validated by the core: build each once.
+    return _core.RetryPolicy(
+        attempts=attempts,
+        base_delay=base_delay,
+        max_delay=max_delay,
+        attempt_timeout=timeout,
+        deadline=deadline,
+        retry_after_max=retry_after_max,
+    )
+
+
+class Client:
+    """A resilient HTTP client with a pool of kept-alive connections.
+
+    Safe to share between threads. The module-level :func:`get`, :func:`post`
+    and :func:`request` use one default client, created on first use.
+
+    Args:
+        verify_tls: verify TLS certificates and host names. Default True.
+        connect_timeout: seconds allowed to establish a connection. Default 10.0.
+        user_agent: the User-Agent sent when a request sets none.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(
+        self,
+        *,
+        verify_tls: bool = True,
+        connect_timeout: float = 10.0,
+        user_agent: str = _USER_AGENT,
+    ) -> None:
+        self._client = _core.HttpClient(
+            connect_timeout=float(connect_timeout),
+            verify_tls=bool(verify_tls),
+            user_agent=user_agent,
+        )
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        data: Union[bytes, bytearray, memoryview, str, None] = None,
+        json: Any = None,
+        headers: HeadersInput = None,
+        idempotency_key: Union[str, bool, None] = None,
+        attempts: int = 3,
+        timeout: Optional[float] = 30.0,
+        deadline: Optional[float] = None,
+        base_delay: float = 0.2,
+        max_delay: float = 10.0,
+        retry_after_max: float = 60.0,
+        raise_on_give_up: bool = False,
+    ) -> Response:
+        """Sends one logical request, retrying per the engine's rules.
+
+        GET, HEAD, OPTIONS, TRACE, PUT and DELETE are retried on transport
+        errors and on 408, 429, 500, 502, 503 and 504; POST and PATCH only with
+        an idempotency key (or when the connection was refused, as nothing was
+        sent). Retry-After is honoured up to ``retry_after_max`` seconds.
+
+        Args:
+            method: the HTTP method, e.g. ``"GET"``.
+            url: an absolute http:// or https:// URL.
+            data: the body, bytes or str (sent as UTF-8).
+            json: a value sent as a JSON body with ``Content-Type:
+                application/json`` (unless headers set one). Not with ``data``.
+            headers: a mapping or (name, value) pairs of str.
+            idempotency_key: True to generate a UUID v4, a str to use as given,
+                None/False for none. Sent unchanged on every attempt.
+            attempts: total attempts including the first. Default 3.
+            timeout: seconds allowed for each attempt (None: 30 s). Default 30.0.
+            deadline: total seconds for the whole call. Default None.
+            base_delay: base of the exponential backoff, seconds. Default 0.2.
+            max_delay: cap on each wait, seconds. Default 10.0.
+            retry_after_max: longest Retry-After honoured, seconds. Default 60.0.
+            raise_on_give_up: raise :class:`mulligan.RetriesExhausted` instead
+                of returning the last response when the retries give up on a
+                retryable status. Default False.
+
+        Returns:
+            The final :class:`Response` (also for 4xx/5xx statuses).
+
+        Raises:
+            ValueError: malformed URL, header or argument (before any request).
+            TypeError: arguments of the wrong type (non-str header, ...).
+            mulligan.TransportError: the last attempt failed without a response;
+                subclasses by ``kind`` (``ConnectionRefused``, ``AttemptTimeout``,
+                ``DeadlineExceeded``, ...), with ``.kind`` and ``.attempts``.
+            mulligan.RetriesExhausted: only with ``raise_on_give_up=True``.
+        """
+        if not isinstance(method, str) or not method or not all(c in _TOKEN_CHARS for c in method):
+            raise ValueError(f"invalid HTTP method {method!r}")
+        _check_url(url)
+        pairs = _check_headers(headers)
+        if data is not None and json is not None:
+            raise ValueError("pass data= or json=, not both")
+        if json is not None:
+            body = _json.dumps(json, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+            if not any(name.lower() == "content-type" for name, _ in pairs):
+                pairs.append(("Content-Type", b"application/json"))
+        elif data is None:
+            body = b""
+        elif isinstance(data, str):
+            body = data.encode("utf-8")
+        elif isinstance(data, (bytes, bytearray, memoryview)):
+            body = bytes(data)
+        else:
+            raise TypeError(f"data must be bytes or str, got {type(data).__name__}")
+        if idempotency_key is True:
+            key: Optional[str] = _core.new_idempotency_key()
+        elif idempotency_key is None or idempotency_key is False:
+            key = None
+        elif isinstance(idempotency_key, str):
+            key = idempotency_key
+        else:
+            raise TypeError(
+                f"idempotency_key must be a str, True or None, got {type(idempotency_key).__name__}"
+            )
+        if isinstance(attempts, bool) or not isinstance(attempts, int):
+            raise TypeError(f"attempts must be an int, got {attempts!r}")
+        policy = _policy(
+            attempts,
+            None if timeout is None else float(timeout),
+            None if deadline is None else float(deadline),
+            float(base_delay),
+            float(max_delay),
+            float(retry_after_max),
+        )
+        raw = self._client.request(method, url, pairs, body, key, policy)
+        response = Response(
+            raw.status,
+            Headers(raw.headers),
+            raw.body,
+            attempts=raw.attempts,
+            elapsed=raw.elapsed,
+            url=raw.url,
+            idempotency_key=raw.idempotency_key,
+            stop_reason=raw.stop_reason,
+        )
+        if raise_on_give_up and response.stop_reason not in ("succeeded", "terminal"):
+            raise RetriesExhausted(
+                f"gave up on {method} {url} after {response.attempts} attempt"
+                f"{'s' if response.attempts != 1 else ''} ({response.stop_reason}): "
+                f"last status {response.status_code}",
+                attempts=response.attempts,
+                stop_reason=response.stop_reason,
+                response=response,
+            )
+        return response
+
+    def get(self, url: str, **kwargs: Any) -> Response:
+        """Sends a GET; see :meth:`request` for the keyword arguments."""
+        return self.request("GET", url, **kwargs)
+
+    def post(self, url: str, **kwargs: Any) -> Response:
+        """Sends a POST (retried only with an idempotency key); see :meth:`request`."""
+        return self.request("POST", url, **kwargs)
+
+
+_default_client: Optional[Client] = None
+_default_lock = threading.Lock()
+
+
+def _client() -> Client:
+    global _default_client
+    client = _default_client
+    if client is None:
+        with _default_lock:
+            if _default_client is None:
+                _default_client = Client()
+            client = _default_client
+    return client
+
+
+def request(method: str, url: str, **kwargs: Any) -> Response:
+    """Sends a request with the default client; see :meth:`Client.request`.
+
+    .. versionadded:: 0.1.0
+    """
+    return _client().request(method, url, **kwargs)
+
+
+def get(url: str, **kwargs: Any) -> Response:
+    """Sends a GET with the default client; see :meth:`Client.request`.
+
+    .. versionadded:: 0.1.0
+    """
+    return _client().request("GET", url, **kwargs)
+
+
+def head(url: str, **kwargs: Any) -> Response:
+    """Sends a HEAD with the default client; see :meth:`Client.request`."""
+    return _client().request("HEAD", url, **kwargs)
+
+
+def post(url: str, **kwargs: Any) -> Response:
+    """Sends a POST with the default client; see :meth:`Client.request`.
+
+    A POST is retried only with ``idempotency_key=`` (True or a str), or when
+    the connection was refused.
+
+    .. versionadded:: 0.1.0
+    """
+    return _client().request("POST", url, **kwargs)
+
+
+def put(url: str, **kwargs: Any) -> Response:
+    """Sends a PUT with the default client; see :meth:`Client.request`."""
+    return _client().request("PUT", url, **kwargs)
+
+
+def patch(url: str, **kwargs: Any) -> Response:
+    """Sends a PATCH (retried only with an idempotency key); see :meth:`Client.request`."""
+    return _client().request("PATCH", url, **kwargs)
+
+
+def delete(url: str, **kwargs: Any) -> Response:
+    """Sends a DELETE with the default client; see :meth:`Client.request`."""
+    return _client().request("DELETE", url, **kwargs)
