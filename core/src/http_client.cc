@@ -1,0 +1,767 @@
+// core/src/http_client.cc — HttpClient: the retry engine around libcurl.
+//
+// One blocking loop per Send() (DESIGN.md section 1): validate the request,
+// begin a RetrySession, then for each attempt run one libcurl transfer, turn
+// what happened into an Outcome, and let the session decide; the waits go
+// through the injected Clock, so a FakeClock runs a whole chain instantly.
+//
+// Connections: every easy handle is attached to one CURLSH that shares the
+// connection cache and the DNS cache, and finished easy handles go back to a
+// pool, so a keep-alive connection opened by one attempt (or call, or thread)
+// is reused by the next. curl_easy_reset() between uses clears the options but
+// keeps live connections and the share.
+
+#include "mulligan/http_client.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "curl_global.h"
+#include "mulligan/retry_after.h"
+
+namespace mulligan {
+namespace internal {
+
+bool EnsureCurlGlobalInit() {
+  static std::once_flag once;
+  static bool ok = false;
+  std::call_once(once, [] { ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; });
+  return ok;
+}
+
+}  // namespace internal
+
+inline namespace v0 {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Small helpers
+
+char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
+  }
+  return true;
+}
+
+bool StartsWithIgnoreCase(std::string_view text, std::string_view prefix) {
+  return text.size() >= prefix.size() && EqualsIgnoreCase(text.substr(0, prefix.size()), prefix);
+}
+
+// tchar of RFC 9110 section 5.6.2.
+bool IsTokenChar(unsigned char c) {
+  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
+  switch (c) {
+    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
+    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsToken(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!IsTokenChar(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+// A field value may hold anything but CR, LF and NUL (which would split or
+// truncate the header line libcurl writes).
+bool IsSafeFieldValue(std::string_view s) {
+  return s.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
+}
+
+// Printable ASCII, non-empty, no leading or trailing space.
+bool IsValidIdempotencyKey(std::string_view key) {
+  if (key.empty() || key.front() == ' ' || key.back() == ' ') return false;
+  for (char c : key) {
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+std::string_view TrimOws(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
+                        s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// Milliseconds for a libcurl option: rounded up, at least 1 (0 would mean
+// "no timeout" to libcurl), at most LONG_MAX.
+long ToCurlMillis(Duration d) {
+  using Ms = std::chrono::milliseconds;
+  if (d <= Duration::zero()) return 1;
+  // Duration is int64 nanoseconds, so the milliseconds always fit in int64.
+  const Ms::rep ms = std::chrono::ceil<Ms>(d).count();
+  if (ms < 1) return 1;
+  if (ms > static_cast<Ms::rep>(std::numeric_limits<long>::max())) {
+    return std::numeric_limits<long>::max();
+  }
+  return static_cast<long>(ms);
+}
+
+// "connection_refused" -> "connection refused".
+std::string ErrorPhrase(ErrorKind kind) {
+  std::string s = ErrorKindName(kind);
+  std::replace(s.begin(), s.end(), '_', ' ');
+  return s;
+}
+
+bool FillRandom(unsigned char* out, size_t size) {
+  size_t got = 0;
+  while (got < size) {
+    ssize_t n = getrandom(out + got, size - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    got += static_cast<size_t>(n);
+  }
+  if (got == size) return true;
+  // getrandom(2) unavailable (ENOSYS on very old kernels, or a seccomp
+  // filter): fall back to the same CSPRNG through /dev/urandom.
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  got = 0;
+  while (got < size) {
+    ssize_t n = read(fd, out + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  return got == size;
+}
+
+// ---------------------------------------------------------------------------
+// One attempt's transfer state, filled by the libcurl callbacks.
+
+struct Transfer {
+  HttpHeaders headers;
+  std::string body;
+  bool failed_alloc = false;
+};
+
+size_t WriteBody(char* data, size_t size, size_t nmemb, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = size * nmemb;
+  try {
+    t->body.append(data, n);
+  } catch (...) {
+    t->failed_alloc = true;
+    return 0;  // aborts the transfer with CURLE_WRITE_ERROR
+  }
+  return n;
+}
+
+// Called once per header line, status lines included; only the final
+// response's fields are kept, so every status line (an interim 1xx, or the
+// response after a proxy CONNECT) starts the list afresh.
+size_t WriteHeader(char* data, size_t size, size_t nmemb, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t n = size * nmemb;
+  std::string_view line(data, n);
+  try {
+    if (line.size() >= 5 && line.substr(0, 5) == "HTTP/") {
+      t->headers.clear();
+    } else if (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
+      // obs-fold (RFC 9112 section 5.2): a continuation of the previous value.
+      std::string_view more = TrimOws(line);
+      if (!t->headers.empty() && !more.empty()) {
+        std::string& value = t->headers.back().second;
+        if (!value.empty()) value += ' ';
+        value.append(more.data(), more.size());
+      }
+    } else {
+      size_t colon = line.find(':');
+      if (colon != std::string_view::npos && colon > 0) {
+        std::string_view name = line.substr(0, colon);
+        std::string_view value = TrimOws(line.substr(colon + 1));
+        t->headers.emplace_back(std::string(name), std::string(value));
+      }
+    }
+  } catch (...) {
+    t->failed_alloc = true;
+    return 0;
+  }
+  return n;
+}
+
+// RAII for a curl_slist.
+struct SlistDeleter {
+  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+};
+using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
+
+bool SlistAppend(Slist& list, const std::string& line) {
+  curl_slist* next = curl_slist_append(list.get(), line.c_str());
+  if (next == nullptr) return false;
+  list.release();
+  list.reset(next);
+  return true;
+}
+
+// Maps a failed transfer to an Outcome. `connected` and `request_sent` come
+// from CURLINFO_CONNECT_TIME_T and CURLINFO_REQUEST_SIZE.
+Outcome TransportOutcome(CURLcode code, bool connected, bool request_sent) {
+  ErrorKind kind = ErrorKind::kTransport;
+  bool sent = true;
+  switch (code) {
+    case CURLE_COULDNT_CONNECT:
+      kind = ErrorKind::kConnectionRefused;
+      sent = false;
+      break;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      kind = ErrorKind::kDnsFailure;
+      sent = false;
+      break;
+    case CURLE_OPERATION_TIMEDOUT:
+      if (!connected && !request_sent) {
+        kind = ErrorKind::kConnectTimeout;
+        sent = false;
+      } else {
+        kind = ErrorKind::kTimeout;
+        // Connected (perhaps still in the TLS handshake) but no byte of the
+        // request written: replaying cannot duplicate anything.
+        sent = request_sent;
+      }
+      break;
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+      kind = ErrorKind::kConnectionReset;
+      break;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CLIENTCERT:
+    case CURLE_USE_SSL_FAILED:
+      kind = ErrorKind::kTlsError;
+      // A failed handshake never carried the HTTP request.
+      sent = request_sent;
+      break;
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      kind = ErrorKind::kInvalidUrl;
+      sent = false;
+      break;
+    default:
+      kind = ErrorKind::kTransport;
+      break;
+  }
+  Outcome outcome = Outcome::Transport(kind);
+  outcome.request_sent = sent;
+  return outcome;
+}
+
+// Validates everything about `request` that can be checked before sending.
+Status ValidateRequest(const HttpRequest& request) {
+  if (!IsToken(request.method)) {
+    return InvalidArgumentError("invalid HTTP method \"" + request.method +
+                                "\": must be a non-empty token");
+  }
+  const std::string& url = request.url;
+  if (url.empty()) return InvalidArgumentError("empty URL");
+  if (!StartsWithIgnoreCase(url, "http://") && !StartsWithIgnoreCase(url, "https://")) {
+    return InvalidArgumentError("invalid URL \"" + url + "\": must start with http:// or https://");
+  }
+  for (char c : url) {
+    auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) {
+      return InvalidArgumentError("invalid URL \"" + url +
+                                  "\": contains a space or control character");
+    }
+  }
+  CURLU* parsed = curl_url();
+  if (parsed == nullptr) return InternalError("curl_url() failed");
+  CURLUcode rc = curl_url_set(parsed, CURLUPART_URL, url.c_str(), 0);
+  char* host = nullptr;
+  if (rc == CURLUE_OK) rc = curl_url_get(parsed, CURLUPART_HOST, &host, 0);
+  const bool has_host = rc == CURLUE_OK && host != nullptr && host[0] != '\0';
+  curl_free(host);
+  curl_url_cleanup(parsed);
+  if (!has_host) {
+    return InvalidArgumentError("invalid URL \"" + url + "\": " +
+                                (rc == CURLUE_OK ? std::string("no host")
+                                                 : std::string(curl_url_strerror(rc))));
+  }
+  for (const auto& [name, value] : request.headers) {
+    if (!IsToken(name)) {
+      return InvalidArgumentError("invalid header name \"" + name + "\": must be a token");
+    }
+    if (!IsSafeFieldValue(value)) {
+      return InvalidArgumentError("invalid value of header \"" + name +
+                                  "\": contains CR, LF or NUL");
+    }
+    if (EqualsIgnoreCase(name, "Idempotency-Key") && !IsValidIdempotencyKey(value)) {
+      return InvalidArgumentError(
+          "invalid Idempotency-Key header: must be non-empty printable ASCII");
+    }
+  }
+  if (request.idempotency_key) {
+    const std::string& key = *request.idempotency_key;
+    if (!IsValidIdempotencyKey(key)) {
+      return InvalidArgumentError(
+          "invalid idempotency key: must be non-empty printable ASCII without leading or "
+          "trailing spaces");
+    }
+    std::optional<std::string> in_headers = FindHeader(request.headers, "Idempotency-Key");
+    if (in_headers && *in_headers != key) {
+      return InvalidArgumentError("idempotency_key \"" + key +
+                                  "\" conflicts with the Idempotency-Key header \"" +
+                                  *in_headers + "\"");
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Free functions
+
+std::optional<std::string> FindHeader(const HttpHeaders& headers, std::string_view name) {
+  for (const auto& field : headers) {
+    if (EqualsIgnoreCase(field.first, name)) return field.second;
+  }
+  return std::nullopt;
+}
+
+bool IsIdempotentMethod(std::string_view method) {
+  return method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "TRACE" ||
+         method == "PUT" || method == "DELETE";
+}
+
+std::string NewIdempotencyKey() {
+  std::array<unsigned char, 16> b{};
+  if (!FillRandom(b.data(), b.size())) {
+    // No OS randomness at all: std::random_device is the last resort (it is
+    // the same CSPRNG on glibc when that works at all).
+    std::random_device rd;
+    for (auto& byte : b) byte = static_cast<unsigned char>(rd());
+  }
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // variant 10
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(36);
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += kHex[b[i] >> 4];
+    out += kHex[b[i] & 0x0f];
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// The shared connection cache and the pool of easy handles.
+
+namespace {
+
+// One CURLSH (connection and DNS caches, locked with a mutex per lock_data)
+// and the easy handles attached to it.
+// Thread-safety: Acquire and Release are thread-safe; the share's caches are
+// locked by libcurl through LockShare/UnlockShare.
+// Not copyable or movable: the share's lock callbacks point at this object.
+class CurlHandlePool {
+ public:
+  CurlHandlePool() = default;
+  ~CurlHandlePool() {
+    // Easy handles first: they hold references into the share.
+    for (CURL* easy : pool_) curl_easy_cleanup(easy);
+    pool_.clear();
+    if (share_ != nullptr) curl_share_cleanup(share_);
+  }
+  CurlHandlePool(const CurlHandlePool&) = delete;
+  CurlHandlePool& operator=(const CurlHandlePool&) = delete;
+
+  Status Init() {
+    share_ = curl_share_init();
+    if (share_ == nullptr) return InternalError("curl_share_init failed");
+    if (curl_share_setopt(share_, CURLSHOPT_LOCKFUNC, &CurlHandlePool::LockShare) != CURLSHE_OK ||
+        curl_share_setopt(share_, CURLSHOPT_UNLOCKFUNC, &CurlHandlePool::UnlockShare) !=
+            CURLSHE_OK ||
+        curl_share_setopt(share_, CURLSHOPT_USERDATA, this) != CURLSHE_OK ||
+        curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK ||
+        curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK) {
+      return InternalError("curl_share_setopt failed (libcurl too old to share connections?)");
+    }
+    return OkStatus();
+  }
+
+  CURLSH* share() const { return share_; }
+
+  // Returns a pooled or new easy handle, or null when libcurl cannot make one.
+  CURL* Acquire() {
+    {
+      std::lock_guard<std::mutex> lock(pool_mu_);
+      if (!pool_.empty()) {
+        CURL* easy = pool_.back();
+        pool_.pop_back();
+        return easy;
+      }
+    }
+    return curl_easy_init();
+  }
+
+  // Returns `easy` to the pool (or frees it when the pool is full).
+  void Release(CURL* easy) {
+    if (easy == nullptr) return;
+    // Drops every option (and so every pointer into the finished call);
+    // live connections and the share are kept.
+    curl_easy_reset(easy);
+    {
+      std::lock_guard<std::mutex> lock(pool_mu_);
+      if (pool_.size() < kMaxPooled) {
+        pool_.push_back(easy);
+        return;
+      }
+    }
+    curl_easy_cleanup(easy);
+  }
+
+ private:
+  static constexpr size_t kLocks = CURL_LOCK_DATA_LAST;
+  // Handles kept for reuse; more may exist while many threads send at once.
+  static constexpr size_t kMaxPooled = 32;
+
+  static size_t LockIndex(curl_lock_data data) {
+    auto i = static_cast<size_t>(data);
+    return i < kLocks ? i : 0;
+  }
+  static void LockShare(CURL*, curl_lock_data data, curl_lock_access, void* user) {
+    static_cast<CurlHandlePool*>(user)->share_locks_[LockIndex(data)].lock();
+  }
+  static void UnlockShare(CURL*, curl_lock_data data, void* user) {
+    static_cast<CurlHandlePool*>(user)->share_locks_[LockIndex(data)].unlock();
+  }
+
+  CURLSH* share_ = nullptr;
+  std::mutex share_locks_[kLocks];
+  std::mutex pool_mu_;
+  std::vector<CURL*> pool_;
+};
+
+// A handle borrowed from the pool for one Send().
+class PooledHandle {
+ public:
+  explicit PooledHandle(CurlHandlePool* pool) : pool_(pool), easy_(pool->Acquire()) {}
+  ~PooledHandle() { pool_->Release(easy_); }
+  PooledHandle(const PooledHandle&) = delete;
+  PooledHandle& operator=(const PooledHandle&) = delete;
+  CURL* get() const { return easy_; }
+
+ private:
+  CurlHandlePool* pool_;
+  CURL* easy_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// HttpClient
+
+struct HttpClient::Impl {
+  Impl(const HttpClientOptions& opts, RetryPolicy pol, Clock* clk)
+      : options(opts), policy(std::move(pol)), clock(clk) {}
+
+  HttpClientOptions options;
+  RetryPolicy policy;
+  Clock* clock;
+  CurlHandlePool handles;
+};
+
+namespace {
+
+// The result of one libcurl transfer.
+struct AttemptResult {
+  CURLcode code = CURLE_OK;
+  std::string error;  // libcurl's detail text when code != CURLE_OK
+  int status = 0;
+  std::string effective_url;
+  bool connected = false;
+  bool request_sent = false;
+  Transfer transfer;
+};
+
+
+}  // namespace
+
+HttpClient::HttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpClient::~HttpClient() = default;
+
+const RetryPolicy& HttpClient::policy() const { return impl_->policy; }
+
+Result<std::unique_ptr<HttpClient>> HttpClient::Create(const HttpClientOptions& options) {
+  Result<RetryPolicy> policy = RetryPolicy::Create(options.retry);
+  if (!policy.ok()) return policy.status();
+  if (options.attempt_timeout <= Duration::zero()) {
+    return InvalidArgumentError("attempt_timeout must be > 0, got " +
+                                std::to_string(options.attempt_timeout.count()) + " ns");
+  }
+  if (options.connect_timeout <= Duration::zero()) {
+    return InvalidArgumentError("connect_timeout must be > 0, got " +
+                                std::to_string(options.connect_timeout.count()) + " ns");
+  }
+  if (!IsSafeFieldValue(options.user_agent)) {
+    return InvalidArgumentError("user_agent must not contain CR, LF or NUL");
+  }
+  if (!internal::EnsureCurlGlobalInit()) return InternalError("curl_global_init failed");
+
+  Clock* clock = options.clock != nullptr ? options.clock : SystemClock::Default();
+  auto impl = std::make_unique<Impl>(options, std::move(policy).value(), clock);
+  Status s = impl->handles.Init();
+  if (!s.ok()) return s;
+  return std::unique_ptr<HttpClient>(new HttpClient(std::move(impl)));
+}
+
+namespace {
+
+// Runs one transfer of `request` on `easy` with `timeout`.
+AttemptResult Perform(CURL* easy, CURLSH* share, const HttpClientOptions& options,
+                      const HttpRequest& request, const curl_slist* headers, Duration timeout) {
+  AttemptResult r;
+  char errbuf[CURL_ERROR_SIZE];
+  errbuf[0] = '\0';
+
+  curl_easy_reset(easy);
+  curl_easy_setopt(easy, CURLOPT_SHARE, share);
+  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(easy, CURLOPT_URL, request.url.c_str());
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85.0
+  curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+  curl_easy_setopt(easy, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  // Redirects are the caller's business in this version: a 3xx is a response.
+  curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, ToCurlMillis(timeout));
+  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                   ToCurlMillis(std::min(timeout, options.connect_timeout)));
+  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
+  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
+  curl_easy_setopt(easy, CURLOPT_USERAGENT, options.user_agent.c_str());
+  curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+  // No CURLOPT_ACCEPT_ENCODING: bodies are returned exactly as received.
+  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &WriteBody);
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &r.transfer);
+  curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &WriteHeader);
+  curl_easy_setopt(easy, CURLOPT_HEADERDATA, &r.transfer);
+
+  const std::string& method = request.method;
+  if (method == "HEAD") {
+    curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+  } else if (method == "POST" || !request.body.empty()) {
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(request.body.size()));
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, request.body.data());
+    if (method != "POST") curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method.c_str());
+  } else if (method == "GET") {
+    curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+  } else {
+    curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method.c_str());
+  }
+
+  r.code = curl_easy_perform(easy);
+
+  long status = 0;
+  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+  r.status = static_cast<int>(status);
+  char* effective = nullptr;
+  if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK &&
+      effective != nullptr) {
+    r.effective_url = effective;
+  } else {
+    r.effective_url = request.url;
+  }
+  curl_off_t connect_us = 0;
+  curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+  long request_size = 0;
+  curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);
+  r.connected = connect_us > 0;
+  r.request_sent = request_size > 0;
+  if (r.code != CURLE_OK) {
+    r.error = errbuf[0] != '\0' ? std::string(errbuf) : std::string(curl_easy_strerror(r.code));
+    while (!r.error.empty() && (r.error.back() == '\n' || r.error.back() == '\r')) {
+      r.error.pop_back();
+    }
+  }
+  // Nothing may keep pointing at this stack frame once the handle is pooled.
+  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, static_cast<char*>(nullptr));
+  return r;
+}
+
+}  // namespace
+
+Result<HttpResponse> HttpClient::Send(const HttpRequest& request, HttpCallInfo* info) {
+  if (info != nullptr) *info = HttpCallInfo{};
+  Status valid = ValidateRequest(request);
+  if (!valid.ok()) return valid;
+
+  Impl& impl = *impl_;
+  Clock& clock = *impl.clock;
+  const RetryPolicy& policy = request.policy != nullptr ? *request.policy : impl.policy;
+
+  // The header list is the same on every attempt (the same Idempotency-Key
+  // above all), so it is built once.
+  Slist headers;
+  bool has_content_type = false;
+  bool has_expect = false;
+  for (const auto& [name, value] : request.headers) {
+    // "Name;" is libcurl's spelling of a header with an empty value.
+    if (!SlistAppend(headers, value.empty() ? name + ";" : name + ": " + value)) {
+      return Status(StatusCode::kNoMemory, "curl_slist_append failed");
+    }
+    has_content_type = has_content_type || EqualsIgnoreCase(name, "Content-Type");
+    has_expect = has_expect || EqualsIgnoreCase(name, "Expect");
+  }
+  std::string key;
+  if (request.idempotency_key) {
+    key = *request.idempotency_key;
+    if (!FindHeader(request.headers, "Idempotency-Key") &&
+        !SlistAppend(headers, "Idempotency-Key: " + key)) {
+      return Status(StatusCode::kNoMemory, "curl_slist_append failed");
+    }
+  } else if (std::optional<std::string> in_headers =
+                 FindHeader(request.headers, "Idempotency-Key")) {
+    key = *in_headers;
+  }
+  const bool sends_body = request.method != "HEAD" &&
+                          (request.method == "POST" || !request.body.empty());
+  // libcurl labels POSTFIELDS as a form (application/x-www-form-urlencoded);
+  // the body is the caller's bytes, so no type is invented for it.
+  if (sends_body && !has_content_type && !SlistAppend(headers, "Content-Type:")) {
+    return Status(StatusCode::kNoMemory, "curl_slist_append failed");
+  }
+  // No "Expect: 100-continue" round trip for large bodies.
+  if (sends_body && !has_expect && !SlistAppend(headers, "Expect:")) {
+    return Status(StatusCode::kNoMemory, "curl_slist_append failed");
+  }
+
+  const bool replay_safe = IsIdempotentMethod(request.method) || !key.empty();
+
+  PooledHandle easy(&impl.handles);
+  if (easy.get() == nullptr) return InternalError("curl_easy_init failed");
+
+  const TimePoint start = clock.Now();
+  RetrySession session = policy.Begin(start, replay_safe);
+  AttemptResult last;
+  Decision decision;
+  for (;;) {
+    const TimePoint attempt_start = clock.Now();
+    // The policy's attempt timeout (already trimmed to the deadline) wins
+    // when the policy sets one (http_client.h); otherwise the client's,
+    // still trimmed to the deadline.
+    Duration timeout = impl.options.attempt_timeout;
+    std::optional<Duration> from_policy = session.AttemptTimeout(attempt_start);
+    if (from_policy) {
+      timeout = policy.options().attempt_timeout ? *from_policy : std::min(timeout, *from_policy);
+    }
+
+    last = Perform(easy.get(), impl.handles.share(), impl.options, request, headers.get(), timeout);
+    if (last.transfer.failed_alloc) {
+      return Status(StatusCode::kNoMemory, "out of memory while receiving the response");
+    }
+
+    Outcome outcome;
+    if (last.code == CURLE_OK && last.status > 0) {
+      std::optional<Duration> hint;
+      if (std::optional<std::string> value = FindHeader(last.transfer.headers, "Retry-After")) {
+        hint = ParseRetryAfter(*value, clock.WallNow());
+      }
+      outcome = Outcome::Http(last.status, hint);
+    } else {
+      if (last.code == CURLE_OK) {
+        last.code = CURLE_GOT_NOTHING;  // no status line: treat as an empty reply
+        last.error = "no HTTP status received";
+      }
+      outcome = TransportOutcome(last.code, last.connected, last.request_sent);
+    }
+
+    decision = session.OnOutcome(outcome, clock.Now());
+    if (!decision.retry()) break;
+    clock.SleepFor(decision.delay);
+  }
+
+  const Duration elapsed = clock.Now() - start;
+  const bool got_response = last.code == CURLE_OK;
+  const ErrorKind last_error =
+      got_response ? ErrorKind::kNone
+                   : TransportOutcome(last.code, last.connected, last.request_sent).error;
+  if (info != nullptr) {
+    info->attempts = session.attempts();
+    info->elapsed = elapsed;
+    info->last_error = last_error;
+    info->stop_reason = decision.reason;
+    info->idempotency_key = key;
+  }
+
+  if (got_response) {
+    HttpResponse response;
+    response.status = last.status;
+    response.headers = std::move(last.transfer.headers);
+    response.body = std::move(last.transfer.body);
+    response.attempts = session.attempts();
+    response.elapsed = elapsed;
+    response.stop_reason = decision.reason;
+    response.idempotency_key = key;
+    response.url = std::move(last.effective_url);
+    return response;
+  }
+
+  const int attempts = session.attempts();
+  std::string what = request.method + " " + request.url + ": ";
+  std::string tail = " after " + std::to_string(attempts) +
+                     (attempts == 1 ? " attempt" : " attempts") + " (" + last.error + ")";
+  if (decision.reason == StopReason::kDeadline) {
+    return DeadlineExceededError(what + "deadline exceeded; last error " +
+                                 ErrorPhrase(last_error) + tail);
+  }
+  if (last_error == ErrorKind::kInvalidUrl) {
+    return InvalidArgumentError(what + ErrorPhrase(last_error) + tail);
+  }
+  if (last_error == ErrorKind::kTimeout || last_error == ErrorKind::kConnectTimeout) {
+    return TimeoutError(what + ErrorPhrase(last_error) + tail);
+  }
+  return TransportError(what + ErrorPhrase(last_error) + tail);
+}
+
+}  // namespace v0
+}  // namespace mulligan

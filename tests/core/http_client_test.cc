@@ -1,0 +1,667 @@
+// tests/core/http_client_test.cc — HttpClient end to end against a real nginx.
+//
+// A gtest Environment starts tests/nginx/nginx_server.py (`serve`) through
+// popen(..., "w"): the launcher writes its port to a file, and pclose() closes
+// its stdin, which stops nginx (so does a crash of this process). Each test
+// reads nginx's JSON access log (tests/nginx/nginx.conf.in) to check what
+// really reached the server: how many attempts, which Idempotency-Key, when
+// each request started and on which connection.
+//
+// Only the /limited test sleeps for real (about 1 s per Retry-After).
+
+#include "mulligan/http_client.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace mulligan {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// ---------------------------------------------------------------------------
+// The nginx server
+
+struct Server {
+  FILE* launcher = nullptr;
+  int port = 0;
+  std::string workdir;
+  std::string access_log;
+  std::string base_url;
+};
+Server g_server;
+
+class NginxEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    // A proxy from the environment must not sit between us and 127.0.0.1.
+    setenv("NO_PROXY", "127.0.0.1,localhost", 1);
+    setenv("no_proxy", "127.0.0.1,localhost", 1);
+
+    char tmpl[] = "/tmp/mulligan-http-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr) << "mkdtemp failed";
+    root_ = tmpl;
+    g_server.workdir = root_ + "/nginx";
+    g_server.access_log = g_server.workdir + "/logs/access.log";
+    const std::string port_file = root_ + "/port";
+    const std::string cmd = std::string("'") + MULLIGAN_PYTHON + "' '" + MULLIGAN_TESTS_DIR +
+                            "/nginx/nginx_server.py' serve --port-file '" + port_file +
+                            "' --workdir '" + g_server.workdir + "'";
+    g_server.launcher = popen(cmd.c_str(), "w");
+    ASSERT_NE(g_server.launcher, nullptr) << "cannot run: " << cmd;
+
+    const auto give_up = std::chrono::steady_clock::now() + seconds(20);
+    while (std::chrono::steady_clock::now() < give_up) {
+      std::ifstream in(port_file);
+      int port = 0;
+      if (in >> port && port > 0) {
+        g_server.port = port;
+        break;
+      }
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    ASSERT_GT(g_server.port, 0) << "nginx did not start; command: " << cmd;
+    g_server.base_url = "http://127.0.0.1:" + std::to_string(g_server.port);
+  }
+
+  void TearDown() override {
+    if (g_server.launcher != nullptr) {
+      pclose(g_server.launcher);  // end of stdin: the launcher stops nginx
+      g_server.launcher = nullptr;
+    }
+    if (!root_.empty()) {
+      std::string rm = "rm -rf '" + root_ + "'";
+      if (std::system(rm.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", root_.c_str());
+    }
+  }
+
+ private:
+  std::string root_;
+};
+
+const ::testing::Environment* const g_env =
+    ::testing::AddGlobalTestEnvironment(new NginxEnvironment);
+
+std::string Url(const std::string& path) { return g_server.base_url + path; }
+
+// ---------------------------------------------------------------------------
+// The access log: one flat JSON object per line, every value a string.
+
+struct LogEntry {
+  int64_t msec = 0;   // when nginx logged the finished request, ms since the epoch
+  int64_t start = 0;  // when nginx started reading it (msec - request_time), ms
+  std::string method;
+  std::string uri;
+  int status = 0;
+  std::string idempotency_key;
+  std::string request_id;
+  long connection = 0;
+  long connection_requests = 0;
+};
+
+std::optional<std::string> JsonField(const std::string& line, const std::string& key) {
+  const std::string needle = "\"" + key + "\":\"";
+  size_t pos = line.find(needle);
+  if (pos == std::string::npos) return std::nullopt;
+  pos += needle.size();
+  std::string out;
+  for (; pos < line.size(); ++pos) {
+    char c = line[pos];
+    if (c == '"') return out;
+    if (c == '\\' && pos + 1 < line.size()) {
+      c = line[++pos];
+      if (c == 'n') c = '\n';
+      if (c == 'r') c = '\r';
+      if (c == 't') c = '\t';
+    }
+    out += c;
+  }
+  return std::nullopt;  // a line still being written
+}
+
+// "1796012297.125" -> 1796012297125 (nginx prints exactly 3 decimals).
+int64_t Millis(const std::string& s) {
+  size_t dot = s.find('.');
+  std::string whole = s.substr(0, dot);
+  std::string frac = dot == std::string::npos ? "" : s.substr(dot + 1);
+  frac = (frac + "000").substr(0, 3);
+  return std::stoll(whole) * 1000 + std::stoll(frac);
+}
+
+std::vector<LogEntry> ReadLog() {
+  std::vector<LogEntry> entries;
+  std::ifstream in(g_server.access_log);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto msec = JsonField(line, "msec");
+    auto request_time = JsonField(line, "request_time");
+    auto status = JsonField(line, "status");
+    auto connection_requests = JsonField(line, "connection_requests");
+    if (!msec || !request_time || !status || !connection_requests) continue;
+    LogEntry e;
+    e.msec = Millis(*msec);
+    e.start = e.msec - Millis(*request_time);
+    e.method = JsonField(line, "method").value_or("");
+    e.uri = JsonField(line, "uri").value_or("");
+    e.status = std::stoi(*status);
+    e.idempotency_key = JsonField(line, "idempotency_key").value_or("");
+    e.request_id = JsonField(line, "request_id").value_or("");
+    e.connection = std::stol(JsonField(line, "connection").value_or("0"));
+    e.connection_requests = std::stol(*connection_requests);
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+void ClearLog() { std::ofstream(g_server.access_log, std::ios::trunc); }
+
+// nginx writes a request's line just after sending the response, so a test
+// that has just read the response polls briefly, and waits a little longer
+// when it must show that no further line appears.
+std::vector<LogEntry> LogWithCount(size_t expected) {
+  const auto give_up = std::chrono::steady_clock::now() + seconds(2);
+  std::vector<LogEntry> entries = ReadLog();
+  while (entries.size() < expected && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(5));
+    entries = ReadLog();
+  }
+  std::this_thread::sleep_for(milliseconds(50));
+  return ReadLog();
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+RetryOptions FastRetry(int attempts) {
+  RetryOptions retry;
+  retry.max_attempts = attempts;
+  retry.backoff.kind = BackoffKind::kConstant;
+  retry.backoff.base = milliseconds(1);
+  retry.backoff.jitter = JitterKind::kNone;
+  return retry;
+}
+
+std::unique_ptr<HttpClient> MakeClient(const RetryOptions& retry, Clock* clock = nullptr) {
+  HttpClientOptions options;
+  options.retry = retry;
+  options.clock = clock;
+  Result<std::unique_ptr<HttpClient>> client = HttpClient::Create(options);
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  return client.ok() ? std::move(client).value() : nullptr;
+}
+
+HttpRequest Get(const std::string& path) {
+  HttpRequest request;
+  request.url = Url(path);
+  return request;
+}
+
+HttpRequest Post(const std::string& path, std::string body = "payload") {
+  HttpRequest request;
+  request.method = "POST";
+  request.url = Url(path);
+  request.body = std::move(body);
+  return request;
+}
+
+// A loopback port with nothing listening on it.
+int ClosedPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class HttpClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_GT(g_server.port, 0) << "the nginx test server is not running";
+    ClearLog();
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Pure functions (no server needed, but cheap enough to run with it)
+
+TEST(HttpHelpersTest, FindHeaderIsCaseInsensitiveAndReturnsTheFirst) {
+  HttpHeaders headers = {{"Content-Type", "text/plain"}, {"X-A", "1"}, {"x-a", "2"}};
+  EXPECT_EQ(FindHeader(headers, "content-type"), "text/plain");
+  EXPECT_EQ(FindHeader(headers, "X-A"), "1");
+  EXPECT_EQ(FindHeader(headers, "Retry-After"), std::nullopt);
+  EXPECT_EQ(FindHeader(headers, "Content-Typ"), std::nullopt);
+}
+
+TEST(HttpHelpersTest, IdempotentMethodsFollowRfc9110) {
+  for (const char* m : {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"}) {
+    EXPECT_TRUE(IsIdempotentMethod(m)) << m;
+  }
+  for (const char* m : {"POST", "PATCH", "CONNECT", "get", ""}) {
+    EXPECT_FALSE(IsIdempotentMethod(m)) << m;
+  }
+}
+
+TEST(HttpHelpersTest, NewIdempotencyKeyIsACanonicalVersion4Uuid) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    std::string key = NewIdempotencyKey();
+    ASSERT_EQ(key.size(), 36u) << key;
+    for (size_t j = 0; j < key.size(); ++j) {
+      if (j == 8 || j == 13 || j == 18 || j == 23) {
+        ASSERT_EQ(key[j], '-') << key;
+      } else {
+        ASSERT_TRUE((key[j] >= '0' && key[j] <= '9') || (key[j] >= 'a' && key[j] <= 'f')) << key;
+      }
+    }
+    EXPECT_EQ(key[14], '4') << key;                                   // version
+    EXPECT_NE(std::string("89ab").find(key[19]), std::string::npos) << key;  // variant
+    seen.insert(key);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+}
+
+TEST(HttpHelpersTest, CreateRejectsBadOptions) {
+  HttpClientOptions options;
+  options.attempt_timeout = Duration::zero();
+  EXPECT_TRUE(IsInvalidArgument(HttpClient::Create(options).status()));
+  options = HttpClientOptions{};
+  options.connect_timeout = milliseconds(-1);
+  EXPECT_TRUE(IsInvalidArgument(HttpClient::Create(options).status()));
+  options = HttpClientOptions{};
+  options.retry.max_attempts = 0;
+  EXPECT_TRUE(IsInvalidArgument(HttpClient::Create(options).status()));
+  options = HttpClientOptions{};
+  EXPECT_TRUE(HttpClient::Create(options).ok());
+}
+
+// ---------------------------------------------------------------------------
+// Against nginx
+
+TEST_F(HttpClientTest, HealthyGet) {
+  auto client = MakeClient(RetryOptions{});
+  ASSERT_NE(client, nullptr);
+  HttpCallInfo info;
+  Result<HttpResponse> r = client->Send(Get("/ok"), &info);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "ok\n");
+  EXPECT_EQ(r->attempts, 1);
+  EXPECT_EQ(r->stop_reason, StopReason::kSucceeded);
+  EXPECT_EQ(r->url, Url("/ok"));
+  EXPECT_EQ(r->idempotency_key, "");
+  EXPECT_EQ(r->Header("content-type"), "text/plain");
+  EXPECT_EQ(r->Header("CONTENT-LENGTH"), "3");
+  EXPECT_EQ(r->Header("Retry-After"), std::nullopt);
+  EXPECT_EQ(info.attempts, 1);
+  EXPECT_EQ(info.last_error, ErrorKind::kNone);
+  EXPECT_EQ(info.stop_reason, StopReason::kSucceeded);
+
+  auto log = LogWithCount(1);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].method, "GET");
+  EXPECT_EQ(log[0].uri, "/ok");
+}
+
+TEST_F(HttpClientTest, DownExhaustsAttemptsAndReturnsTheLast503) {
+  auto client = MakeClient(FastRetry(3));
+  ASSERT_NE(client, nullptr);
+  HttpCallInfo info;
+  Result<HttpResponse> r = client->Send(Get("/down"), &info);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->body, "down\n");
+  EXPECT_EQ(r->attempts, 3);
+  EXPECT_EQ(r->stop_reason, StopReason::kAttemptsExhausted);
+  EXPECT_EQ(info.attempts, 3);
+  EXPECT_EQ(info.stop_reason, StopReason::kAttemptsExhausted);
+  EXPECT_EQ(info.last_error, ErrorKind::kNone);
+
+  auto log = LogWithCount(3);
+  ASSERT_EQ(log.size(), 3u);
+  for (const auto& e : log) {
+    EXPECT_EQ(e.uri, "/down");
+    EXPECT_EQ(e.status, 503);
+  }
+}
+
+TEST_F(HttpClientTest, FlakyEventuallySucceeds) {
+  // Each attempt fails with probability 1/2 and Retry-After: 0, so 20
+  // attempts all failing has probability 2^-20.
+  auto client = MakeClient(FastRetry(20));
+  ASSERT_NE(client, nullptr);
+  Result<HttpResponse> r = client->Send(Get("/flaky"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "flaky ok\n");
+  auto log = LogWithCount(static_cast<size_t>(r->attempts));
+  ASSERT_EQ(log.size(), static_cast<size_t>(r->attempts));
+  for (size_t i = 0; i + 1 < log.size(); ++i) EXPECT_EQ(log[i].status, 503);
+  EXPECT_EQ(log.back().status, 200);
+}
+
+TEST_F(HttpClientTest, LimitedRetriesWaitForRetryAfter) {
+  auto client = MakeClient(FastRetry(5));
+  ASSERT_NE(client, nullptr);
+  size_t attempts = 0;
+  for (int i = 0; i < 10; ++i) {
+    HttpCallInfo info;
+    Result<HttpResponse> r = client->Send(Get("/limited"), &info);
+    attempts += static_cast<size_t>(info.attempts);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 200) << "request " << i;
+    EXPECT_EQ(r->body, "limited ok\n");
+    EXPECT_EQ(r->stop_reason, StopReason::kSucceeded);
+  }
+
+  auto log = LogWithCount(attempts);
+  ASSERT_EQ(log.size(), attempts);
+  int limited = 0;
+  int ok = 0;
+  for (size_t i = 0; i < log.size(); ++i) {
+    EXPECT_EQ(log[i].uri, "/limited");
+    if (log[i].status == 200) ++ok;
+    if (log[i].status != 429) continue;
+    ++limited;
+    // Requests are sequential, so the next line is the retry of this one.
+    ASSERT_LT(i + 1, log.size()) << "a 429 was not retried";
+    EXPECT_GE(log[i + 1].start - log[i].msec, 1000)
+        << "retry of request " << log[i].request_id << " came too early";
+  }
+  EXPECT_EQ(ok, 10);
+  // 1 request per second: every request after the first meets a 429 first.
+  EXPECT_GE(limited, 9);
+}
+
+TEST_F(HttpClientTest, RetryAfterWaitsThroughTheInjectedClock) {
+  // Spend the one-per-second allowance with a real-clock client, so that the
+  // fake-clock client's two attempts (a few milliseconds later in real time)
+  // are both over the rate whatever ran before.
+  auto warm = MakeClient(FastRetry(5));
+  ASSERT_NE(warm, nullptr);
+  Result<HttpResponse> first = warm->Send(Get("/limited"));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->status, 200);
+  ClearLog();
+
+  FakeClock clock;
+  auto client = MakeClient(FastRetry(2), &clock);
+  ASSERT_NE(client, nullptr);
+  HttpCallInfo info;
+  Result<HttpResponse> r = client->Send(Get("/limited"), &info);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 429);
+  EXPECT_EQ(r->Header("Retry-After"), "1");
+  EXPECT_EQ(r->attempts, 2);
+  EXPECT_EQ(r->stop_reason, StopReason::kAttemptsExhausted);
+  // One wait, exactly the Retry-After value (not the 1 ms backoff).
+  EXPECT_EQ(clock.TotalSlept(), seconds(1));
+  EXPECT_EQ(r->elapsed, seconds(1));
+  EXPECT_EQ(info.elapsed, seconds(1));
+
+  auto log = LogWithCount(2);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].status, 429);
+  EXPECT_EQ(log[1].status, 429);
+}
+
+TEST_F(HttpClientTest, PostWithoutKeyIsNotReplayed) {
+  auto client = MakeClient(FastRetry(3));
+  ASSERT_NE(client, nullptr);
+  HttpCallInfo info;
+  Result<HttpResponse> r = client->Send(Post("/down"), &info);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->attempts, 1);
+  EXPECT_EQ(r->stop_reason, StopReason::kNotReplaySafe);
+  EXPECT_EQ(info.stop_reason, StopReason::kNotReplaySafe);
+
+  auto log = LogWithCount(1);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].method, "POST");
+  EXPECT_EQ(log[0].idempotency_key, "");
+}
+
+TEST_F(HttpClientTest, PostWithKeyIsReplayedWithTheSameKey) {
+  auto client = MakeClient(FastRetry(3));
+  ASSERT_NE(client, nullptr);
+  HttpRequest request = Post("/down");
+  request.idempotency_key = "k-123";
+  HttpCallInfo info;
+  Result<HttpResponse> r = client->Send(request, &info);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->attempts, 3);
+  EXPECT_EQ(r->stop_reason, StopReason::kAttemptsExhausted);
+  EXPECT_EQ(r->idempotency_key, "k-123");
+  EXPECT_EQ(info.idempotency_key, "k-123");
+
+  auto log = LogWithCount(3);
+  ASSERT_EQ(log.size(), 3u);
+  for (const auto& e : log) {
+    EXPECT_EQ(e.method, "POST");
+    EXPECT_EQ(e.idempotency_key, "k-123");
+  }
+}
+
+TEST_F(HttpClientTest, KeyInHeadersMakesPostReplaySafeAndBodyIsSentRaw) {
+  auto client = MakeClient(FastRetry(3));
+  ASSERT_NE(client, nullptr);
+  HttpRequest request = Post("/echo", "a=1&b=2");
+  request.headers = {{"idempotency-key", "from-header"}};
+  Result<HttpResponse> r = client->Send(request);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "method=POST\nidempotency_key=from-header\nbody=a=1&b=2\n");
+  EXPECT_EQ(r->idempotency_key, "from-header");
+
+  request = Post("/down");
+  request.headers = {{"Idempotency-Key", "from-header"}};
+  r = client->Send(request);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->attempts, 3);
+}
+
+TEST_F(HttpClientTest, OtherMethodsReachTheServer) {
+  auto client = MakeClient(FastRetry(1));
+  ASSERT_NE(client, nullptr);
+  for (const char* method : {"PUT", "DELETE", "PATCH", "OPTIONS"}) {
+    HttpRequest request = Get("/echo");
+    request.method = method;
+    request.body = std::string(method) == "PUT" ? "put-body" : "";
+    Result<HttpResponse> r = client->Send(request);
+    ASSERT_TRUE(r.ok()) << method << ": " << r.status().ToString();
+    EXPECT_EQ(r->status, 200) << method;
+    EXPECT_EQ(r->body.rfind(std::string("method=") + method + "\n", 0), 0u) << r->body;
+  }
+  HttpRequest head = Get("/ok");
+  head.method = "HEAD";
+  Result<HttpResponse> r = client->Send(head);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "");
+}
+
+TEST_F(HttpClientTest, ConnectionRefusedIsRetriedAndReported) {
+  auto client = MakeClient(FastRetry(3));
+  ASSERT_NE(client, nullptr);
+  const std::string url = "http://127.0.0.1:" + std::to_string(ClosedPort()) + "/down";
+  HttpRequest request;
+  request.url = url;
+  HttpCallInfo info;
+  Result<HttpResponse> r = client->Send(request, &info);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kTransport) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("GET " + url + ": connection refused after 3 attempts"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(info.attempts, 3);
+  EXPECT_EQ(info.last_error, ErrorKind::kConnectionRefused);
+  EXPECT_EQ(info.stop_reason, StopReason::kAttemptsExhausted);
+
+  // Nothing was sent, so even a POST without a key may be tried again.
+  request.method = "POST";
+  request.body = "payload";
+  r = client->Send(request, &info);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kTransport);
+  EXPECT_EQ(info.attempts, 3);
+  EXPECT_EQ(info.last_error, ErrorKind::kConnectionRefused);
+  EXPECT_EQ(info.stop_reason, StopReason::kAttemptsExhausted);
+}
+
+TEST_F(HttpClientTest, SlowAttemptsTimeOut) {
+  RetryOptions retry = FastRetry(2);
+  retry.attempt_timeout = milliseconds(200);
+  auto client = MakeClient(retry);
+  ASSERT_NE(client, nullptr);
+  HttpCallInfo info;
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<HttpResponse> r = client->Send(Get("/slow?s=2"), &info);
+  const auto wall = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kTimeout) << r.status().ToString();
+  EXPECT_EQ(info.attempts, 2);
+  EXPECT_EQ(info.last_error, ErrorKind::kTimeout);
+  EXPECT_EQ(info.stop_reason, StopReason::kAttemptsExhausted);
+  EXPECT_GE(info.elapsed, milliseconds(400));
+  EXPECT_LT(info.elapsed, milliseconds(1500));
+  EXPECT_LT(wall, milliseconds(1500));
+}
+
+TEST_F(HttpClientTest, DeadlineEndsTheChainAfterATimeout) {
+  RetryOptions retry = FastRetry(5);
+  retry.deadline = milliseconds(300);
+  auto client = MakeClient(retry);
+  ASSERT_NE(client, nullptr);
+  HttpCallInfo info;
+  Result<HttpResponse> r = client->Send(Get("/slow?s=2"), &info);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+  EXPECT_EQ(info.stop_reason, StopReason::kDeadline);
+  EXPECT_EQ(info.last_error, ErrorKind::kTimeout);
+  EXPECT_EQ(info.attempts, 1);
+  EXPECT_LT(info.elapsed, milliseconds(1000));
+}
+
+TEST_F(HttpClientTest, SequentialCallsAndRetriesReuseOneConnection) {
+  auto client = MakeClient(FastRetry(3));
+  ASSERT_NE(client, nullptr);
+  Result<HttpResponse> a = client->Send(Get("/ok"));
+  Result<HttpResponse> b = client->Send(Get("/ok"));
+  Result<HttpResponse> c = client->Send(Get("/down"));  // three attempts
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+
+  auto log = LogWithCount(5);
+  ASSERT_EQ(log.size(), 5u);
+  for (size_t i = 0; i < log.size(); ++i) {
+    EXPECT_EQ(log[i].connection, log[0].connection) << "request " << i;
+    EXPECT_EQ(log[i].connection_requests, static_cast<long>(i + 1)) << "request " << i;
+  }
+}
+
+TEST_F(HttpClientTest, ConcurrentSendsAreSafe) {
+  auto client = MakeClient(FastRetry(3));
+  ASSERT_NE(client, nullptr);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10; ++i) {
+        Result<HttpResponse> r = client->Send(Get("/ok"));
+        if (r.ok() && r->status == 200 && r->body == "ok\n") ++ok;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 40);
+  auto log = LogWithCount(40);
+  EXPECT_EQ(log.size(), 40u);
+  std::set<long> connections;
+  for (const auto& e : log) connections.insert(e.connection);
+  EXPECT_LE(connections.size(), 4u);  // at most one connection per thread
+}
+
+TEST_F(HttpClientTest, BadInputIsRejectedBeforeAnyAttempt) {
+  auto client = MakeClient(FastRetry(3));
+  ASSERT_NE(client, nullptr);
+  std::vector<std::pair<std::string, HttpRequest>> cases;
+  {
+    HttpRequest r;
+    r.url = "htp:/x";
+    cases.emplace_back("malformed URL", r);
+    r.url = "";
+    cases.emplace_back("empty URL", r);
+    r.url = "ftp://127.0.0.1/ok";
+    cases.emplace_back("ftp scheme", r);
+    r.url = "http://";
+    cases.emplace_back("no host", r);
+    r.url = Url("/ok?a b");
+    cases.emplace_back("space in URL", r);
+  }
+  {
+    HttpRequest r = Get("/ok");
+    r.headers = {{"Bad Name", "x"}};
+    cases.emplace_back("header name with a space", r);
+    r.headers = {{"", "x"}};
+    cases.emplace_back("empty header name", r);
+    r.headers = {{"X-Injected", "a\r\nInjected: 1"}};
+    cases.emplace_back("CRLF in a header value", r);
+    r.headers = {{"X-Lf", "a\nb"}};
+    cases.emplace_back("LF in a header value", r);
+  }
+  {
+    HttpRequest r = Post("/ok");
+    r.idempotency_key = "";
+    cases.emplace_back("empty idempotency key", r);
+    r.idempotency_key = "k\x01";
+    cases.emplace_back("control character in the key", r);
+    r.idempotency_key = "a";
+    r.headers = {{"Idempotency-Key", "b"}};
+    cases.emplace_back("conflicting keys", r);
+  }
+  {
+    HttpRequest r = Get("/ok");
+    r.method = "GE T";
+    cases.emplace_back("method with a space", r);
+    r.method = "";
+    cases.emplace_back("empty method", r);
+  }
+  for (const auto& [what, request] : cases) {
+    HttpCallInfo info;
+    info.attempts = 99;
+    Result<HttpResponse> r = client->Send(request, &info);
+    ASSERT_FALSE(r.ok()) << what;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << what << ": "
+                                                              << r.status().ToString();
+    EXPECT_EQ(info.attempts, 0) << what;
+  }
+  // One good request afterwards: it must be the only line in the log.
+  Result<HttpResponse> good = client->Send(Get("/ok"));
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  auto log = LogWithCount(1);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].uri, "/ok");
+}
+
+}  // namespace
+}  // namespace mulligan
