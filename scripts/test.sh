@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs every test of mulligan on this machine, setting it up first:
+#   1. installs missing Debian packages and Python tools (scripts/setup.sh)
+#   2. builds the engine, the C ABI and the C/C++ tests (CMake + Ninja, build/)
+#   3. runs ctest: GoogleTest suites, C99 ABI programs, install checks, and the
+#      end-to-end tests against a real nginx started on a free loopback port
+#   4. installs the Python package (pip install .) and runs pytest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+JOBS=${JOBS:-2}
+
+scripts/setup.sh
+
+cmake -S . -B build -G Ninja -DBUILD_TESTING=ON -DMULLIGAN_WARNINGS_AS_ERRORS=ON
+cmake --build build -j "$JOBS"
+ctest --test-dir build --output-on-failure -j "$JOBS"
+
+"$PYTHON" -m pip install --quiet --disable-pip-version-check ".[test]"
+"$PYTHON" -m pytest -q
