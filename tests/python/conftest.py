@@ -1,0 +1,60 @@
+"""Shared fixtures of the Python suite.
+
+``nginx`` starts the real nginx test server once per session
+(tests/nginx/nginx_server.py, imported by path: it is not a package); the
+end-to-end tests that use it are skipped cleanly only when nginx or its echo
+module is not installed. ``vectors`` loads tests/vectors/*.json, the cases the
+C++, C and Python suites share.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NGINX_SERVER_PY = os.path.join(TESTS_DIR, "nginx", "nginx_server.py")
+VECTORS_DIR = os.path.join(TESTS_DIR, "vectors")
+
+
+def load_nginx_server_module() -> Any:
+    spec = importlib.util.spec_from_file_location("mulligan_tests_nginx_server", NGINX_SERVER_PY)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_vectors(name: str) -> list[dict[str, Any]]:
+    with open(os.path.join(VECTORS_DIR, name), encoding="utf-8") as f:
+        cases: list[dict[str, Any]] = json.load(f)["cases"]
+    return cases
+
+
+@pytest.fixture(scope="session")
+def nginx() -> Iterator[Any]:
+    module = load_nginx_server_module()
+    try:
+        module.find_nginx()
+        module.find_echo_module()
+    except module.NginxError as e:
+        pytest.skip(f"nginx is not installed: {e}")
+    with module.NginxServer() as server:
+        # nginx logs the start-up probe's request after answering it: wait for
+        # that line so that it cannot land after a test cleared the log.
+        server.wait_for_access_log(1)
+        yield server
+
+
+@pytest.fixture
+def server(nginx: Any) -> Any:
+    """The session's nginx with an empty access log."""
+    nginx.clear_access_log()
+    return nginx
