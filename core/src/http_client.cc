@@ -697,6 +697,12 @@ Result<HttpResponse> HttpClient::Send(const HttpRequest& request, HttpCallInfo* 
 
     last = Perform(easy.get(), impl.handles.share(), impl.options, request, headers.get(), timeout);
     if (last.transfer.failed_alloc) {
+      if (info != nullptr) {
+        info->attempts = session.attempts() + 1;
+        info->elapsed = clock.Now() - start;
+        info->last_error = ErrorKind::kTransport;
+        info->idempotency_key = key;
+      }
       return Status(StatusCode::kNoMemory, "out of memory while receiving the response");
     }
 
