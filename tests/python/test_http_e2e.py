@@ -43,7 +43,9 @@ def test_healthy_get(server: Any) -> None:
 
 
 def test_flaky_gets_all_succeed_thanks_to_retries(server: Any) -> None:
-    responses = [mulligan.get(server.url("/flaky"), attempts=8, **FAST) for _ in range(20)]
+    # About half of the /flaky requests fail, independently: with 20 attempts a
+    # call gives up with probability ~0.53**20 (3e-6); 8 would fail ~0.6% of calls.
+    responses = [mulligan.get(server.url("/flaky"), attempts=20, **FAST) for _ in range(20)]
     assert [r.status_code for r in responses] == [200] * 20
     assert all(r.text == "flaky ok\n" for r in responses)
     assert any(r.attempts > 1 for r in responses)  # P(no retry in 20 calls) = 2**-20
