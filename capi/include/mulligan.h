@@ -1,0 +1,942 @@
+/* mulligan.h — the stable C ABI of mulligan: retries with backoff and jitter,
+ * Retry-After, deadlines and a resilient HTTP client.
+ *
+ * This header is the whole public C interface. Anything not declared here (or
+ * in mulligan_export.h / mulligan_version.h) is private and may change at any
+ * time; the C++ headers of the core are NOT part of the promised ABI.
+ *
+ * Conventions (shared/STYLE.md section 3):
+ *   - Objects are opaque handles with a mulligan_<object>_create() /
+ *     mulligan_<object>_destroy() pair; destroy(NULL) is a no-op.
+ *   - Every fallible function returns an int holding a mulligan_status:
+ *     MULLIGAN_OK (0) or a positive MULLIGAN_E_* code. On failure,
+ *     mulligan_last_error() describes what went wrong (thread-local). A lone
+ *     out-parameter is named `out` and is set to NULL/0 on failure.
+ *   - Getters that cannot fail return their value directly; given a NULL
+ *     handle they return 0 / NULL and set the last error.
+ *   - Durations are `double` milliseconds (names end in `_ms`). NaN, infinite
+ *     and negative durations are rejected with MULLIGAN_E_INVALID_ARGUMENT
+ *     unless a function says otherwise; finite values too large for the
+ *     engine's clock (about 292 years) saturate at MULLIGAN_DURATION_MAX_MS.
+ *   - Booleans are int: 0 is false, any other value true.
+ *   - Strings are UTF-8, NUL-terminated. Strings the library returns are
+ *     borrowed; each function says how long they stay valid. Nothing returned
+ *     by this API must be passed to free().
+ *   - No C++ exception ever crosses this interface.
+ *   - No global initialisation is required (libcurl is set up once inside).
+ *
+ * The retry engine decides, the caller acts: a mulligan_retry_session never
+ * sleeps; it answers each attempt's outcome with "retry after delay_ms" or
+ * "stop". See mulligan_retry_session_on_outcome() for the loop.
+ *
+ * Compiles as C99 and as C++.
+ */
+#ifndef MULLIGAN_H_
+#define MULLIGAN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mulligan_export.h"
+#include "mulligan_version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ========================================================================== */
+/* Status codes and errors                                                    */
+/* ========================================================================== */
+
+/**
+ * The result codes of every fallible function. Values are pinned: they are
+ * appended only, never renumbered or reused (they equal mulligan::StatusCode).
+ *
+ * @since 0.1
+ */
+typedef enum mulligan_status {
+  /** Success. */
+  MULLIGAN_OK = 0,
+  /** The caller passed a bad value (NULL handle, NaN delay, malformed URL).
+   *  Retrying the same call will not help. */
+  MULLIGAN_E_INVALID_ARGUMENT = 1,
+  /** An allocation failed. */
+  MULLIGAN_E_NO_MEMORY = 2,
+  /** A bug or an unexpected failure inside mulligan or a library it uses. */
+  MULLIGAN_E_INTERNAL = 3,
+  /** A user callback returned non-zero and the operation was aborted. */
+  MULLIGAN_E_CALLBACK = 4,
+  /** Every attempt failed with a retryable error and the policy gave up. */
+  MULLIGAN_E_RETRIES_EXHAUSTED = 5,
+  /** The call's deadline passed (or the next wait would have crossed it). */
+  MULLIGAN_E_DEADLINE_EXCEEDED = 6,
+  /** A circuit breaker refused the call (reserved for the breaker API). */
+  MULLIGAN_E_CIRCUIT_OPEN = 7,
+  /** The dependency was unavailable in a way that was not retried. */
+  MULLIGAN_E_UNAVAILABLE = 8,
+  /** Transport failure: connection refused or reset, DNS failure, TLS error. */
+  MULLIGAN_E_TRANSPORT = 9,
+  /** An attempt did not finish within its timeout. */
+  MULLIGAN_E_TIMEOUT = 10
+} mulligan_status;
+
+/**
+ * Returns static text naming a status code ("ok", "invalid argument", ...).
+ *
+ * @param status  any int; unknown values give "unknown status".
+ * @return never NULL; static storage, valid for the life of the process.
+ * Thread-safety: thread-safe.
+ * @since 0.1
+ */
+MULLIGAN_API const char *mulligan_status_str(int status);
+
+/**
+ * Returns a description of the most recent failed mulligan call on the
+ * calling thread, e.g. "base_delay_ms must be a finite number >= 0, got nan".
+ *
+ * Read it right after a function returned a non-OK code (or a getter returned
+ * its NULL/0 failure value). Successful calls do not clear it.
+ *
+ * @return never NULL (an empty string before any failure). Owned by the
+ *         library, thread-local; valid until the next mulligan call on this
+ *         thread.
+ * Thread-safety: thread-safe (each thread has its own message).
+ * @since 0.1
+ */
+MULLIGAN_API const char *mulligan_last_error(void);
+
+/* ========================================================================== */
+/* Version                                                                    */
+/* ========================================================================== */
+
+/**
+ * Returns the version of the loaded library as major*10000 + minor*100 +
+ * patch; compare with MULLIGAN_VERSION_NUMBER from the headers.
+ *
+ * @return the version number, e.g. 100 for 0.1.0.
+ * Thread-safety: thread-safe.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_version_number(void);
+
+/**
+ * Returns the version of the loaded library as "major.minor.patch".
+ *
+ * @return never NULL; static storage.
+ * Thread-safety: thread-safe.
+ * @since 0.1
+ */
+MULLIGAN_API const char *mulligan_version_string(void);
+
+/* ========================================================================== */
+/* Enumerations shared with the engine                                        */
+/* ========================================================================== */
+
+/**
+ * Backoff strategies; with n = retries already made (0 before the first
+ * retry): constant d = base; linear d = base*(n+1); exponential
+ * d = base*multiplier^n; decorrelated d = uniform(base, 3*previous).
+ * @since 0.1
+ */
+typedef enum mulligan_backoff_kind {
+  MULLIGAN_BACKOFF_CONSTANT = 0,
+  MULLIGAN_BACKOFF_LINEAR = 1,
+  MULLIGAN_BACKOFF_EXPONENTIAL = 2,
+  MULLIGAN_BACKOFF_DECORRELATED = 3
+} mulligan_backoff_kind;
+
+/**
+ * Jitter applied to a backoff delay d (after capping at max_delay):
+ * none d; full uniform(0, d); equal d/2 + uniform(0, d/2); proportional
+ * min(d, max_delay/(1+f)) * uniform(1-f, 1+f).
+ * @since 0.1
+ */
+typedef enum mulligan_jitter_kind {
+  MULLIGAN_JITTER_NONE = 0,
+  MULLIGAN_JITTER_FULL = 1,
+  MULLIGAN_JITTER_EQUAL = 2,
+  MULLIGAN_JITTER_PROPORTIONAL = 3
+} mulligan_jitter_kind;
+
+/**
+ * The kind of failure an attempt ended with (MULLIGAN_ERROR_NONE for a result
+ * or an HTTP response). Values are pinned; append only.
+ * @since 0.1
+ */
+typedef enum mulligan_error_kind {
+  /** No failure: the attempt produced a result or an HTTP response. */
+  MULLIGAN_ERROR_NONE = 0,
+  /** Nothing listened at the address; nothing was sent. */
+  MULLIGAN_ERROR_CONNECTION_REFUSED = 1,
+  /** The peer reset or closed the connection mid-exchange. */
+  MULLIGAN_ERROR_CONNECTION_RESET = 2,
+  /** The host name did not resolve; nothing was sent. */
+  MULLIGAN_ERROR_DNS_FAILURE = 3,
+  /** No connection within the connect timeout; nothing was sent. */
+  MULLIGAN_ERROR_CONNECT_TIMEOUT = 4,
+  /** The attempt did not finish within its timeout. */
+  MULLIGAN_ERROR_TIMEOUT = 5,
+  /** TLS handshake or verification failed (terminal by default). */
+  MULLIGAN_ERROR_TLS = 6,
+  /** Malformed URL or unsupported scheme (terminal). */
+  MULLIGAN_ERROR_INVALID_URL = 7,
+  /** Any other transport failure. */
+  MULLIGAN_ERROR_TRANSPORT = 8,
+  /** A failure the caller already judged retryable. */
+  MULLIGAN_ERROR_RETRYABLE = 9,
+  /** A failure the caller already judged terminal (never retried). */
+  MULLIGAN_ERROR_TERMINAL = 10
+} mulligan_error_kind;
+
+/**
+ * Why a retry session stopped. Values are pinned; append only.
+ * @since 0.1
+ */
+typedef enum mulligan_stop_reason {
+  /** Not stopped (the decision is MULLIGAN_ACTION_RETRY). */
+  MULLIGAN_STOP_NONE = 0,
+  /** The attempt succeeded. */
+  MULLIGAN_STOP_SUCCEEDED = 1,
+  /** The outcome was terminal (a 404, a TLS error, ...). */
+  MULLIGAN_STOP_TERMINAL = 2,
+  /** max_attempts attempts were made. */
+  MULLIGAN_STOP_ATTEMPTS_EXHAUSTED = 3,
+  /** The deadline passed or the next wait would reach it. */
+  MULLIGAN_STOP_DEADLINE = 4,
+  /** A Retry-After hint exceeded retry_after_max (and clamping is off). */
+  MULLIGAN_STOP_RETRY_AFTER_TOO_LONG = 5,
+  /** Not replay-safe (POST/PATCH without a key) and bytes had been sent. */
+  MULLIGAN_STOP_NOT_REPLAY_SAFE = 6
+} mulligan_stop_reason;
+
+/**
+ * The engine's answer to an outcome.
+ * @since 0.1
+ */
+typedef enum mulligan_action {
+  /** Wait delay_ms, then run the next attempt. */
+  MULLIGAN_ACTION_RETRY = 0,
+  /** Stop; the reason says why. */
+  MULLIGAN_ACTION_STOP = 1
+} mulligan_action;
+
+/**
+ * The policy's verdict on one outcome.
+ * @since 0.1
+ */
+typedef enum mulligan_classification {
+  MULLIGAN_CLASSIFICATION_SUCCESS = 0,
+  MULLIGAN_CLASSIFICATION_RETRYABLE = 1,
+  MULLIGAN_CLASSIFICATION_TERMINAL = 2
+} mulligan_classification;
+
+/**
+ * Returns a stable snake_case name of an error kind ("connection_refused").
+ * @param kind  any int; unknown values give "unknown".
+ * @return never NULL; static storage.
+ * Thread-safety: thread-safe.
+ * @since 0.1
+ */
+MULLIGAN_API const char *mulligan_error_kind_str(int kind);
+
+/**
+ * Returns a stable snake_case name of a stop reason ("attempts_exhausted").
+ * @param reason  any int; unknown values give "unknown".
+ * @return never NULL; static storage.
+ * Thread-safety: thread-safe.
+ * @since 0.1
+ */
+MULLIGAN_API const char *mulligan_stop_reason_str(int reason);
+
+/**
+ * The largest duration the engine represents, in milliseconds (INT64_MAX
+ * nanoseconds, about 292 years). Huge durations saturate at this value; they
+ * never overflow or turn negative.
+ * @since 0.1
+ */
+#define MULLIGAN_DURATION_MAX_MS 9223372036854.775807
+
+/* ========================================================================== */
+/* Retry options                                                              */
+/* ========================================================================== */
+
+/**
+ * A mutable bag of retry settings, turned into an immutable policy by
+ * mulligan_retry_policy_create(). Defaults (DESIGN.md section 4): 3 attempts,
+ * exponential backoff, base 200 ms, multiplier 2, full jitter, jitter fraction
+ * 0.2, max delay 10000 ms, no deadline, no attempt timeout, Retry-After
+ * honoured up to 60000 ms (longer hints stop the retries), retryable statuses
+ * 408 429 500 502 503 504, random seed per session.
+ *
+ * Each setter validates its single value and returns MULLIGAN_OK or
+ * MULLIGAN_E_INVALID_ARGUMENT (the options are then unchanged), or
+ * MULLIGAN_E_INVALID_ARGUMENT for a NULL handle.
+ *
+ * Thread-safety: not thread-safe; use one options object from one thread at a
+ * time. The options may be destroyed right after a policy is created from them.
+ * @since 0.1
+ */
+typedef struct mulligan_retry_options mulligan_retry_options;
+
+/**
+ * Creates retry options holding every default.
+ * @param out  OUT: the new options; NULL on failure. Free with
+ *             mulligan_retry_options_destroy().
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT (out is NULL),
+ *         MULLIGAN_E_NO_MEMORY.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_create(mulligan_retry_options **out);
+
+/**
+ * Destroys options. NULL is a no-op.
+ * @param opts  the options, or NULL.
+ * @since 0.1
+ */
+MULLIGAN_API void mulligan_retry_options_destroy(mulligan_retry_options *opts);
+
+/**
+ * Sets the total number of attempts, the first one included (default 3).
+ * @param opts  the options.
+ * @param max_attempts  >= 1.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_max_attempts(mulligan_retry_options *opts,
+                                                         int max_attempts);
+
+/**
+ * Sets the backoff strategy (default MULLIGAN_BACKOFF_EXPONENTIAL).
+ * @param opts  the options.
+ * @param kind  a mulligan_backoff_kind value.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (unknown kind).
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_backoff(mulligan_retry_options *opts,
+                                                    mulligan_backoff_kind kind);
+
+/**
+ * Sets the base delay (default 200 ms). 0 means no wait.
+ * @param opts  the options.
+ * @param base_delay_ms  finite, >= 0.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_base_delay_ms(mulligan_retry_options *opts,
+                                                          double base_delay_ms);
+
+/**
+ * Sets the growth factor of exponential backoff (default 2). Values below 1
+ * shrink the delay; 0 means no wait.
+ * @param opts  the options.
+ * @param multiplier  finite, >= 0.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_multiplier(mulligan_retry_options *opts,
+                                                       double multiplier);
+
+/**
+ * Sets the cap of every delay, applied after jitter (default 10000 ms).
+ * @param opts  the options.
+ * @param max_delay_ms  finite, >= 0.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_max_delay_ms(mulligan_retry_options *opts,
+                                                         double max_delay_ms);
+
+/**
+ * Sets the jitter mode (default MULLIGAN_JITTER_FULL). Ignored by
+ * MULLIGAN_BACKOFF_DECORRELATED, which carries its own randomness.
+ * @param opts  the options.
+ * @param kind  a mulligan_jitter_kind value.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (unknown kind).
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_jitter(mulligan_retry_options *opts,
+                                                   mulligan_jitter_kind kind);
+
+/**
+ * Sets f of MULLIGAN_JITTER_PROPORTIONAL (default 0.2).
+ * @param opts  the options.
+ * @param fraction  in [0, 1].
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_jitter_fraction(mulligan_retry_options *opts,
+                                                            double fraction);
+
+/**
+ * Sets the total time budget of one logical call, measured on the monotonic
+ * clock from the start of the first attempt (default: none). No attempt
+ * starts at or after it. To remove a deadline use
+ * mulligan_retry_options_clear_deadline(); 0 is not a synonym for "none".
+ * @param opts  the options.
+ * @param deadline_ms  finite, > 0.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_deadline_ms(mulligan_retry_options *opts,
+                                                        double deadline_ms);
+
+/**
+ * Removes the deadline (the default).
+ * @param opts  the options.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (NULL handle).
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_clear_deadline(mulligan_retry_options *opts);
+
+/**
+ * Sets the bound on a single attempt, trimmed to the time left before the
+ * deadline (default: none; the HTTP client then uses 30000 ms).
+ * @param opts  the options.
+ * @param attempt_timeout_ms  finite, > 0.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_attempt_timeout_ms(mulligan_retry_options *opts,
+                                                               double attempt_timeout_ms);
+
+/**
+ * Removes the attempt timeout (the default).
+ * @param opts  the options.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (NULL handle).
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_clear_attempt_timeout(mulligan_retry_options *opts);
+
+/**
+ * Sets the longest Retry-After hint honoured (default 60000 ms). A longer
+ * hint stops the retries (MULLIGAN_STOP_RETRY_AFTER_TOO_LONG) unless
+ * mulligan_retry_options_set_retry_after_clamp() asked to wait the maximum.
+ * @param opts  the options.
+ * @param retry_after_max_ms  finite, >= 0.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_retry_after_max_ms(mulligan_retry_options *opts,
+                                                               double retry_after_max_ms);
+
+/**
+ * Chooses what a Retry-After hint longer than retry_after_max does: 0 (the
+ * default) stops the retries, 1 waits retry_after_max instead.
+ * @param opts  the options.
+ * @param clamp  0 or 1.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_retry_after_clamp(mulligan_retry_options *opts,
+                                                              int clamp);
+
+/**
+ * Chooses whether a Retry-After hint replaces the backoff delay (default 1).
+ * @param opts  the options.
+ * @param respect  0 or 1.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_respect_retry_after(mulligan_retry_options *opts,
+                                                                int respect);
+
+/**
+ * Replaces the list of retryable HTTP statuses (default 408 429 500 502 503
+ * 504). Every other status >= 400 is terminal, every status < 400 a success.
+ * @param opts  the options.
+ * @param statuses  `count` statuses, each in [100, 599]; copied. May be NULL
+ *                  when count is 0 (then no status is retryable).
+ * @param count  number of entries.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_retryable_statuses(mulligan_retry_options *opts,
+                                                               const int *statuses,
+                                                               size_t count);
+
+/**
+ * Replaces the list of retryable error kinds (default: connection refused and
+ * reset, DNS failure, connect timeout, timeout, transport).
+ * MULLIGAN_ERROR_RETRYABLE is always retryable and MULLIGAN_ERROR_TERMINAL
+ * never, whatever the list says.
+ * @param opts  the options.
+ * @param kinds  `count` mulligan_error_kind values (not MULLIGAN_ERROR_NONE);
+ *               copied. May be NULL when count is 0.
+ * @param count  number of entries.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_retryable_errors(mulligan_retry_options *opts,
+                                                             const int *kinds, size_t count);
+
+/**
+ * Seeds the jitter generator: every session of the policy then starts from
+ * this seed, so its delays are reproducible (default: a fresh random seed per
+ * session).
+ * @param opts  the options.
+ * @param seed  any value.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (NULL handle).
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_seed(mulligan_retry_options *opts, uint64_t seed);
+
+/* ========================================================================== */
+/* Retry policy                                                               */
+/* ========================================================================== */
+
+/**
+ * A validated, immutable retry policy.
+ *
+ * Thread-safety: immutable; safe to share between threads and to use from
+ * many sessions at once. It must outlive every session begun from it (an
+ * HTTP client copies it and does not need it afterwards).
+ * @since 0.1
+ */
+typedef struct mulligan_retry_policy mulligan_retry_policy;
+
+/**
+ * Validates options and creates a policy.
+ * @param out   OUT: the new policy; NULL on failure. Free with
+ *              mulligan_retry_policy_destroy().
+ * @param opts  the options, copied; NULL for every default.
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT (out is NULL, or the
+ *         options are inconsistent; the last error names the field),
+ *         MULLIGAN_E_NO_MEMORY.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_policy_create(mulligan_retry_policy **out,
+                                              const mulligan_retry_options *opts);
+
+/**
+ * Destroys a policy. NULL is a no-op.
+ * REQUIRES: no session created from it is still in use.
+ * @param policy  the policy, or NULL.
+ * @since 0.1
+ */
+MULLIGAN_API void mulligan_retry_policy_destroy(mulligan_retry_policy *policy);
+
+/* ========================================================================== */
+/* Clocks                                                                     */
+/* ========================================================================== */
+
+/**
+ * A source of monotonic time for retry sessions. Wherever a
+ * `const mulligan_clock *` is accepted, NULL means the system's monotonic
+ * (steady) clock. The only clock one can create is a fake one, which moves
+ * only when advanced: tests of a retry loop then run instantly.
+ *
+ * Thread-safety: thread-safe (reads and advances are atomic).
+ * @since 0.1
+ */
+typedef struct mulligan_clock mulligan_clock;
+
+/**
+ * Creates a fake clock. Its monotonic reading starts at an arbitrary fixed
+ * point and its calendar reading at 2024-01-01T00:00:00Z.
+ * @param out  OUT: the new clock; NULL on failure. Free with
+ *             mulligan_clock_destroy().
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT (out is NULL),
+ *         MULLIGAN_E_NO_MEMORY.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_clock_create_fake(mulligan_clock **out);
+
+/**
+ * Moves a fake clock forward.
+ * @param clock  a fake clock (not NULL).
+ * @param ms  finite, >= 0.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_clock_advance_ms(mulligan_clock *clock, double ms);
+
+/**
+ * Returns a clock's monotonic reading in milliseconds since its (arbitrary)
+ * epoch; only differences between readings are meaningful.
+ * @param clock  a clock, or NULL for the system steady clock.
+ * @return the reading.
+ * Thread-safety: thread-safe.
+ * @since 0.1
+ */
+MULLIGAN_API double mulligan_clock_now_ms(const mulligan_clock *clock);
+
+/**
+ * Destroys a clock. NULL is a no-op.
+ * REQUIRES: no session using it is still in use.
+ * @param clock  the clock, or NULL.
+ * @since 0.1
+ */
+MULLIGAN_API void mulligan_clock_destroy(mulligan_clock *clock);
+
+/* ========================================================================== */
+/* Retry sessions: the engine decides, the caller acts                        */
+/* ========================================================================== */
+
+/**
+ * The state of one logical call (attempt count, previous delay, jitter
+ * generator, deadline). Typical loop:
+ *
+ *   mulligan_retry_session *s;
+ *   mulligan_retry_session_begin(&s, policy, NULL, 1);
+ *   for (;;) {
+ *     mulligan_outcome o = MULLIGAN_OUTCOME_INIT;
+ *     mulligan_decision d = MULLIGAN_DECISION_INIT;
+ *     o.http_status = run_one_attempt();
+ *     mulligan_retry_session_on_outcome(s, &o, &d);
+ *     if (d.action == MULLIGAN_ACTION_STOP) break;
+ *     sleep_ms(d.delay_ms);
+ *   }
+ *   mulligan_retry_session_destroy(s);
+ *
+ * Thread-safety: not thread-safe; one session belongs to one call.
+ * @since 0.1
+ */
+typedef struct mulligan_retry_session mulligan_retry_session;
+
+/**
+ * One attempt's outcome, filled in by the caller. Initialise it with
+ * MULLIGAN_OUTCOME_INIT, then set the fields that apply. The struct only
+ * grows at the end; struct_size tells the library which version it got.
+ * @since 0.1
+ */
+typedef struct mulligan_outcome {
+  /** sizeof(mulligan_outcome) as compiled by the caller. */
+  uint32_t struct_size;
+  /** A mulligan_error_kind; MULLIGAN_ERROR_NONE for a result or a response. */
+  int error_kind;
+  /** The HTTP status in [100, 599], or 0 when the attempt produced no HTTP
+   *  response. An outcome with no error and status 0 is a plain success. */
+  int http_status;
+  /** A parsed Retry-After hint in ms (see mulligan_retry_after_parse()), or
+   *  any negative value for none. +infinity and values of at least
+   *  MULLIGAN_DURATION_MAX_MS mean "longer than anything"; NaN is invalid. */
+  double retry_after_ms;
+  /** 1 if any byte of the request was sent, 0 if not (then even a
+   *  non-replay-safe request may be retried), -1 to derive it from
+   *  error_kind (refused, DNS failure and connect timeout send nothing). */
+  int request_sent;
+} mulligan_outcome;
+
+/** Initialiser for mulligan_outcome: success, no hint, request_sent derived.
+ *  @since 0.1 */
+#define MULLIGAN_OUTCOME_INIT \
+  { (uint32_t)sizeof(mulligan_outcome), MULLIGAN_ERROR_NONE, 0, -1.0, -1 }
+
+/**
+ * The engine's decision, filled in by mulligan_retry_session_on_outcome().
+ * Initialise it with MULLIGAN_DECISION_INIT (the library checks struct_size).
+ * @since 0.1
+ */
+typedef struct mulligan_decision {
+  /** sizeof(mulligan_decision) as compiled by the caller. */
+  uint32_t struct_size;
+  /** A mulligan_action. */
+  int action;
+  /** The wait before the next attempt in ms; 0 when stopping. */
+  double delay_ms;
+  /** A mulligan_stop_reason (MULLIGAN_STOP_NONE when retrying). */
+  int reason;
+  /** A mulligan_classification of the outcome that led here. */
+  int classification;
+  /** The attempt this decision answers (1 for the first). */
+  int attempt;
+  /** 1 when delay_ms came from a Retry-After hint, else 0. */
+  int from_retry_after;
+} mulligan_decision;
+
+/** Initialiser for mulligan_decision. @since 0.1 */
+#define MULLIGAN_DECISION_INIT \
+  { (uint32_t)sizeof(mulligan_decision), MULLIGAN_ACTION_STOP, 0.0, MULLIGAN_STOP_NONE, 0, 0, 0 }
+
+/**
+ * Starts one logical call whose first attempt starts now (read from `clock`).
+ * @param out  OUT: the new session; NULL on failure. Free with
+ *             mulligan_retry_session_destroy().
+ * @param policy  the policy (not NULL). Borrowed: it must outlive the session.
+ * @param clock  where `now` is read, or NULL for the system steady clock.
+ *               Borrowed: it must outlive the session.
+ * @param replay_safe  0 for a request that must not be repeated once sent
+ *                     (POST/PATCH without an idempotency key): only failures
+ *                     before any byte was sent are then retried. Else 1.
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT, MULLIGAN_E_NO_MEMORY.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_session_begin(mulligan_retry_session **out,
+                                              const mulligan_retry_policy *policy,
+                                              const mulligan_clock *clock, int replay_safe);
+
+/**
+ * Records the outcome of the attempt that just finished (now = the session's
+ * clock) and says what to do next. After a stop decision the session is
+ * finished and further calls return the same stop decision.
+ * @param session  the session.
+ * @param outcome  the outcome; struct_size must be at least the 0.1 size.
+ * @param out  OUT: the decision; struct_size must be at least the 0.1 size.
+ * @return MULLIGAN_OK, or MULLIGAN_E_INVALID_ARGUMENT (NULL pointer, bad
+ *         struct_size, unknown error_kind, http_status out of range, NaN
+ *         retry_after_ms, request_sent not -1/0/1); the session is then
+ *         unchanged.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_session_on_outcome(mulligan_retry_session *session,
+                                                   const mulligan_outcome *outcome,
+                                                   mulligan_decision *out);
+
+/**
+ * Returns the timeout for an attempt starting now: the policy's attempt
+ * timeout trimmed to the time left before the deadline.
+ * @param session  the session.
+ * @param out  OUT: the timeout in ms (0 when the deadline has passed), or -1
+ *             when the policy has neither an attempt timeout nor a deadline.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_session_attempt_timeout_ms(const mulligan_retry_session *session,
+                                                           double *out);
+
+/**
+ * Returns the number of attempts whose outcome has been recorded.
+ * @param session  the session.
+ * @return the count; 0 (and the last error set) for a NULL session.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_session_attempts(const mulligan_retry_session *session);
+
+/**
+ * Destroys a session. NULL is a no-op.
+ * @param session  the session, or NULL.
+ * @since 0.1
+ */
+MULLIGAN_API void mulligan_retry_session_destroy(mulligan_retry_session *session);
+
+/* ========================================================================== */
+/* Retry-After                                                                */
+/* ========================================================================== */
+
+/**
+ * Parses a Retry-After field value (RFC 9110 section 10.2.3): delay-seconds
+ * ("120") or an HTTP-date in IMF-fixdate, RFC 850 or asctime form. Leading
+ * and trailing spaces and tabs are ignored.
+ * @param value  the field value (not NULL).
+ * @param now_unix_ms  the current calendar time, in ms since the Unix epoch
+ *                     (dates are measured from it).
+ * @param out_delay_ms  OUT: the delay in ms; 0 for a date in the past or "0";
+ *                      values too large saturate at MULLIGAN_DURATION_MAX_MS
+ *                      (never negative or infinite). Set to -1 on failure.
+ * @return MULLIGAN_OK, or MULLIGAN_E_INVALID_ARGUMENT when the value is not a
+ *         valid Retry-After ("-5", "0.5", "abc", "") or a pointer is NULL;
+ *         the caller then keeps its backoff delay.
+ * Thread-safety: thread-safe (pure function).
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_after_parse(const char *value, int64_t now_unix_ms,
+                                            double *out_delay_ms);
+
+/* ========================================================================== */
+/* HTTP client                                                                */
+/* ========================================================================== */
+
+/**
+ * A resilient HTTP client on libcurl: retries per its policy, honours
+ * Retry-After, trims each attempt to the deadline, and applies the method
+ * rules (GET, HEAD, OPTIONS, TRACE, PUT, DELETE are retried; POST and PATCH
+ * only with an idempotency key or when nothing was sent). Connections are
+ * kept alive between attempts and calls. Waits are real sleeps.
+ *
+ * Thread-safety: mulligan_http_request() may be called from many threads at
+ * once on one client.
+ * @since 0.1
+ */
+typedef struct mulligan_http_client mulligan_http_client;
+
+/**
+ * The result of one mulligan_http_request() call: the last attempt's status,
+ * headers and body plus what the retry loop did.
+ *
+ * Thread-safety: immutable; safe to read from many threads.
+ * @since 0.1
+ */
+typedef struct mulligan_http_response mulligan_http_response;
+
+/**
+ * Creates an HTTP client (attempt timeout 30000 ms unless the policy sets
+ * one, connect timeout 10000 ms, TLS verification on, User-Agent "mulligan").
+ * @param out  OUT: the new client; NULL on failure. Free with
+ *             mulligan_http_client_destroy().
+ * @param default_policy  the retry policy of every request, copied (it may be
+ *                        destroyed afterwards); NULL for the defaults.
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT, MULLIGAN_E_NO_MEMORY,
+ *         MULLIGAN_E_INTERNAL (libcurl could not be initialised).
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_client_create(mulligan_http_client **out,
+                                             const mulligan_retry_policy *default_policy);
+
+/**
+ * Destroys a client and closes its connections. NULL is a no-op.
+ * REQUIRES: no request is running on it. Responses stay valid.
+ * @param client  the client, or NULL.
+ * @since 0.1
+ */
+MULLIGAN_API void mulligan_http_client_destroy(mulligan_http_client *client);
+
+/**
+ * Sends a request, retrying per the client's policy, and blocks until the
+ * retry loop stops.
+ *
+ * A response that arrived counts as success even when its status is an error:
+ * after retries give up on a 503 the call returns MULLIGAN_OK with status 503
+ * and stop reason MULLIGAN_STOP_ATTEMPTS_EXHAUSTED. When the LAST attempt got
+ * no response, the call returns MULLIGAN_E_TRANSPORT, MULLIGAN_E_TIMEOUT or
+ * MULLIGAN_E_DEADLINE_EXCEEDED and STILL sets *out to a response with status
+ * 0 whose error kind, attempts, elapsed time and stop reason say what
+ * happened. *out is NULL only when no attempt ran (invalid arguments, no
+ * memory).
+ *
+ * @param client  the client.
+ * @param method  an HTTP method token ("GET", "POST", ...); NULL for "GET".
+ * @param url  an absolute http:// or https:// URL (not NULL).
+ * @param headers  `header_count` strings "Name: value"; copied. May be NULL
+ *                 when header_count is 0.
+ * @param header_count  number of headers.
+ * @param body  `body_len` bytes sent as the body; copied. May be NULL when
+ *              body_len is 0.
+ * @param body_len  body length in bytes.
+ * @param idempotency_key  sent as Idempotency-Key on every attempt, making a
+ *                         POST or PATCH replay-safe; NULL for none. Must be
+ *                         non-empty printable ASCII.
+ * @param out  OUT: the response (see above); free with
+ *             mulligan_http_response_destroy().
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT (bad argument, no attempt
+ *         made), MULLIGAN_E_TRANSPORT, MULLIGAN_E_TIMEOUT,
+ *         MULLIGAN_E_DEADLINE_EXCEEDED, MULLIGAN_E_NO_MEMORY,
+ *         MULLIGAN_E_INTERNAL.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_request(mulligan_http_client *client, const char *method,
+                                       const char *url, const char *const *headers,
+                                       size_t header_count, const void *body, size_t body_len,
+                                       const char *idempotency_key,
+                                       mulligan_http_response **out);
+
+/**
+ * Returns the final HTTP status (the last attempt's), or 0 when the last
+ * attempt got no response (or resp is NULL).
+ * @param resp  the response.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_response_status(const mulligan_http_response *resp);
+
+/**
+ * Returns the body of the last response.
+ * @param resp  the response.
+ * @param len  OUT, may be NULL: the body length in bytes.
+ * @return the bytes, followed by a NUL that len does not count (the body may
+ *         itself contain NULs); never NULL for a valid response. Borrowed:
+ *         valid until mulligan_http_response_destroy(resp).
+ * @since 0.1
+ */
+MULLIGAN_API const char *mulligan_http_response_body(const mulligan_http_response *resp,
+                                                     size_t *len);
+
+/**
+ * Returns the value of the first response header named `name`
+ * (case-insensitive), or NULL when there is none.
+ * @param resp  the response.
+ * @param name  the field name.
+ * @return borrowed: valid until mulligan_http_response_destroy(resp).
+ * @since 0.1
+ */
+MULLIGAN_API const char *mulligan_http_response_header(const mulligan_http_response *resp,
+                                                       const char *name);
+
+/**
+ * Returns the number of response header fields.
+ * @param resp  the response.
+ * @since 0.1
+ */
+MULLIGAN_API size_t mulligan_http_response_header_count(const mulligan_http_response *resp);
+
+/**
+ * Returns a response header field by position, in received order.
+ * @param resp  the response.
+ * @param index  in [0, mulligan_http_response_header_count()).
+ * @param name  OUT: the field name as received; borrowed like the body.
+ * @param value  OUT: the field value; borrowed like the body.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (index out of range or
+ *         a NULL pointer; the outputs are then NULL).
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_response_header_at(const mulligan_http_response *resp,
+                                                  size_t index, const char **name,
+                                                  const char **value);
+
+/**
+ * Returns the number of attempts made (1 when the first succeeded).
+ * @param resp  the response.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_response_attempts(const mulligan_http_response *resp);
+
+/**
+ * Returns the time from the start of the first attempt to the end of the
+ * last, in ms.
+ * @param resp  the response.
+ * @since 0.1
+ */
+MULLIGAN_API double mulligan_http_response_elapsed_ms(const mulligan_http_response *resp);
+
+/**
+ * Returns the last attempt's mulligan_error_kind (MULLIGAN_ERROR_NONE when it
+ * got a response).
+ * @param resp  the response.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_response_error_kind(const mulligan_http_response *resp);
+
+/**
+ * Returns why the retry loop stopped (a mulligan_stop_reason).
+ * @param resp  the response.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_response_stop_reason(const mulligan_http_response *resp);
+
+/**
+ * Returns the idempotency key sent with every attempt, or NULL when none was.
+ * @param resp  the response.
+ * @return borrowed: valid until mulligan_http_response_destroy(resp).
+ * @since 0.1
+ */
+MULLIGAN_API const char *mulligan_http_response_idempotency_key(
+    const mulligan_http_response *resp);
+
+/**
+ * Destroys a response. NULL is a no-op.
+ * @param resp  the response, or NULL.
+ * @since 0.1
+ */
+MULLIGAN_API void mulligan_http_response_destroy(mulligan_http_response *resp);
+
+/**
+ * The size of a buffer that holds an idempotency key and its NUL (a UUID in
+ * canonical form is 36 characters).
+ * @since 0.1
+ */
+#define MULLIGAN_IDEMPOTENCY_KEY_SIZE 37
+
+/**
+ * Writes a fresh idempotency key: a random (version 4) UUID in canonical
+ * lower-case form, drawn from the operating system's CSPRNG.
+ * @param buf  OUT: receives the key and a NUL.
+ * @param buf_size  at least MULLIGAN_IDEMPOTENCY_KEY_SIZE.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (NULL or short buffer).
+ * Thread-safety: thread-safe.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_idempotency_key_new(char *buf, size_t buf_size);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MULLIGAN_H_ */

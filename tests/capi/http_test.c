@@ -1,0 +1,280 @@
+/* tests/capi/http_test.c — the C ABI's HTTP client against a real nginx
+ * (tests/nginx/nginx_server.py), compiled as C99.
+ *
+ * The server is started with popen(cmd, "w"): it writes its port to a file
+ * once /ok answers, and stops when its stdin reaches end of file, i.e. at
+ * pclose() or when this process dies. Exits 77 (ctest SKIP_RETURN_CODE) when
+ * the launcher is missing or nginx cannot start.
+ *
+ * Compile-time definitions: MULLIGAN_TESTS_DIR, MULLIGAN_PYTHON.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capi_check.h"
+#include "mulligan.h"
+
+#define SKIP 77
+
+static char g_base_url[64];
+static char g_workdir[256];
+
+static void sleep_ms(long ms) {
+  struct timespec ts;
+  ts.tv_sec = ms / 1000;
+  ts.tv_nsec = (ms % 1000) * 1000000L;
+  nanosleep(&ts, NULL);
+}
+
+/* Starts the server; returns its pipe or NULL (after printing why). */
+static FILE *start_server(char *tmpdir) {
+  char launcher[512], cmd[2048], port_file[300];
+  FILE *server;
+  int waited, port = 0;
+
+  snprintf(launcher, sizeof launcher, "%s/nginx/nginx_server.py", MULLIGAN_TESTS_DIR);
+  if (access(launcher, R_OK) != 0) {
+    printf("SKIP: %s does not exist (yet)\n", launcher);
+    return NULL;
+  }
+  snprintf(port_file, sizeof port_file, "%s/port", tmpdir);
+  snprintf(g_workdir, sizeof g_workdir, "%s/work", tmpdir);
+  snprintf(cmd, sizeof cmd, "'%s' '%s' serve --port-file '%s' --workdir '%s'", MULLIGAN_PYTHON,
+           launcher, port_file, g_workdir);
+  server = popen(cmd, "w");
+  if (server == NULL) {
+    printf("SKIP: cannot run %s\n", cmd);
+    return NULL;
+  }
+  for (waited = 0; waited < 15000; waited += 50) {
+    FILE *f = fopen(port_file, "r");
+    if (f != NULL) {
+      int n = fscanf(f, "%d", &port);
+      fclose(f);
+      if (n == 1 && port > 0) break;
+    }
+    sleep_ms(50);
+  }
+  if (port <= 0) {
+    printf("SKIP: nginx did not start within 15 s (see the launcher's stderr above)\n");
+    pclose(server);
+    return NULL;
+  }
+  snprintf(g_base_url, sizeof g_base_url, "http://127.0.0.1:%d", port);
+  printf("nginx at %s\n", g_base_url);
+  return server;
+}
+
+static mulligan_http_client *make_client(int attempts) {
+  mulligan_retry_options *opts = NULL;
+  mulligan_retry_policy *policy = NULL;
+  mulligan_http_client *client = NULL;
+  CHECK_OK(mulligan_retry_options_create(&opts));
+  CHECK_OK(mulligan_retry_options_set_max_attempts(opts, attempts));
+  CHECK_OK(mulligan_retry_options_set_backoff(opts, MULLIGAN_BACKOFF_CONSTANT));
+  CHECK_OK(mulligan_retry_options_set_base_delay_ms(opts, 1));
+  CHECK_OK(mulligan_retry_options_set_jitter(opts, MULLIGAN_JITTER_NONE));
+  CHECK_OK(mulligan_retry_options_set_attempt_timeout_ms(opts, 5000));
+  CHECK_OK(mulligan_retry_policy_create(&policy, opts));
+  CHECK_OK(mulligan_http_client_create(&client, policy));
+  /* The client copied the policy. */
+  mulligan_retry_policy_destroy(policy);
+  mulligan_retry_options_destroy(opts);
+  return client;
+}
+
+static int do_request(mulligan_http_client *client, const char *method, const char *path,
+                const char *key, mulligan_http_response **out) {
+  char url[256];
+  static const char *const headers[] = {"X-Test: capi", "Accept:  text/plain  "};
+  static const char body[] = "hello";
+  snprintf(url, sizeof url, "%s%s", g_base_url, path);
+  return mulligan_http_request(client, method, url, headers, 2, body, sizeof body - 1, key, out);
+}
+
+/* Counts access-log lines that contain `needle`. */
+static int count_log_lines(const char *needle) {
+  char path[300], line[4096];
+  int count = 0;
+  FILE *f;
+  snprintf(path, sizeof path, "%s/logs/access.log", g_workdir);
+  f = fopen(path, "r");
+  if (f == NULL) return -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strstr(line, needle) != NULL) ++count;
+  }
+  fclose(f);
+  return count;
+}
+
+static void test_ok(mulligan_http_client *client) {
+  mulligan_http_response *resp = NULL;
+  size_t len = 0, i, count;
+  const char *body, *name, *value;
+  int found_length = 0;
+  CHECK_OK(do_request(client, "GET", "/ok", NULL, &resp));
+  CHECK(resp != NULL);
+  if (resp == NULL) return;
+  CHECK_INT(mulligan_http_response_status(resp), 200);
+  body = mulligan_http_response_body(resp, &len);
+  CHECK_INT(len, 3);
+  CHECK_STR(body, "ok\n");
+  CHECK_INT(mulligan_http_response_attempts(resp), 1);
+  CHECK_INT(mulligan_http_response_error_kind(resp), MULLIGAN_ERROR_NONE);
+  CHECK_INT(mulligan_http_response_stop_reason(resp), MULLIGAN_STOP_SUCCEEDED);
+  CHECK(mulligan_http_response_elapsed_ms(resp) >= 0);
+  CHECK(mulligan_http_response_idempotency_key(resp) == NULL);
+  CHECK(mulligan_http_response_header(resp, "content-length") != NULL);
+  CHECK_STR(mulligan_http_response_header(resp, "CONTENT-LENGTH"), "3");
+  CHECK(mulligan_http_response_header(resp, "X-Not-There") == NULL);
+  count = mulligan_http_response_header_count(resp);
+  CHECK(count > 0);
+  for (i = 0; i < count; ++i) {
+    CHECK_OK(mulligan_http_response_header_at(resp, i, &name, &value));
+    if (name != NULL && strcmp(name, "Content-Length") == 0) found_length = 1;
+  }
+  CHECK(found_length);
+  CHECK_FAILS(mulligan_http_response_header_at(resp, count, &name, &value),
+              MULLIGAN_E_INVALID_ARGUMENT, "out of range");
+  mulligan_http_response_destroy(resp);
+}
+
+static void test_down(mulligan_http_client *client) {
+  mulligan_http_response *resp = NULL;
+  char key[MULLIGAN_IDEMPOTENCY_KEY_SIZE];
+
+  /* GET is idempotent: all 3 attempts, then the last 503 is returned. */
+  CHECK_OK(do_request(client, "GET", "/down", NULL, &resp));
+  CHECK_INT(mulligan_http_response_status(resp), 503);
+  CHECK_INT(mulligan_http_response_attempts(resp), 3);
+  CHECK_INT(mulligan_http_response_stop_reason(resp), MULLIGAN_STOP_ATTEMPTS_EXHAUSTED);
+  mulligan_http_response_destroy(resp);
+  resp = NULL;
+
+  /* POST without a key is not replay-safe: one attempt. */
+  CHECK_OK(do_request(client, "POST", "/down", NULL, &resp));
+  CHECK_INT(mulligan_http_response_status(resp), 503);
+  CHECK_INT(mulligan_http_response_attempts(resp), 1);
+  CHECK_INT(mulligan_http_response_stop_reason(resp), MULLIGAN_STOP_NOT_REPLAY_SAFE);
+  mulligan_http_response_destroy(resp);
+  resp = NULL;
+
+  /* POST with a key: 3 attempts, the same key on each. */
+  CHECK_OK(mulligan_idempotency_key_new(key, sizeof key));
+  CHECK_INT(strlen(key), 36);
+  CHECK_OK(do_request(client, "POST", "/down", key, &resp));
+  CHECK_INT(mulligan_http_response_status(resp), 503);
+  CHECK_INT(mulligan_http_response_attempts(resp), 3);
+  CHECK_STR(mulligan_http_response_idempotency_key(resp), key);
+  mulligan_http_response_destroy(resp);
+  sleep_ms(100); /* let nginx flush its log line */
+  CHECK_INT(count_log_lines(key), 3);
+}
+
+static void test_echo(mulligan_http_client *client) {
+  mulligan_http_response *resp = NULL;
+  const char *body;
+  CHECK_OK(do_request(client, "PUT", "/echo", "key-123", &resp));
+  CHECK_INT(mulligan_http_response_status(resp), 200);
+  body = mulligan_http_response_body(resp, NULL);
+  CHECK(body != NULL && strstr(body, "method=PUT") != NULL);
+  CHECK(body != NULL && strstr(body, "idempotency_key=key-123") != NULL);
+  CHECK(body != NULL && strstr(body, "body=hello") != NULL);
+  mulligan_http_response_destroy(resp);
+}
+
+static void test_bad_arguments(mulligan_http_client *client) {
+  mulligan_http_response *resp = (mulligan_http_response *)client;
+  static const char *const bad_header[] = {"no colon here"};
+  char url[128];
+  snprintf(url, sizeof url, "%s/ok", g_base_url);
+  CHECK_FAILS(mulligan_http_request(client, "GET", url, bad_header, 1, NULL, 0, NULL, &resp),
+              MULLIGAN_E_INVALID_ARGUMENT, "headers[0] must be \"Name: value\"");
+  CHECK(resp == NULL);
+  CHECK_FAILS(mulligan_http_request(client, "GET", url, NULL, 0, NULL, 5, NULL, &resp),
+              MULLIGAN_E_INVALID_ARGUMENT, "body is NULL");
+  CHECK_FAILS(mulligan_http_request(client, "GET", NULL, NULL, 0, NULL, 0, NULL, &resp),
+              MULLIGAN_E_INVALID_ARGUMENT, "url must not be NULL");
+  CHECK_FAILS(mulligan_http_request(client, "GET", "not a url", NULL, 0, NULL, 0, NULL, &resp),
+              MULLIGAN_E_INVALID_ARGUMENT, "");
+  CHECK(resp == NULL);
+}
+
+/* Returns a loopback port that nothing listens on. */
+static int closed_port(void) {
+  struct sockaddr_in addr;
+  socklen_t len = sizeof addr;
+  int port = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return port;
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0 &&
+      getsockname(fd, (struct sockaddr *)&addr, &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+static void test_connection_refused(mulligan_http_client *client) {
+  mulligan_http_response *resp = NULL;
+  char url[128];
+  int rc;
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/ok", closed_port());
+  rc = mulligan_http_request(client, "POST", url, NULL, 0, NULL, 0, NULL, &resp);
+  CHECK_INT(rc, MULLIGAN_E_TRANSPORT);
+  CHECK(mulligan_last_error()[0] != '\0');
+  printf("connection refused: %s\n", mulligan_last_error());
+  /* The call ran, so a response tells what happened; nothing was sent, so
+   * even the POST was retried. */
+  CHECK(resp != NULL);
+  if (resp == NULL) return;
+  CHECK_INT(mulligan_http_response_status(resp), 0);
+  CHECK_INT(mulligan_http_response_error_kind(resp), MULLIGAN_ERROR_CONNECTION_REFUSED);
+  CHECK_INT(mulligan_http_response_attempts(resp), 3);
+  CHECK_INT(mulligan_http_response_stop_reason(resp), MULLIGAN_STOP_ATTEMPTS_EXHAUSTED);
+  CHECK_INT(mulligan_http_response_body(resp, NULL)[0], '\0');
+  mulligan_http_response_destroy(resp);
+}
+
+int main(void) {
+  char tmpdir[] = "/tmp/mulligan-capi-http-XXXXXX";
+  mulligan_http_client *client;
+  FILE *server;
+  int result;
+
+  if (mkdtemp(tmpdir) == NULL) {
+    perror("mkdtemp");
+    return 1;
+  }
+  server = start_server(tmpdir);
+  if (server == NULL) return SKIP;
+
+  client = make_client(3);
+  if (client != NULL) {
+    test_ok(client);
+    test_down(client);
+    test_echo(client);
+    test_bad_arguments(client);
+    test_connection_refused(client);
+  }
+  mulligan_http_client_destroy(client);
+  result = CHECK_REPORT();
+  pclose(server); /* end of stdin stops nginx */
+  {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+  }
+  return result;
+}
