@@ -6,6 +6,7 @@ are time.monotonic() readings, `now_unix` arguments time.time() readings.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, Optional
 
 def version_string() -> str: ...
@@ -13,6 +14,7 @@ def parse_retry_after(value: str, now_unix: float) -> Optional[float]: ...
 def new_idempotency_key() -> str: ...
 
 class BackoffKind:
+    __members__: ClassVar[dict[str, BackoffKind]]
     CONSTANT: ClassVar[BackoffKind]
     LINEAR: ClassVar[BackoffKind]
     EXPONENTIAL: ClassVar[BackoffKind]
@@ -28,6 +30,7 @@ class BackoffKind:
     def value(self) -> int: ...
 
 class JitterKind:
+    __members__: ClassVar[dict[str, JitterKind]]
     NONE: ClassVar[JitterKind]
     FULL: ClassVar[JitterKind]
     EQUAL: ClassVar[JitterKind]
@@ -43,6 +46,7 @@ class JitterKind:
     def value(self) -> int: ...
 
 class ErrorKind:
+    __members__: ClassVar[dict[str, ErrorKind]]
     NONE: ClassVar[ErrorKind]
     CONNECTION_REFUSED: ClassVar[ErrorKind]
     CONNECTION_RESET: ClassVar[ErrorKind]
@@ -65,6 +69,7 @@ class ErrorKind:
     def value(self) -> int: ...
 
 class StopReason:
+    __members__: ClassVar[dict[str, StopReason]]
     NONE: ClassVar[StopReason]
     SUCCEEDED: ClassVar[StopReason]
     TERMINAL: ClassVar[StopReason]
@@ -83,6 +88,7 @@ class StopReason:
     def value(self) -> int: ...
 
 class Classification:
+    __members__: ClassVar[dict[str, Classification]]
     SUCCESS: ClassVar[Classification]
     RETRYABLE: ClassVar[Classification]
     TERMINAL: ClassVar[Classification]
@@ -217,7 +223,7 @@ class HttpClient:
         self,
         method: str,
         url: str,
-        headers: list[tuple[str, str | bytes]],
+        headers: Sequence[tuple[str, str | bytes]],
         body: bytes,
         idempotency_key: Optional[str] = None,
         policy: Optional[RetryPolicy] = None,
