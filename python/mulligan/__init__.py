@@ -14,8 +14,8 @@ Anything not listed in ``__all__`` is private.
 .. versionadded:: 0.1.0
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: it would leak the public name
+# `annotations`, and this module holds re-exports only.
 from ._errors import (
     AttemptTimeout,
     ConnectionRefused,
