@@ -11,6 +11,10 @@
  *
  * MULLIGAN_DEPRECATED(msg) marks a function that has a replacement (a _v2);
  * it stays exported until the next major version.
+ *
+ * MULLIGAN_EXPERIMENTAL marks a function of mulligan_experimental.h (none
+ * yet): exported like MULLIGAN_API but outside the ABI promise, and declared
+ * only when the consumer defines MULLIGAN_EXPERIMENTAL_API.
  */
 #ifndef MULLIGAN_EXPORT_H_
 #define MULLIGAN_EXPORT_H_
@@ -38,5 +42,7 @@
 #else
 #  define MULLIGAN_DEPRECATED(msg)
 #endif
+
+#define MULLIGAN_EXPERIMENTAL MULLIGAN_API
 
 #endif /* MULLIGAN_EXPORT_H_ */
