@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <limits>
 #include <mutex>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -16,6 +17,10 @@
 #include <vector>
 
 namespace mulligan {
+inline namespace v0 {
+// Readable gtest failures.
+void PrintTo(BreakerState state, std::ostream* os) { *os << BreakerStateName(state); }
+}  // namespace v0
 namespace {
 
 using std::chrono::milliseconds;
@@ -988,6 +993,17 @@ TEST(CircuitBreakerTest, ExecuteRecordsAndRefuses) {
   EXPECT_EQ(c.successes, 2u);
   EXPECT_EQ(c.failures, 2u);
   EXPECT_EQ(c.rejected, 1u);
+  b->Reset(clock.Now());
+  // A callable returning Status or Result passes it through; errors count.
+  Result<std::string> value = b->Execute([] { return Result<std::string>("x"); }, clock);
+  ASSERT_TRUE(value.ok());
+  EXPECT_EQ(*value, "x");
+  Status failed = b->Execute([] { return TimeoutError("slow"); }, clock);
+  EXPECT_EQ(failed.code(), StatusCode::kTimeout);
+  Result<int> bad = b->Execute([] { return Result<int>(TransportError("reset")); }, clock);
+  EXPECT_EQ(bad.status().code(), StatusCode::kTransport);
+  EXPECT_EQ(b->state(clock.Now()), kOpen);  // two failures
+  EXPECT_EQ(b->counts(clock.Now()).successes, 1u);
   b->ForceOpen(clock.Now());
   Status forced = b->Execute([] {}, clock);
   EXPECT_EQ(forced.code(), StatusCode::kCircuitOpen);

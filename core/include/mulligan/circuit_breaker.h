@@ -316,12 +316,14 @@ class CircuitBreaker {
   // notification already in progress on another thread may still call it.
   bool RemoveListener(uint64_t id);
 
-  // Runs `fn()` under the breaker, reading time from `clock`. Returns the
-  // value of `fn` (a Status for a void `fn`), or a kCircuitOpen status whose
-  // message gives the seconds until the next probe when refused. A returned
-  // value records kSuccess; an exception records kFailure and is rethrown.
-  // Callers that need classification (a 404 is not a failure) use
-  // Acquire/Record directly.
+  // Runs `fn()` under the breaker, reading time from `clock`. Returns a
+  // Result<T> holding the value of `fn` (a Status for a void `fn`; a `fn`
+  // that returns a Status or Result<U> has it passed through unchanged), or a
+  // kCircuitOpen status whose message gives the seconds until the next probe
+  // ("circuit breaker 'db' is open; next probe in 12.500 s") when refused.
+  // A value (or an OK Status/Result) records kSuccess; a non-OK Status/Result
+  // records kFailure; an exception records kFailure and is rethrown. Callers
+  // that need classification (a 404 is not a failure) use Acquire/Record.
   template <typename F>
   auto Execute(F&& fn, Clock& clock = *SystemClock::Default());
 
@@ -388,20 +390,33 @@ class CircuitBreaker {
 // Implementation details of Execute.
 
 namespace internal {
+// What Execute returns for a callable returning T.
 template <typename T>
 struct ExecuteResult {
   using type = Result<T>;
+  static bool Failed(const Result<T>&) { return false; }
 };
 template <>
 struct ExecuteResult<void> {
   using type = Status;
+};
+template <>
+struct ExecuteResult<Status> {
+  using type = Status;
+  static bool Failed(const Status& s) { return !s.ok(); }
+};
+template <typename U>
+struct ExecuteResult<Result<U>> {
+  using type = Result<U>;
+  static bool Failed(const Result<U>& r) { return !r.ok(); }
 };
 }  // namespace internal
 
 template <typename F>
 auto CircuitBreaker::Execute(F&& fn, Clock& clock) {
   using T = std::decay_t<std::invoke_result_t<F&>>;
-  using R = typename internal::ExecuteResult<T>::type;
+  using Traits = internal::ExecuteResult<T>;
+  using R = typename Traits::type;
   Admission admission = Acquire(clock.Now());
   if (!admission.admitted()) {
     return R(Status(StatusCode::kCircuitOpen, OpenMessage(name(), admission.retry_in)));
@@ -416,7 +431,8 @@ auto CircuitBreaker::Execute(F&& fn, Clock& clock) {
     } else {
       R result(fn());
       const TimePoint end = clock.Now();
-      Record(admission.permit, CallResult::kSuccess, end - start, end);
+      Record(admission.permit, Traits::Failed(result) ? CallResult::kFailure : CallResult::kSuccess,
+             end - start, end);
       return result;
     }
   } catch (...) {
