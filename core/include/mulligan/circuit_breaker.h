@@ -290,7 +290,7 @@ class CircuitBreaker {
 
   const std::string& name() const { return options_.name; }
   const CircuitBreakerOptions& options() const { return options_; }
-  // Returns the heap bytes this breaker owns besides sizeof(CircuitBreaker)
+  // Returns about how many heap bytes this breaker owns besides sizeof(CircuitBreaker)
   // (name, probe slots, window, listener list; not the listeners' captures).
   size_t HeapBytes() const;
 
