@@ -419,7 +419,7 @@ auto CircuitBreaker::Execute(F&& fn, Clock& clock) {
   using R = typename Traits::type;
   Admission admission = Acquire(clock.Now());
   if (!admission.admitted()) {
-    return R(Status(StatusCode::kCircuitOpen, OpenMessage(name(), admission.retry_in)));
+    return R(CircuitOpenError(OpenMessage(name(), admission.retry_in)));
   }
   const TimePoint start = clock.Now();
   try {

@@ -91,10 +91,17 @@ inline Status DeadlineExceededError(std::string message) {
 inline Status RetriesExhaustedError(std::string message) {
   return Status(StatusCode::kRetriesExhausted, std::move(message));
 }
+inline Status CircuitOpenError(std::string message) {
+  return Status(StatusCode::kCircuitOpen, std::move(message));
+}
+inline Status UnavailableError(std::string message) {
+  return Status(StatusCode::kUnavailable, std::move(message));
+}
 
 inline bool IsInvalidArgument(const Status& s) { return s.code() == StatusCode::kInvalidArgument; }
 inline bool IsTransport(const Status& s) { return s.code() == StatusCode::kTransport; }
 inline bool IsTimeout(const Status& s) { return s.code() == StatusCode::kTimeout; }
+inline bool IsCircuitOpen(const Status& s) { return s.code() == StatusCode::kCircuitOpen; }
 inline bool IsDeadlineExceeded(const Status& s) {
   return s.code() == StatusCode::kDeadlineExceeded;
 }
