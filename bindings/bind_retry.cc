@@ -57,8 +57,17 @@ RetryPolicy MakePolicy(int attempts, const std::string& backoff, double base_del
 void BindRetry(py::module_& m) {
   py::class_<Outcome>(m, "Outcome", "What one attempt produced (immutable).")
       .def_static("success", &Outcome::Success, "A plain success.")
-      .def_static("failure", &Outcome::Failure, py::arg("retryable"),
-                  "A failure the caller has already classified.")
+      .def_static(
+          "failure",
+          [](bool retryable, std::optional<double> retry_after) {
+            Outcome o = Outcome::Failure(retryable);
+            if (retry_after) o.retry_after = SecondsToDuration(*retry_after, "retry_after");
+            return o;
+          },
+          py::arg("retryable"), py::arg("retry_after") = py::none(),
+          "A failure the caller has already classified, with an optional delay hint in\n"
+          "seconds that replaces the backoff like a Retry-After header (retry_after_max,\n"
+          "its clamp mode and the deadline apply to it).")
       .def_static(
           "http",
           [](int status, std::optional<double> retry_after) {

@@ -17,6 +17,7 @@ Anything not listed in ``__all__`` is private.
 # No `from __future__ import annotations` here: it would leak the public name
 # `annotations`, and this module holds re-exports only.
 from ._errors import (
+    AttemptOutcome,
     AttemptTimeout,
     ConnectionRefused,
     ConnectionReset,
@@ -44,10 +45,23 @@ from ._http import (
     put,
     request,
 )
-from ._retry import retry
+from ._hooks import RetryDetails, RetryHook, RetryStatistics
+from ._retry import (
+    Attempt,
+    RetryBlock,
+    RetryDecorator,
+    RetryingCallable,
+    RetryOptions,
+    StatisticsView,
+    retry,
+    retrying,
+)
 from ._version import __version__
+from . import testing
 
 __all__ = [
+    "Attempt",
+    "AttemptOutcome",
     "AttemptTimeout",
     "Client",
     "ConnectTimeout",
@@ -61,6 +75,14 @@ __all__ = [
     "MulliganError",
     "Response",
     "RetriesExhausted",
+    "RetryBlock",
+    "RetryDecorator",
+    "RetryDetails",
+    "RetryHook",
+    "RetryOptions",
+    "RetryStatistics",
+    "RetryingCallable",
+    "StatisticsView",
     "TlsError",
     "TransportError",
     "__version__",
@@ -74,4 +96,6 @@ __all__ = [
     "put",
     "request",
     "retry",
+    "retrying",
+    "testing",
 ]

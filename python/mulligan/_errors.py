@@ -13,12 +13,14 @@ call time, which is why this module must stay free of ``_core`` imports.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
     from ._http import Response
 
 __all__ = [
+    "AttemptOutcome",
     "AttemptTimeout",
     "ConnectTimeout",
     "ConnectionRefused",
@@ -151,18 +153,43 @@ class HTTPStatusError(MulliganError):
         self.status_code = response.status_code
 
 
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """What one attempt of a decorated function or block produced.
+
+    Attributes:
+        attempt: the attempt number, 1 for the first.
+        exception: the exception the attempt raised, or None when it returned.
+        result: the value the attempt returned (rejected by ``on_result``), or
+            None when it raised.
+
+    .. versionadded:: 0.1.0
+    """
+
+    __slots__ = ("attempt", "exception", "result")
+    attempt: int
+    exception: Optional[BaseException]
+    result: Any
+
+
 class RetriesExhausted(MulliganError):
     """The retries gave up; raised only when asked for (``raise_on_give_up=True``).
 
     By default a decorated function re-raises its own last exception and an
     HTTP call returns its last response; this class is for callers who prefer
-    one exception type for "gave up".
+    one exception type for "gave up". When raised by ``@mulligan.retry`` or
+    ``mulligan.retrying``, ``__cause__`` is the last attempt's exception (None
+    when the last attempt returned a value rejected by ``on_result``).
 
     Attributes:
         attempts: attempts made, including the first.
         stop_reason: why the retries stopped (``"attempts_exhausted"``,
             ``"deadline"``, ``"retry_after_too_long"``, ``"not_replay_safe"``).
         response: the last HTTP response, or None.
+        outcomes: every attempt's :class:`AttemptOutcome`, first to last
+            (empty for HTTP calls).
+
+    .. versionchanged:: 0.1.0 ``outcomes`` added.
     """
 
     def __init__(
@@ -172,11 +199,13 @@ class RetriesExhausted(MulliganError):
         attempts: int,
         stop_reason: str,
         response: Optional[Response] = None,
+        outcomes: tuple[AttemptOutcome, ...] = (),
     ) -> None:
         super().__init__(message)
         self.attempts = attempts
         self.stop_reason = stop_reason
         self.response = response
+        self.outcomes = outcomes
 
 
 _KIND_CLASSES: dict[str, type[TransportError]] = {

@@ -1,35 +1,102 @@
-"""``@mulligan.retry``: retries for plain synchronous functions.
+"""``@mulligan.retry`` and ``mulligan.retrying``: the retry drivers for Python.
 
 The engine decides, the caller acts (DESIGN.md section 1): the policy is
-validated and compiled by the C++ core once, at decoration time; a decorated
-call runs the user's function inside a plain ``try``/``return`` and enters the
-engine only when an attempt raises one of the ``on`` exceptions. A call that
-succeeds allocates nothing and never touches ``_core``.
+validated and compiled by the C++ core once, at decoration time, into a
+``_core.RetryPolicy``. A decorated call runs the user's function inside a plain
+``try``/``return``; only when an attempt fails does the driver start a
+``_core.RetrySession``, ask it what to do, call the hooks, log, and wait with
+``time.sleep`` (this module) or ``asyncio.sleep`` (``_asyncio.py``).
+
+The success path therefore allocates nothing, sets no context variable and
+reads no global switch; with a deadline it reads the clock once (the budget is
+measured from the start of the first attempt). Everything else -- testing
+switches, statistics, hooks, logging -- lives on the failure path.
+
+Statistics (``fn.statistics``): each decorated function owns a
+``contextvars.ContextVar``. A call that needed the engine (at least one failed
+attempt) stores a frozen :class:`RetryStatistics` in it when it ends, so the
+value is per thread and per asyncio task: concurrent calls never share or
+reset each other's counts. Because the success path must stay free of
+allocations and context-variable writes, a call that succeeds at its first
+attempt does *not* update it: ``fn.statistics.last`` is the most recent call
+*in this context that failed at least once* (None if there was none, or since
+``fn.statistics.clear()``). Hooks receive exact per-attempt details.
 
 .. versionadded:: 0.1.0
 """
 
 from __future__ import annotations
 
+import contextvars
+import datetime
 import functools
 import inspect
+import math
 import sys
-import time
-from typing import Any, Callable, Optional, TypeVar, Union, overload
+from collections.abc import AsyncIterator, Iterator
+from types import TracebackType
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Concatenate,
+    Coroutine,
+    Optional,
+    ParamSpec,
+    Protocol,
+    TypedDict,
+    TypeVar,
+    Union,
+    overload,
+)
 
 from . import _core
+from ._config import STATE
+from ._errors import AttemptOutcome, RetriesExhausted
+from ._hooks import RetryDetails, RetryHook, RetryStatistics, log_give_up, log_retry
 
-__all__ = ["retry"]
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
 
-F = TypeVar("F", bound=Callable[..., Any])
-ExceptionTypes = Union[type[BaseException], tuple[type[BaseException], ...]]
+__all__ = [
+    "Attempt",
+    "ExceptionSpec",
+    "RetryBlock",
+    "RetryDecorator",
+    "RetryingCallable",
+    "StatisticsView",
+    "retry",
+    "retrying",
+]
 
-# Never retried, never counted, whatever `on` or a future predicate says
-# (DESIGN.md section 4): they mean "stop now", not "this attempt failed".
+P = ParamSpec("P")
+P2 = ParamSpec("P2")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+T = TypeVar("T")
+
+#: What ``on=`` accepts: an exception type, a tuple of them, or a predicate
+#: called with an :class:`Exception` that returns True to retry it.
+ExceptionSpec = Union[
+    type[BaseException], tuple[type[BaseException], ...], Callable[[Exception], bool]
+]
+#: A hook, or several hooks called in order.
+HookSpec = Union[RetryHook, "tuple[RetryHook, ...]", "list[RetryHook]"]
+Seconds = Union[float, datetime.timedelta]
+
+# Never retried, never counted, whatever `on` or a predicate says (DESIGN.md
+# section 4): they mean "stop now", not "this attempt failed".
 _NEVER_RETRIED: tuple[type[BaseException], ...] = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
-# Built once: every caught `on` exception is a retryable failure to the engine.
+# Built once: an exception or result judged retryable, without a delay hint.
 _RETRYABLE_FAILURE = _core.Outcome.failure(True)
+
+# The largest delay hint handed to the engine (its Duration holds ~9.2e9 s);
+# anything longer is "too long" to every policy anyway.
+_MAX_HINT = 9.0e9
 
 _MISSING: Any = object()
 
@@ -37,28 +104,10 @@ _MISSING: Any = object()
 def _never_retried(exc: BaseException) -> bool:
     if isinstance(exc, _NEVER_RETRIED):
         return True
-    # asyncio.CancelledError is a BaseException too; it can only exist if
-    # asyncio was imported, so don't import it here.
+    # asyncio.CancelledError is a BaseException; it can only exist if asyncio
+    # was imported, so don't import asyncio here just to test for it.
     asyncio = sys.modules.get("asyncio")
     return asyncio is not None and isinstance(exc, asyncio.CancelledError)
-
-
-def _check_on(on: Any) -> tuple[type[BaseException], ...]:
-    types = on if isinstance(on, tuple) else (on,)
-    if not types:
-        raise TypeError("mulligan.retry: on= must name at least one exception type")
-    for t in types:
-        if not (isinstance(t, type) and issubclass(t, BaseException)):
-            if callable(t):
-                raise TypeError(
-                    f"mulligan.retry: on= must be an exception type or a tuple of them, "
-                    f"got the callable {t!r}. Did you write @mulligan.retry without "
-                    f"parentheses? Use @mulligan.retry(on=SomeError)."
-                )
-            raise TypeError(
-                f"mulligan.retry: on= must be an exception type or a tuple of them, got {t!r}"
-            )
-    return types
 
 
 def _add_note(exc: BaseException, note: str) -> None:
@@ -67,147 +116,649 @@ def _add_note(exc: BaseException, note: str) -> None:
         add_note(note)
 
 
-def _give_up(exc: BaseException, decision: Any) -> BaseException:
-    _add_note(
-        exc,
-        f"mulligan: gave up after {decision.attempt} attempt"
-        f"{'' if decision.attempt == 1 else 's'} ({decision.reason})",
+class RetryOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`retry`, for ``fn.retry_with(**options)``."""
+
+    on: Optional[ExceptionSpec]
+    on_result: Optional[Callable[[Any], bool]]
+    attempts: int
+    deadline: Optional[Seconds]
+    backoff: str
+    base_delay: Seconds
+    multiplier: float
+    max_delay: Seconds
+    jitter: str
+    jitter_fraction: float
+    retry_after_max: Seconds
+    clamp_retry_after: bool
+    delay_hint: Optional[Callable[[Any], Optional[float]]]
+    on_retry: Optional[HookSpec]
+    on_give_up: Optional[HookSpec]
+    raise_on_give_up: bool
+    seed: Optional[int]
+
+
+# -- configuration, compiled once ------------------------------------------------
+
+
+def _seconds(name: str, value: Any, *, optional: bool = False) -> Optional[float]:
+    if value is None and optional:
+        return None
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(
+            f"mulligan.retry: {name} must be a number of seconds or a datetime.timedelta, "
+            f"got {value!r}"
+        )
+    return float(value)
+
+
+def _hooks(name: str, value: Any) -> tuple[RetryHook, ...]:
+    if value is None:
+        return ()
+    hooks = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    for hook in hooks:
+        if not callable(hook):
+            raise TypeError(f"mulligan.retry: {name} must be a callable or a list of them, got {hook!r}")
+    return hooks
+
+
+def _compile_on(
+    on: Any,
+) -> tuple[Union[type[BaseException], tuple[type[BaseException], ...]], Optional[Callable[[Any], bool]]]:
+    """Returns (what the wrapper's except clause catches, exception predicate)."""
+    if on is None:
+        return (), None  # `except ()` catches nothing
+    if isinstance(on, type):
+        if issubclass(on, BaseException):
+            return on, None
+        raise TypeError(
+            f"mulligan.retry: on= must be an exception type, a tuple of them or a predicate, "
+            f"got the class {on!r}"
+        )
+    if isinstance(on, tuple):
+        if not on:
+            raise TypeError("mulligan.retry: on= must name at least one exception type")
+        for t in on:
+            if not (isinstance(t, type) and issubclass(t, BaseException)):
+                raise TypeError(
+                    f"mulligan.retry: a tuple given as on= must hold exception types only, got {t!r}"
+                )
+        return on, None
+    if callable(on):
+        predicate: Callable[[Any], bool] = on
+
+        # A predicate sees Exception subclasses only: KeyboardInterrupt,
+        # SystemExit, GeneratorExit and CancelledError are BaseExceptions and
+        # are never retried whatever it would say.
+        def check(exc: BaseException) -> bool:
+            return not _never_retried(exc) and bool(predicate(exc))
+
+        return Exception, check
+    raise TypeError(
+        f"mulligan.retry: on= must be an exception type, a tuple of them or a predicate, got {on!r}"
     )
-    return exc
 
 
-def _retry_loop(
-    policy: Any,
-    on: tuple[type[BaseException], ...],
+class _Config:
+    """A validated retry configuration; immutable and shared by every call."""
+
+    __slots__ = (
+        "options",
+        "policy",
+        "catch",
+        "check",
+        "on_result",
+        "delay_hint",
+        "on_retry",
+        "on_give_up",
+        "raise_on_give_up",
+        "timed",
+        "retry_after_max",
+        "statistics",
+        "name",
+    )
+
+    def __init__(self, options: dict[str, Any], name: str) -> None:
+        o = dict(_DEFAULTS)
+        o.update(options)
+        unknown = set(o) - set(_DEFAULTS)
+        if unknown:
+            raise TypeError(f"mulligan.retry: unknown option(s) {sorted(unknown)}")
+        self.options = o
+        self.name = name
+        if o["on"] is None and o["on_result"] is None:
+            raise TypeError(
+                "mulligan.retry() missing required keyword argument: 'on' (or 'on_result'); "
+                "name the exceptions to retry, e.g. @mulligan.retry(on=ConnectionError)"
+            )
+        self.catch, self.check = _compile_on(o["on"])
+        on_result = o["on_result"]
+        if on_result is not None and (
+            not callable(on_result) or (isinstance(on_result, type) and issubclass(on_result, BaseException))
+        ):
+            raise TypeError(f"mulligan.retry: on_result must be a predicate, got {on_result!r}")
+        self.on_result: Optional[Callable[[Any], bool]] = on_result
+        delay_hint = o["delay_hint"]
+        if delay_hint is not None and not callable(delay_hint):
+            raise TypeError(f"mulligan.retry: delay_hint must be a callable, got {delay_hint!r}")
+        self.delay_hint: Optional[Callable[[Any], Optional[float]]] = delay_hint
+        self.on_retry = _hooks("on_retry", o["on_retry"])
+        self.on_give_up = _hooks("on_give_up", o["on_give_up"])
+        for flag in ("raise_on_give_up", "clamp_retry_after"):
+            if not isinstance(o[flag], bool):
+                raise TypeError(f"mulligan.retry: {flag} must be a bool, got {o[flag]!r}")
+        self.raise_on_give_up: bool = o["raise_on_give_up"]
+        for name_ in ("backoff", "jitter"):
+            if not isinstance(o[name_], str):
+                raise TypeError(f"mulligan.retry: {name_} must be a str, got {o[name_]!r}")
+        attempts = o["attempts"]
+        if isinstance(attempts, bool) or not isinstance(attempts, int):
+            raise TypeError(f"mulligan.retry: attempts must be an int, got {attempts!r}")
+        for name_ in ("multiplier", "jitter_fraction"):
+            v = o[name_]
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise TypeError(f"mulligan.retry: {name_} must be a number, got {v!r}")
+        seed = o["seed"]
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError(f"mulligan.retry: seed must be an int or None, got {seed!r}")
+        deadline = _seconds("deadline", o["deadline"], optional=True)
+        retry_after_max = _seconds("retry_after_max", o["retry_after_max"])
+        assert retry_after_max is not None
+        self.retry_after_max = retry_after_max
+        # The core validates every value once, here; ValueError names the field.
+        self.policy = _core.RetryPolicy(
+            attempts=attempts,
+            backoff=o["backoff"],
+            base_delay=_seconds("base_delay", o["base_delay"]),  # type: ignore[arg-type]
+            multiplier=float(o["multiplier"]),
+            max_delay=_seconds("max_delay", o["max_delay"]),  # type: ignore[arg-type]
+            jitter=o["jitter"],
+            jitter_fraction=float(o["jitter_fraction"]),
+            deadline=deadline,
+            retry_after_max=retry_after_max,
+            clamp_retry_after=o["clamp_retry_after"],
+            seed=seed,
+        )
+        self.timed = deadline is not None
+        self.statistics: contextvars.ContextVar[Optional[RetryStatistics]] = contextvars.ContextVar(
+            f"mulligan.statistics:{name}", default=None
+        )
+
+    def retryable_exception(self, exc: BaseException) -> bool:
+        """Whether a caught exception is retryable (never true for the stop exceptions)."""
+        if self.check is not None:
+            return self.check(exc)
+        return not _never_retried(exc)
+
+    def rejects(self, result: Any) -> bool:
+        """Whether a returned value must be retried (``on_result``)."""
+        return self.on_result is not None and bool(self.on_result(result))
+
+
+_DEFAULTS: dict[str, Any] = {
+    "on": None,
+    "on_result": None,
+    "attempts": 3,
+    "deadline": None,
+    "backoff": "exponential",
+    "base_delay": 0.2,
+    "multiplier": 2.0,
+    "max_delay": 10.0,
+    "jitter": "full",
+    "jitter_fraction": 0.2,
+    "retry_after_max": 60.0,
+    "clamp_retry_after": False,
+    "delay_hint": None,
+    "on_retry": None,
+    "on_give_up": None,
+    "raise_on_give_up": False,
+    "seed": None,
+}
+
+
+# -- one logical call, on the failure path -------------------------------------
+
+
+class _Call:
+    """The failure-path state of one logical call (sync or async driver).
+
+    Created when the first attempt has failed; never shared between calls.
+    """
+
+    __slots__ = ("cfg", "session", "start", "attempt", "waited", "outcomes", "hint", "reason")
+
+    def __init__(self, cfg: _Config, start: Optional[float]) -> None:
+        self.cfg = cfg
+        if start is None:
+            # No deadline: the success path did not read the clock, so the
+            # session (and `elapsed`) starts when the first attempt failed.
+            start = STATE.now()
+        self.start = start
+        self.session = cfg.policy.begin(start)
+        self.attempt = 1  # the attempt that is running or just failed
+        self.waited = 0.0
+        self.outcomes: Optional[list[AttemptOutcome]] = [] if cfg.raise_on_give_up else None
+        self.hint: Optional[float] = None
+        self.reason = "attempts_exhausted"
+
+    def failed(self, exc: Optional[BaseException], result: Any) -> Optional[float]:
+        """Records a failed attempt; returns the delay before the next one, or None to stop.
+
+        Calls the hooks and logs. When it returns None the call is over: the
+        caller then calls :meth:`give_up`.
+        """
+        cfg = self.cfg
+        state = STATE
+        if self.outcomes is not None:
+            self.outcomes.append(AttemptOutcome(self.attempt, exc, result))
+        hint: Optional[float] = None
+        outcome = _RETRYABLE_FAILURE
+        if cfg.delay_hint is not None:
+            hint = _sanitize_hint(cfg.delay_hint(exc if exc is not None else result))
+            if hint is not None:
+                outcome = _core.Outcome.failure(True, hint)
+        self.hint = hint
+        now = state.now()
+        decision = self.session.on_outcome(outcome, now)
+        retry = decision.retry
+        delay = decision.delay
+        reason: Optional[str] = None if retry else decision.reason
+        if state.testing:
+            # No waits, and at most `testing_attempts` attempts.
+            delay = 0.0
+            if retry and self.attempt >= state.testing_attempts:
+                retry, reason = False, "attempts_exhausted"
+        time_left = self.session.time_left(now) if cfg.timed else None
+        details = RetryDetails(
+            name=cfg.name,
+            attempt=self.attempt,
+            delay=delay if retry else 0.0,
+            exception=exc,
+            result=result,
+            elapsed=now - self.start,
+            time_left=time_left,
+            waited=self.waited,
+            stop_reason=reason,
+            from_delay_hint=hint is not None and (retry or reason == "retry_after_too_long"),
+        )
+        if retry:
+            log_retry(details)
+            for hook in cfg.on_retry:
+                hook(details)
+            self.waited += delay
+            self.attempt += 1
+            return delay
+        assert reason is not None
+        self.reason = reason
+        log_give_up(details)
+        self.finish(reason)
+        for hook in cfg.on_give_up:
+            hook(details)
+        return None
+
+    def give_up(self, exc: Optional[BaseException], result: Any) -> Any:
+        """Ends a call whose retries gave up: raises, or returns a rejected result."""
+        reason = self.reason
+        n = self.attempt
+        note = f"mulligan: gave up after {n} attempt{'' if n == 1 else 's'} ({reason})"
+        if reason == "retry_after_too_long" and self.hint is not None:
+            note = (
+                f"mulligan: gave up after {n} attempt{'' if n == 1 else 's'} (retry_after_too_long:"
+                f" the delay hint of {self.hint:g} s exceeds retry_after_max {self.cfg.retry_after_max:g} s)"
+            )
+        if self.cfg.raise_on_give_up:
+            raise RetriesExhausted(
+                f"{self.cfg.name}: {note}",
+                attempts=n,
+                stop_reason=reason,
+                outcomes=tuple(self.outcomes or ()),
+            ) from exc
+        if exc is not None:
+            _add_note(exc, note)
+            raise exc
+        return result
+
+    def finish(self, reason: str) -> None:
+        """Publishes this call's statistics to the current context."""
+        self.cfg.statistics.set(
+            RetryStatistics(
+                name=self.cfg.name,
+                attempts=self.attempt,
+                waited=self.waited,
+                elapsed=STATE.now() - self.start,
+                stop_reason=reason,
+            )
+        )
+
+
+def _sanitize_hint(hint: Any) -> Optional[float]:
+    if hint is None:
+        return None
+    if isinstance(hint, datetime.timedelta):
+        hint = hint.total_seconds()
+    if isinstance(hint, bool) or not isinstance(hint, (int, float)):
+        raise TypeError(f"mulligan.retry: delay_hint must return seconds or None, got {hint!r}")
+    seconds = float(hint)
+    if math.isnan(seconds):
+        return None  # like an invalid Retry-After: the backoff applies
+    return min(max(seconds, 0.0), _MAX_HINT)
+
+
+def _run_sync(
+    cfg: _Config,
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    exc: BaseException,
+    exc: Optional[BaseException],
+    result: Any,
     start: Optional[float],
 ) -> Any:
-    """The slow path: the first attempt raised `exc`; retry as the engine decides."""
-    if _never_retried(exc):
+    """The sync slow path: the first attempt failed with `exc` (or a rejected `result`)."""
+    if exc is not None and _never_retried(exc):
         raise exc
-    now = time.monotonic()
-    session = policy.begin(now if start is None else start)
-    while True:
-        decision = session.on_outcome(_RETRYABLE_FAILURE, time.monotonic())
-        if not decision.retry:
-            raise _give_up(exc, decision)
-        if decision.delay > 0:
-            time.sleep(decision.delay)  # looked up per call: tests patch it
-        try:
-            return fn(*args, **kwargs)
-        except on as e:
-            exc = e
-        if _never_retried(exc):
+    state = STATE
+    if not state.active:
+        if exc is not None:
             raise exc
+        return result
+    call = _Call(cfg, start)
+    catch = cfg.catch
+    while True:
+        delay = call.failed(exc, result)
+        if delay is None:
+            return call.give_up(exc, result)
+        if delay > 0:
+            state.sleep(delay)
+        try:
+            result = fn(*args, **kwargs)
+        except catch as e:
+            if not cfg.retryable_exception(e):
+                call.finish("terminal")
+                raise
+            exc, result = e, None
+        except BaseException:
+            call.finish("terminal")
+            raise
+        else:
+            if not cfg.rejects(result):
+                call.finish("succeeded")
+                return result
+            exc = None
 
 
-def _decorate(
-    fn: F,
-    policy: Any,
-    on: tuple[type[BaseException], ...],
-    timed: bool,
-) -> F:
-    if timed:
+# -- the decorator ----------------------------------------------------------------
+
+
+class StatisticsView:
+    """``fn.statistics``: the statistics of calls made in the current context.
+
+    A context is a thread, or an asyncio task (which starts from a copy of its
+    creator's context). Calls in other threads or tasks never show here.
+
+    .. versionadded:: 0.1.0
+    """
+
+    __slots__ = ("_var",)
+
+    def __init__(self, var: contextvars.ContextVar[Optional[RetryStatistics]]) -> None:
+        self._var = var
+
+    @property
+    def last(self) -> Optional[RetryStatistics]:
+        """The most recent call in this context that had at least one failed attempt.
+
+        A call that succeeds at its first attempt is not recorded (keeping the
+        success path free of allocations), so after such a call this still
+        shows the earlier one; use :meth:`clear` first to tell them apart.
+        None when there was no such call.
+        """
+        return self._var.get()
+
+    def clear(self) -> None:
+        """Forgets the recorded call, in this context only."""
+        self._var.set(None)
+
+    def __repr__(self) -> str:
+        return f"<StatisticsView last={self._var.get()!r}>"
+
+
+class RetryingCallable(Protocol[P, R_co]):
+    """The type of a function decorated with ``@mulligan.retry``.
+
+    It is called exactly like the function it wraps (same parameters, same
+    return type; a coroutine function stays a coroutine function) and adds
+    :attr:`statistics` and :meth:`retry_with`.
+
+    .. versionadded:: 0.1.0
+    """
+
+    __name__: str
+    __qualname__: str
+    __wrapped__: Callable[..., Any]
+
+    @property
+    def statistics(self) -> StatisticsView: ...
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+    def retry_with(self, **options: Unpack[RetryOptions]) -> RetryingCallable[P, R_co]:
+        """Returns the same function decorated with these options changed."""
+        ...
+
+    # Binding as a method: `obj.method(...)` drops the `self` parameter.
+    @overload
+    def __get__(self, instance: None, owner: Optional[type[Any]] = None, /) -> RetryingCallable[P, R_co]: ...
+    @overload
+    def __get__(
+        self: RetryingCallable[Concatenate[T, P2], R_co],
+        instance: T,
+        owner: Optional[type[Any]] = None,
+        /,
+    ) -> Callable[P2, R_co]: ...
+
+
+def _is_async(fn: Any) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # an object with `async def __call__`
+    return not inspect.isfunction(fn) and call is not None and inspect.iscoroutinefunction(call)
+
+
+def _name_of(fn: Any) -> str:
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else repr(fn)
+
+
+def _wrap_sync(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
+    catch = cfg.catch
+    if cfg.check is None and cfg.on_result is None and not cfg.timed:
+        # The common case, kept minimal: exception types, no deadline.
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except catch as e:
+                exc = e
+            return _run_sync(cfg, fn, args, kwargs, exc, None, None)
+
+        return wrapper
+
+    check = cfg.check
+    on_result = cfg.on_result
+    timed = cfg.timed
+    state = STATE
+
+    @functools.wraps(fn)
+    def general_wrapper(*args: Any, **kwargs: Any) -> Any:
         # With a deadline the session must start when the first attempt did,
         # which costs one clock read per call; only deadline users pay it.
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            start = time.monotonic()
-            try:
-                return fn(*args, **kwargs)
-            except on as e:
-                exc = e
-            return _retry_loop(policy, on, fn, args, kwargs, exc, start)
+        start = state.now() if timed else None
+        try:
+            result = fn(*args, **kwargs)
+        except catch as e:
+            if check is not None and not check(e):
+                raise
+            exc = e
+        else:
+            if on_result is None or not on_result(result):
+                return result
+            return _run_sync(cfg, fn, args, kwargs, None, result, start)
+        return _run_sync(cfg, fn, args, kwargs, exc, None, start)
 
+    return general_wrapper
+
+
+def _decorate(fn: Any, options: dict[str, Any]) -> Any:
+    if isinstance(fn, (classmethod, staticmethod)):
+        # @retry above @classmethod/@staticmethod: wrap the function inside.
+        return type(fn)(_decorate(fn.__func__, options))
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(
+            f"mulligan.retry cannot decorate the generator function {_name_of(fn)!r}: "
+            "a generator's failures happen while it is iterated, after the call returned; "
+            "retry the code that consumes it instead"
+        )
+    if not callable(fn):
+        raise TypeError(f"mulligan.retry: cannot decorate non-callable {fn!r}")
+    cfg = _Config(options, _name_of(fn))
+    if _is_async(fn):
+        from ._asyncio import wrap_async
+
+        wrapper = wrap_async(fn, cfg)
     else:
+        wrapper = _wrap_sync(fn, cfg)
 
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except on as e:
-                exc = e
-            return _retry_loop(policy, on, fn, args, kwargs, exc, None)
+    def retry_with(**overrides: Any) -> Any:
+        return _decorate(fn, {**options, **overrides})
 
-    wrapper.retry_policy = policy  # type: ignore[attr-defined]
-    return wrapper  # type: ignore[return-value]
+    wrapper.retry_with = retry_with  # type: ignore[attr-defined]
+    wrapper.statistics = StatisticsView(cfg.statistics)  # type: ignore[attr-defined]
+    wrapper.retry_policy = cfg.policy  # type: ignore[attr-defined]
+    return wrapper
 
 
-@overload
-def retry(
-    *,
-    on: ExceptionTypes,
-    attempts: int = ...,
-    deadline: Optional[float] = ...,
-    backoff: str = ...,
-    base_delay: float = ...,
-    multiplier: float = ...,
-    max_delay: float = ...,
-    jitter: str = ...,
-    seed: Optional[int] = ...,
-) -> Callable[[F], F]: ...
+class RetryDecorator:
+    """What :func:`retry` returns: apply it to a function, method or coroutine function.
 
+    .. versionadded:: 0.1.0
+    """
 
-@overload
-def retry(fn: Callable[..., Any], /) -> Callable[[F], F]: ...
+    __slots__ = ("_options",)
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self._options = options
+
+    @overload
+    def __call__(
+        self, fn: Callable[P, Coroutine[Any, Any, R]]
+    ) -> RetryingCallable[P, Coroutine[Any, Any, R]]: ...
+    @overload
+    def __call__(self, fn: Callable[P, R]) -> RetryingCallable[P, R]: ...
+    def __call__(self, fn: Any) -> Any:
+        return _decorate(fn, self._options)
 
 
 def retry(
     _fn: Any = _MISSING,
     /,
     *,
-    on: Any = _MISSING,
+    on: Optional[ExceptionSpec] = None,
+    on_result: Optional[Callable[[Any], bool]] = None,
     attempts: int = 3,
-    deadline: Optional[float] = None,
+    deadline: Optional[Seconds] = None,
     backoff: str = "exponential",
-    base_delay: float = 0.2,
+    base_delay: Seconds = 0.2,
     multiplier: float = 2.0,
-    max_delay: float = 10.0,
+    max_delay: Seconds = 10.0,
     jitter: str = "full",
+    jitter_fraction: float = 0.2,
+    retry_after_max: Seconds = 60.0,
+    clamp_retry_after: bool = False,
+    delay_hint: Optional[Callable[[Any], Optional[float]]] = None,
+    on_retry: Optional[HookSpec] = None,
+    on_give_up: Optional[HookSpec] = None,
+    raise_on_give_up: bool = False,
     seed: Optional[int] = None,
-) -> Callable[[F], F]:
-    """Retries a synchronous function when it raises one of the ``on`` exceptions.
+) -> RetryDecorator:
+    """Retries a function, method or coroutine function when an attempt fails.
 
     Example::
 
-        @mulligan.retry(on=ConnectionError, attempts=5)
+        @mulligan.retry(on=ConnectionError, attempts=5, deadline=30.0)
         def fetch() -> bytes: ...
 
-    When the retries give up, the function's *last* exception is re-raised
-    unchanged (same object), with a note such as
-    ``"mulligan: gave up after 3 attempts (attempts_exhausted)"`` on Python 3.11+.
-    :class:`KeyboardInterrupt`, :class:`SystemExit`, :class:`GeneratorExit` and
-    ``asyncio.CancelledError`` are never retried, even with ``on=BaseException``.
+        @mulligan.retry(on=lambda e: getattr(e, "status", 0) >= 500)
+        async def call_api() -> dict[str, object]: ...
+
+    The wrapper keeps ``__name__``, ``__doc__``, ``__wrapped__`` and the
+    signature; a coroutine function's wrapper is a coroutine function that
+    waits with ``asyncio.sleep`` (cancelling the task cancels the wait). It
+    works on methods, and above or below ``@classmethod``/``@staticmethod``.
+    It has ``fn.retry_with(**options)`` (a variant with options changed) and
+    ``fn.statistics`` (see :class:`StatisticsView`).
+
+    When the retries give up, the *last* exception is re-raised unchanged
+    (same object) with a note such as
+    ``"mulligan: gave up after 3 attempts (attempts_exhausted)"`` on Python
+    3.11+; when the last attempt returned a value rejected by ``on_result``,
+    that value is returned. With ``raise_on_give_up=True``,
+    :class:`mulligan.RetriesExhausted` is raised instead, carrying every
+    attempt's outcome, with the last exception as ``__cause__``. An exception
+    that is not retryable propagates at once, unchanged.
+    :class:`KeyboardInterrupt`, :class:`SystemExit`, :class:`GeneratorExit`
+    and ``asyncio.CancelledError`` are never retried nor counted, even with
+    ``on=BaseException`` or a predicate.
+
+    Every retry and give-up is logged on the ``mulligan`` logger at WARNING
+    (structured fields ``mulligan_callable``, ``mulligan_attempt``,
+    ``mulligan_delay``, ... in ``extra``).
 
     Args:
-        on: required, keyword only: an exception type or a tuple of types that
-            make an attempt retryable. Anything else propagates at once.
+        on: keyword only: an exception type, a tuple of types, or a predicate
+            called with the :class:`Exception` that returns True to retry it.
+            At least one of ``on`` and ``on_result`` is required.
+        on_result: a predicate called with each returned value; True retries.
         attempts: total attempts including the first; >= 1. Default 3.
-        deadline: total budget in seconds for the call, from the start of the
-            first attempt; no retry starts if its wait would cross it. Default
-            None (no deadline).
+        deadline: total budget (float seconds or timedelta) from the start of
+            the first attempt; no attempt starts if its wait would reach it.
+            Default None (no deadline).
         backoff: ``"constant"``, ``"linear"``, ``"exponential"`` (default) or
             ``"decorrelated"``.
         base_delay: base delay in seconds, >= 0. Default 0.2.
         multiplier: growth factor of the exponential backoff, >= 0. Default 2.0.
-        max_delay: cap in seconds on every wait, >= 0. Default 10.0.
+        max_delay: cap in seconds on every wait, applied after jitter, >= 0.
+            Default 10.0.
         jitter: ``"none"``, ``"full"`` (default), ``"equal"`` or ``"proportional"``.
+        jitter_fraction: f of proportional jitter (delay times uniform(1-f, 1+f)),
+            in [0, 1]. Default 0.2.
+        retry_after_max: the longest delay hint honoured, in seconds. Default 60.
+        clamp_retry_after: False (default): a longer hint stops the retries at
+            once (reason ``"retry_after_too_long"``); True: wait
+            ``retry_after_max`` instead.
+        delay_hint: called with each retryable exception (or rejected result);
+            a number of seconds replaces the backoff delay like a Retry-After
+            header (``retry_after_max`` and ``deadline`` apply); None keeps the
+            backoff.
+        on_retry: a :class:`RetryHook` (or a list of them) called with a
+            :class:`RetryDetails` before each wait.
+        on_give_up: hook(s) called with a :class:`RetryDetails` when the
+            retries give up, before the exception is raised.
+        raise_on_give_up: raise :class:`mulligan.RetriesExhausted` on give-up.
         seed: seed of the jitter generator, for reproducible waits. Default
             None (a fresh seed per call).
 
     Returns:
-        A decorator that keeps the function's ``__name__``, ``__doc__`` and
-        sets ``__wrapped__``.
+        A :class:`RetryDecorator`.
 
     Raises:
-        TypeError: ``on`` is missing or not exception types; the decorator was
-            used without parentheses; the decorated object is a coroutine,
-            generator or async generator function (async support comes later).
+        TypeError: neither ``on`` nor ``on_result``; a wrong type; the
+            decorator used without parentheses; decorating a generator or
+            async generator function.
         ValueError: a bad number (``attempts < 1``, negative, NaN or infinite
-            delays) or an unknown backoff/jitter name, at decoration time.
+            delays, ``jitter_fraction`` outside [0, 1]) or an unknown
+            backoff/jitter name, at decoration time.
 
     .. versionadded:: 0.1.0
     """
@@ -222,39 +773,225 @@ def retry(
             "to retry, e.g. @mulligan.retry(on=ConnectionError); it cannot be used "
             "without parentheses"
         )
-    if on is _MISSING:
-        raise TypeError("mulligan.retry() missing required keyword argument: 'on'")
-    on_types = _check_on(on)
-    for name, value in (("backoff", backoff), ("jitter", jitter)):
-        if not isinstance(value, str):
-            raise TypeError(f"mulligan.retry: {name} must be a str, got {value!r}")
-    if isinstance(attempts, bool) or not isinstance(attempts, int):
-        raise TypeError(f"mulligan.retry: attempts must be an int, got {attempts!r}")
-    # The core validates every value once, here; ValueError names the field.
-    policy = _core.RetryPolicy(
-        attempts=attempts,
-        backoff=backoff,
-        base_delay=float(base_delay),
-        multiplier=float(multiplier),
-        max_delay=float(max_delay),
-        jitter=jitter,
-        deadline=None if deadline is None else float(deadline),
-        seed=seed,
-    )
+    options: dict[str, Any] = {
+        "on": on,
+        "on_result": on_result,
+        "attempts": attempts,
+        "deadline": deadline,
+        "backoff": backoff,
+        "base_delay": base_delay,
+        "multiplier": multiplier,
+        "max_delay": max_delay,
+        "jitter": jitter,
+        "jitter_fraction": jitter_fraction,
+        "retry_after_max": retry_after_max,
+        "clamp_retry_after": clamp_retry_after,
+        "delay_hint": delay_hint,
+        "on_retry": on_retry,
+        "on_give_up": on_give_up,
+        "raise_on_give_up": raise_on_give_up,
+        "seed": seed,
+    }
+    _Config(options, "<validation>")  # validate now, at decoration time
+    return RetryDecorator(options)
 
-    def decorator(fn: F) -> F:
-        if (
-            inspect.iscoroutinefunction(fn)
-            or inspect.isasyncgenfunction(fn)
-            or inspect.isgeneratorfunction(fn)
-        ):
-            raise TypeError(
-                f"mulligan.retry supports plain synchronous functions only; "
-                f"{getattr(fn, '__qualname__', fn)!r} is a coroutine, generator or "
-                f"async generator function"
-            )
-        if not callable(fn):
-            raise TypeError(f"mulligan.retry: cannot decorate non-callable {fn!r}")
-        return _decorate(fn, policy, on_types, deadline is not None)
 
-    return decorator
+# -- code blocks: mulligan.retrying() ------------------------------------------
+
+
+class Attempt:
+    """One attempt of a :func:`retrying` block; use it as a context manager.
+
+    ``with attempt:`` suppresses a retryable exception (the loop then waits
+    and yields the next attempt) and lets any other exception propagate. To
+    retry on a value, call :meth:`set_result` inside the block.
+
+    Attributes:
+        number: the attempt number, 1 for the first.
+        waited: seconds waited between attempts before this one.
+
+    .. versionadded:: 0.1.0
+    """
+
+    __slots__ = ("number", "waited", "_run", "_exception", "_result", "_has_result", "_failed")
+
+    def __init__(self, run: _BlockRun, number: int, waited: float) -> None:
+        self.number = number
+        self.waited = waited
+        self._run = run
+        self._exception: Optional[BaseException] = None
+        self._result: Any = None
+        self._has_result = False
+        self._failed = False
+
+    def set_result(self, value: Any) -> None:
+        """Records the block's value, checked by ``on_result`` when the block ends."""
+        self._result = value
+        self._has_result = True
+
+    @property
+    def result(self) -> Any:
+        """The value given to :meth:`set_result` (None when none was)."""
+        return self._result
+
+    def __enter__(self) -> Attempt:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> bool:
+        cfg = self._run.cfg
+        if exc is None:
+            if self._has_result and cfg.rejects(self._result):
+                self._failed = True
+            return False
+        if isinstance(exc, cfg.catch) and cfg.retryable_exception(exc) and STATE.active:
+            self._exception = exc
+            self._failed = True
+            return True  # suppressed: the loop decides what happens next
+        if self._run.call is not None:
+            self._run.call.finish("terminal")
+        return False
+
+    def __repr__(self) -> str:
+        return f"<Attempt number={self.number} waited={self.waited:g}>"
+
+
+class _BlockRun:
+    """The state of one iteration over a :class:`RetryBlock` (one logical call)."""
+
+    __slots__ = ("cfg", "start", "call")
+
+    def __init__(self, cfg: _Config) -> None:
+        self.cfg = cfg
+        self.start = STATE.now()
+        self.call: Optional[_Call] = None
+
+    def after(self, attempt: Attempt) -> Optional[float]:
+        """Returns the delay before the next attempt, or None when the loop is over.
+
+        Raises the last exception (or RetriesExhausted) when the retries give up.
+        """
+        if not attempt._failed:
+            if self.call is not None:
+                self.call.finish("succeeded")
+            return None
+        if not STATE.active:  # only a rejected result gets here when inactive
+            return None
+        if self.call is None:
+            self.call = _Call(self.cfg, self.start)
+        exc, result = attempt._exception, attempt._result
+        delay = self.call.failed(exc, None if exc is not None else result)
+        if delay is None:
+            self.call.give_up(exc, None if exc is not None else result)
+            return None
+        return delay
+
+    def waited(self) -> float:
+        return 0.0 if self.call is None else self.call.waited
+
+
+class RetryBlock:
+    """What :func:`retrying` returns: iterate it with ``for`` or ``async for``.
+
+    Each iteration is one logical call with its own session, so one block may
+    be iterated again, and from several threads or tasks at once.
+
+    .. versionadded:: 0.1.0
+    """
+
+    __slots__ = ("_cfg",)
+
+    def __init__(self, cfg: _Config) -> None:
+        self._cfg = cfg
+
+    @property
+    def statistics(self) -> StatisticsView:
+        """Like ``fn.statistics``: the last run in this context that failed at least once."""
+        return StatisticsView(self._cfg.statistics)
+
+    def __iter__(self) -> Iterator[Attempt]:
+        run = _BlockRun(self._cfg)
+        number = 1
+        while True:
+            attempt = Attempt(run, number, run.waited())
+            yield attempt
+            delay = run.after(attempt)
+            if delay is None:
+                return
+            if delay > 0:
+                STATE.sleep(delay)
+            number += 1
+
+    def __aiter__(self) -> AsyncIterator[Attempt]:
+        from ._asyncio import iterate_async
+
+        return iterate_async(_BlockRun(self._cfg))
+
+
+def retrying(
+    *,
+    on: Optional[ExceptionSpec] = None,
+    on_result: Optional[Callable[[Any], bool]] = None,
+    name: str = "block",
+    attempts: int = 3,
+    deadline: Optional[Seconds] = None,
+    backoff: str = "exponential",
+    base_delay: Seconds = 0.2,
+    multiplier: float = 2.0,
+    max_delay: Seconds = 10.0,
+    jitter: str = "full",
+    jitter_fraction: float = 0.2,
+    retry_after_max: Seconds = 60.0,
+    clamp_retry_after: bool = False,
+    delay_hint: Optional[Callable[[Any], Optional[float]]] = None,
+    on_retry: Optional[HookSpec] = None,
+    on_give_up: Optional[HookSpec] = None,
+    raise_on_give_up: bool = False,
+    seed: Optional[int] = None,
+) -> RetryBlock:
+    """Retries a block of code, synchronously or in a coroutine.
+
+    Example::
+
+        for attempt in mulligan.retrying(on=ConnectionError, attempts=5):
+            with attempt:
+                data = fetch()
+
+        async for attempt in mulligan.retrying(on=ConnectionError, deadline=10.0):
+            with attempt:
+                data = await fetch_async()
+
+    The options are those of :func:`retry` (same defaults, same validation,
+    same give-up behaviour: the last exception is raised from the loop), plus
+    ``name``, the name hooks and logs use (default ``"block"``). The ``async
+    for`` form waits with ``asyncio.sleep``. The deadline is measured from the
+    start of the loop.
+
+    .. versionadded:: 0.1.0
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"mulligan.retrying: name must be a str, got {name!r}")
+    options: dict[str, Any] = {
+        "on": on,
+        "on_result": on_result,
+        "attempts": attempts,
+        "deadline": deadline,
+        "backoff": backoff,
+        "base_delay": base_delay,
+        "multiplier": multiplier,
+        "max_delay": max_delay,
+        "jitter": jitter,
+        "jitter_fraction": jitter_fraction,
+        "retry_after_max": retry_after_max,
+        "clamp_retry_after": clamp_retry_after,
+        "delay_hint": delay_hint,
+        "on_retry": on_retry,
+        "on_give_up": on_give_up,
+        "raise_on_give_up": raise_on_give_up,
+        "seed": seed,
+    }
+    return RetryBlock(_Config(options, name))

@@ -278,16 +278,9 @@ def test_shared_backoff_vectors(sleeps: list[float], case: dict[str, Any]) -> No
     assert sleeps == pytest.approx(expected, abs=1e-9)
 
 
-def test_deadline_stops_before_crossing_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    now = [1000.0]
-    slept: list[float] = []
-
-    def fake_sleep(d: float) -> None:
-        slept.append(d)
-        now[0] += d
-
-    monkeypatch.setattr(time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(time, "sleep", fake_sleep)
+def test_deadline_stops_before_crossing_it() -> None:
+    # The drivers read time through mulligan.testing's clock (time.monotonic
+    # is bound once, so patching it does not reach them): use a FakeClock.
     calls = 0
 
     @mulligan.retry(on=ValueError, attempts=10, deadline=1.0, jitter="none", base_delay=0.2)
@@ -296,10 +289,10 @@ def test_deadline_stops_before_crossing_it(monkeypatch: pytest.MonkeyPatch) -> N
         calls += 1
         raise ValueError
 
-    with pytest.raises(ValueError) as info:
+    with mulligan.testing.FakeClock() as clock, pytest.raises(ValueError) as info:
         fails()
     # 0.2 + 0.4 = 0.6 s waited; the next wait (0.8 s) would reach the deadline.
-    assert slept == [0.2, 0.4]
+    assert clock.sleeps == [0.2, 0.4]
     assert calls == 3
     if sys.version_info >= (3, 11):
         assert info.value.__notes__ == ["mulligan: gave up after 3 attempts (deadline)"]
@@ -362,7 +355,7 @@ def test_on_is_required() -> None:
         mulligan.retry()  # type: ignore[call-overload]
 
 
-@pytest.mark.parametrize("on", [42, "ValueError", None, (), (ValueError, 3), int, lambda e: True])
+@pytest.mark.parametrize("on", [42, "ValueError", None, (), (ValueError, 3), int])
 def test_bad_on_is_a_type_error(on: Any) -> None:
     with pytest.raises(TypeError):
         mulligan.retry(on=on)
@@ -373,10 +366,9 @@ def test_non_int_attempts_is_a_type_error() -> None:
         mulligan.retry(on=ValueError, attempts=2.5)  # type: ignore[arg-type]
 
 
-def test_coroutine_generator_and_async_generator_functions_are_rejected() -> None:
+def test_generator_and_async_generator_functions_are_rejected() -> None:
+    # Coroutine functions are supported (tests/python/test_retry_async.py).
     decorator = mulligan.retry(on=ValueError)
-
-    async def coro() -> None: ...
 
     def gen() -> Any:
         yield 1
@@ -384,6 +376,6 @@ def test_coroutine_generator_and_async_generator_functions_are_rejected() -> Non
     async def agen() -> Any:
         yield 1
 
-    for fn in (coro, gen, agen):
-        with pytest.raises(TypeError, match="synchronous"):
+    for fn in (gen, agen):
+        with pytest.raises(TypeError, match="generator"):
             decorator(fn)
