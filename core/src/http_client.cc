@@ -25,6 +25,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <unordered_map>
 #include <random>
 #include <string>
 #include <utility>
@@ -275,6 +276,10 @@ Outcome TransportOutcome(CURLcode code, bool connected, bool request_sent) {
       // A failed handshake never carried the HTTP request.
       sent = request_sent;
       break;
+    case CURLE_TOO_MANY_REDIRECTS:
+      // A redirect loop does not heal by trying again.
+      kind = ErrorKind::kTerminal;
+      break;
     case CURLE_URL_MALFORMAT:
     case CURLE_UNSUPPORTED_PROTOCOL:
       kind = ErrorKind::kInvalidUrl;
@@ -494,17 +499,8 @@ class PooledHandle {
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// HttpClient
-
-struct HttpClient::Impl {
-  Impl(const HttpClientOptions& opts, RetryPolicy pol, Clock* clk)
-      : options(opts), policy(std::move(pol)), clock(clk) {}
-
-  HttpClientOptions options;
-  RetryPolicy policy;
-  Clock* clock;
-  CurlHandlePool handles;
-};
+// One logical call, shared by HttpClient::Send (blocking) and
+// HttpAsyncEngine (libcurl multi, driven by an event loop).
 
 namespace {
 
@@ -519,17 +515,16 @@ struct AttemptResult {
   Transfer transfer;
 };
 
+// What both drivers share: validated options and the default policy.
+struct Settings {
+  Settings(const HttpClientOptions& opts, RetryPolicy pol, Clock* clk)
+      : options(opts), policy(std::move(pol)), clock(clk) {}
+  HttpClientOptions options;
+  RetryPolicy policy;
+  Clock* clock;
+};
 
-}  // namespace
-
-HttpClient::HttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-HttpClient::~HttpClient() = default;
-
-const RetryPolicy& HttpClient::policy() const { return impl_->policy; }
-
-Result<std::unique_ptr<HttpClient>> HttpClient::Create(const HttpClientOptions& options) {
-  Result<RetryPolicy> policy = RetryPolicy::Create(options.retry);
-  if (!policy.ok()) return policy.status();
+Status ValidateOptions(const HttpClientOptions& options) {
   if (options.attempt_timeout <= Duration::zero()) {
     return InvalidArgumentError("attempt_timeout must be > 0, got " +
                                 std::to_string(options.attempt_timeout.count()) + " ns");
@@ -541,233 +536,660 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(const HttpClientOptions& 
   if (!IsSafeFieldValue(options.user_agent)) {
     return InvalidArgumentError("user_agent must not contain CR, LF or NUL");
   }
-  if (!internal::EnsureCurlGlobalInit()) return InternalError("curl_global_init failed");
+  if (options.max_redirects < 0 || options.max_redirects > 1000) {
+    return InvalidArgumentError("max_redirects must be in [0, 1000], got " +
+                                std::to_string(options.max_redirects));
+  }
+  if (options.ca_bundle.find('\0') != std::string::npos) {
+    return InvalidArgumentError("ca_bundle must not contain NUL");
+  }
+  return OkStatus();
+}
 
+Result<std::unique_ptr<Settings>> MakeSettings(const HttpClientOptions& options) {
+  Result<RetryPolicy> policy = RetryPolicy::Create(options.retry);
+  if (!policy.ok()) return policy.status();
+  Status valid = ValidateOptions(options);
+  if (!valid.ok()) return valid;
+  if (!internal::EnsureCurlGlobalInit()) return InternalError("curl_global_init failed");
   Clock* clock = options.clock != nullptr ? options.clock : SystemClock::Default();
-  auto impl = std::make_unique<Impl>(options, std::move(policy).value(), clock);
+  return std::make_unique<Settings>(options, std::move(policy).value(), clock);
+}
+
+bool IsStrictlySafeMethod(std::string_view method) {
+  return method == "GET" || method == "HEAD" || method == "OPTIONS";
+}
+
+// The state of one logical call. Not copyable or movable: libcurl holds
+// pointers into it (error buffer, transfer) while an attempt runs.
+class Call {
+ public:
+  Call() = default;
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  // Validates `request` and prepares what every attempt sends.
+  // REQUIRES: `request`, its policy and `settings` outlive the call.
+  Status Init(const Settings& settings, const HttpRequest& request) {
+    settings_ = &settings;
+    request_ = &request;
+    Status valid = ValidateRequest(request);
+    if (!valid.ok()) return valid;
+    if (request.max_redirects && (*request.max_redirects < 0 || *request.max_redirects > 1000)) {
+      return InvalidArgumentError("max_redirects must be in [0, 1000], got " +
+                                  std::to_string(*request.max_redirects));
+    }
+    policy_ = request.policy != nullptr ? request.policy : &settings.policy;
+    follow_redirects_ = request.follow_redirects.value_or(settings.options.follow_redirects);
+    max_redirects_ = request.max_redirects.value_or(settings.options.max_redirects);
+
+    // The header list is the same on every attempt (the same Idempotency-Key
+    // above all), so it is built once.
+    bool has_content_type = false;
+    bool has_expect = false;
+    for (const auto& [name, value] : request.headers) {
+      // "Name;" is libcurl's spelling of a header with an empty value.
+      if (!SlistAppend(headers_, value.empty() ? name + ";" : name + ": " + value)) {
+        return Status(StatusCode::kNoMemory, "curl_slist_append failed");
+      }
+      has_content_type = has_content_type || EqualsIgnoreCase(name, "Content-Type");
+      has_expect = has_expect || EqualsIgnoreCase(name, "Expect");
+    }
+    if (request.idempotency_key) {
+      key_ = *request.idempotency_key;
+      if (!FindHeader(request.headers, "Idempotency-Key") &&
+          !SlistAppend(headers_, "Idempotency-Key: " + key_)) {
+        return Status(StatusCode::kNoMemory, "curl_slist_append failed");
+      }
+    } else if (std::optional<std::string> in_headers =
+                   FindHeader(request.headers, "Idempotency-Key")) {
+      key_ = *in_headers;
+    }
+    const bool sends_body = request.method != "HEAD" &&
+                            (request.method == "POST" || !request.body.empty());
+    // libcurl labels POSTFIELDS as a form (application/x-www-form-urlencoded);
+    // the body is the caller's bytes, so no type is invented for it.
+    if (sends_body && !has_content_type && !SlistAppend(headers_, "Content-Type:")) {
+      return Status(StatusCode::kNoMemory, "curl_slist_append failed");
+    }
+    // No "Expect: 100-continue" round trip for large bodies.
+    if (sends_body && !has_expect && !SlistAppend(headers_, "Expect:")) {
+      return Status(StatusCode::kNoMemory, "curl_slist_append failed");
+    }
+
+    const bool strict = request.strict_methods.value_or(settings.options.strict_methods);
+    replay_safe_ = strict ? IsStrictlySafeMethod(request.method)
+                          : (IsIdempotentMethod(request.method) || !key_.empty());
+
+    if (settings.options.breakers) {
+      if (std::optional<std::string> origin = HttpOrigin(request.url)) {
+        Result<std::shared_ptr<CircuitBreaker>> breaker = settings.options.breakers->Get(*origin);
+        // A registry full of live breakers must not stop traffic: the call
+        // then runs unguarded (BreakerRegistry::Get adds nothing).
+        if (breaker.ok()) breaker_ = std::move(breaker).value();
+      }
+    }
+    return OkStatus();
+  }
+
+  void Begin(TimePoint now) {
+    start_ = now;
+    session_.emplace(policy_->Begin(now, replay_safe_));
+  }
+
+  // Asks the breaker (if any) whether the next attempt may run at `now`.
+  // False: the call is over with kCircuitOpen.
+  bool Admit(TimePoint now) {
+    attempt_start_ = now;
+    if (!breaker_) return true;
+    const bool per_attempt = settings_->options.breaker_per_attempt;
+    if (per_attempt || !permit_.valid) {
+      Admission admission = breaker_->Acquire(now);
+      if (!admission.admitted()) {
+        circuit_open_ = true;
+        retry_in_ = admission.retry_in;
+        return false;
+      }
+      permit_ = admission.permit;
+      return true;
+    }
+    // One result per logical call: the permit taken before the first
+    // attempt covers the chain, but an open breaker still ends it.
+    const BreakerState state = breaker_->state(now);
+    if (state == BreakerState::kOpen || state == BreakerState::kForcedOpen) {
+      breaker_->Record(permit_, CallResult::kFailure, now - start_, now);
+      permit_ = Permit{};
+      circuit_open_ = true;
+      retry_in_ = breaker_->TimeUntilProbe(now);
+      return false;
+    }
+    return true;
+  }
+
+  // The next attempt's timeout: the policy's attempt timeout (already trimmed
+  // to the deadline) when it sets one, otherwise the client's, still trimmed.
+  Duration AttemptTimeout(TimePoint now) const {
+    Duration timeout = settings_->options.attempt_timeout;
+    std::optional<Duration> from_policy = session_->AttemptTimeout(now);
+    if (from_policy) {
+      timeout = policy_->options().attempt_timeout ? *from_policy : std::min(timeout, *from_policy);
+    }
+    return timeout;
+  }
+
+  // Sets up `easy` for the next attempt; `share` may be null.
+  void Setup(CURL* easy, CURLSH* share, Duration timeout) {
+    last_ = AttemptResult{};
+    errbuf_[0] = '\0';
+    const HttpClientOptions& options = settings_->options;
+    const HttpRequest& request = *request_;
+    curl_easy_reset(easy);
+    if (share != nullptr) curl_easy_setopt(easy, CURLOPT_SHARE, share);
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf_);
+    curl_easy_setopt(easy, CURLOPT_URL, request.url.c_str());
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85.0
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS,
+                     static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, follow_redirects_ ? 1L : 0L);
+    curl_easy_setopt(easy, CURLOPT_MAXREDIRS, static_cast<long>(max_redirects_));
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, ToCurlMillis(timeout));
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                     ToCurlMillis(std::min(timeout, options.connect_timeout)));
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
+    if (!options.ca_bundle.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options.ca_bundle.c_str());
+    // No CURLOPT_PROXY / CURLOPT_NOPROXY: libcurl then honours http_proxy,
+    // https_proxy, all_proxy and no_proxy from the environment.
+    curl_easy_setopt(easy, CURLOPT_USERAGENT, options.user_agent.c_str());
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    // No CURLOPT_ACCEPT_ENCODING: bodies are returned exactly as received.
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers_.get());
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &WriteBody);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &last_.transfer);
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &WriteHeader);
+    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &last_.transfer);
+
+    const std::string& method = request.method;
+    if (method == "HEAD") {
+      curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+    } else if (method == "POST" || !request.body.empty()) {
+      curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
+                       static_cast<curl_off_t>(request.body.size()));
+      curl_easy_setopt(easy, CURLOPT_POSTFIELDS, request.body.data());
+      if (method != "POST") curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method.c_str());
+    } else if (method == "GET") {
+      curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+    } else {
+      curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method.c_str());
+    }
+  }
+
+  // Reads what the finished transfer on `easy` produced.
+  void Collect(CURL* easy, CURLcode code) {
+    AttemptResult& r = last_;
+    r.code = code;
+    long status = 0;
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    r.status = static_cast<int>(status);
+    char* effective = nullptr;
+    if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK &&
+        effective != nullptr) {
+      r.effective_url = effective;
+    } else {
+      r.effective_url = request_->url;
+    }
+    curl_off_t connect_us = 0;
+    curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+    long request_size = 0;
+    curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);
+    r.connected = connect_us > 0;
+    r.request_sent = request_size > 0;
+    if (r.code != CURLE_OK) {
+      r.error = errbuf_[0] != '\0' ? std::string(errbuf_) : std::string(curl_easy_strerror(r.code));
+      while (!r.error.empty() && (r.error.back() == '\n' || r.error.back() == '\r')) {
+        r.error.pop_back();
+      }
+    }
+    // Nothing may keep pointing at this call once the handle is reused.
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, static_cast<char*>(nullptr));
+  }
+
+  // Lets the session (and the breaker) judge the attempt that just finished.
+  Decision OnAttemptDone(TimePoint now) {
+    if (last_.transfer.failed_alloc) {
+      no_memory_ = true;
+      decision_ = Decision{};
+      decision_.attempt = session_->attempts() + 1;
+      return decision_;
+    }
+    Outcome outcome;
+    if (last_.code == CURLE_OK && last_.status > 0) {
+      std::optional<Duration> hint;
+      if (std::optional<std::string> value = FindHeader(last_.transfer.headers, "Retry-After")) {
+        hint = ParseRetryAfter(*value, settings_->clock->WallNow());
+      }
+      outcome = Outcome::Http(last_.status, hint);
+    } else {
+      if (last_.code == CURLE_OK) {
+        last_.code = CURLE_GOT_NOTHING;  // no status line: treat as an empty reply
+        last_.error = "no HTTP status received";
+      }
+      outcome = TransportOutcome(last_.code, last_.connected, last_.request_sent);
+    }
+    last_outcome_ = outcome;
+    decision_ = session_->OnOutcome(outcome, now);
+    if (breaker_ && permit_.valid) {
+      if (settings_->options.breaker_per_attempt) {
+        breaker_->Record(permit_, ResultFor(decision_.classification), now - attempt_start_, now);
+        permit_ = Permit{};
+      } else if (!decision_.retry()) {
+        breaker_->Record(permit_, ResultFor(decision_.classification), now - start_, now);
+        permit_ = Permit{};
+      }
+    }
+    return decision_;
+  }
+
+  HttpRetryEvent RetryEvent() const {
+    HttpRetryEvent e;
+    e.attempt = decision_.attempt;
+    e.delay = decision_.delay;
+    e.error = last_outcome_.error;
+    e.http_status = last_outcome_.http_status;
+    e.from_retry_after = decision_.from_retry_after;
+    return e;
+  }
+
+  // Calls the request's (or else the client's) on_retry hook.
+  void NotifyRetry() const {
+    const HttpRetryHook& hook =
+        request_->on_retry ? request_->on_retry : settings_->options.on_retry;
+    if (!hook) return;
+    try {
+      hook(RetryEvent());
+    } catch (...) {
+      // A hook must not throw (http_client.h); the retries go on.
+    }
+  }
+
+  ErrorKind last_error() const { return last_outcome_.error; }
+  int last_status() const { return last_outcome_.http_status; }
+
+  // The call's result once it stopped.
+  Result<HttpResponse> Finish(TimePoint now, HttpCallInfo* info) {
+    const int attempts = session_ ? session_->attempts() : 0;
+    const Duration elapsed = now - start_;
+    const bool got_response = attempts > 0 && last_.code == CURLE_OK && !no_memory_;
+    const ErrorKind last_error =
+        attempts == 0 || got_response
+            ? ErrorKind::kNone
+            : TransportOutcome(last_.code, last_.connected, last_.request_sent).error;
+    if (info != nullptr) {
+      *info = HttpCallInfo{};
+      info->attempts = attempts;
+      info->elapsed = elapsed;
+      info->last_error = no_memory_ ? ErrorKind::kTransport : last_error;
+      info->stop_reason = circuit_open_ ? StopReason::kNone : decision_.reason;
+      info->idempotency_key = key_;
+      info->last_status = got_response ? last_.status : 0;
+      if (circuit_open_) {
+        info->breaker_key = breaker_ ? breaker_->name() : std::string();
+        info->retry_in = retry_in_;
+      }
+    }
+    const HttpRequest& request = *request_;
+    std::string what = request.method + " " + request.url + ": ";
+    if (no_memory_) {
+      return Status(StatusCode::kNoMemory, "out of memory while receiving the response");
+    }
+    if (circuit_open_) {
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(retry_in_).count();
+      std::string message = what + "circuit open for " + breaker_->name();
+      if (retry_in_ == Duration::max()) {
+        message += " (forced open)";
+      } else {
+        message += " (next probe in " + std::to_string(ms) + " ms)";
+      }
+      if (attempts > 0) {
+        message += " after " + std::to_string(attempts) + (attempts == 1 ? " attempt" : " attempts");
+      }
+      return Status(StatusCode::kCircuitOpen, message);
+    }
+    if (got_response) {
+      HttpResponse response;
+      response.status = last_.status;
+      response.headers = std::move(last_.transfer.headers);
+      response.body = std::move(last_.transfer.body);
+      response.attempts = attempts;
+      response.elapsed = elapsed;
+      response.stop_reason = decision_.reason;
+      response.idempotency_key = key_;
+      response.url = std::move(last_.effective_url);
+      return response;
+    }
+    std::string tail = " after " + std::to_string(attempts) +
+                       (attempts == 1 ? " attempt" : " attempts") + " (" + last_.error + ")";
+    if (decision_.reason == StopReason::kDeadline) {
+      return DeadlineExceededError(what + "deadline exceeded; last error " +
+                                   ErrorPhrase(last_error) + tail);
+    }
+    if (last_error == ErrorKind::kInvalidUrl) {
+      return InvalidArgumentError(what + ErrorPhrase(last_error) + tail);
+    }
+    if (last_error == ErrorKind::kTimeout || last_error == ErrorKind::kConnectTimeout) {
+      return TimeoutError(what + ErrorPhrase(last_error) + tail);
+    }
+    return TransportError(what + ErrorPhrase(last_error) + tail);
+  }
+
+ private:
+  const Settings* settings_ = nullptr;
+  const HttpRequest* request_ = nullptr;
+  const RetryPolicy* policy_ = nullptr;
+  Slist headers_;
+  std::string key_;
+  bool replay_safe_ = true;
+  bool follow_redirects_ = false;
+  int max_redirects_ = 10;
+  std::shared_ptr<CircuitBreaker> breaker_;
+  Permit permit_;
+  bool circuit_open_ = false;
+  Duration retry_in_ = Duration::zero();
+  bool no_memory_ = false;
+  std::optional<RetrySession> session_;
+  TimePoint start_;
+  TimePoint attempt_start_;
+  AttemptResult last_;
+  Outcome last_outcome_;
+  Decision decision_;
+  char errbuf_[CURL_ERROR_SIZE] = {};
+};
+
+}  // namespace
+
+std::optional<std::string> HttpOrigin(std::string_view url) {
+  CURLU* parsed = curl_url();
+  if (parsed == nullptr) return std::nullopt;
+  std::string copy(url);
+  std::optional<std::string> origin;
+  char* scheme = nullptr;
+  char* host = nullptr;
+  char* port = nullptr;
+  if (curl_url_set(parsed, CURLUPART_URL, copy.c_str(), 0) == CURLUE_OK &&
+      curl_url_get(parsed, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+      curl_url_get(parsed, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+      curl_url_get(parsed, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+      host != nullptr && host[0] != '\0') {
+    std::string s = std::string(scheme) + "://" + host + ":" + port;
+    for (char& c : s) c = AsciiLower(c);
+    origin = std::move(s);
+  }
+  curl_free(scheme);
+  curl_free(host);
+  curl_free(port);
+  curl_url_cleanup(parsed);
+  return origin;
+}
+
+// ---------------------------------------------------------------------------
+// HttpClient
+
+struct HttpClient::Impl {
+  explicit Impl(std::unique_ptr<Settings> s) : settings(std::move(s)) {}
+  std::unique_ptr<Settings> settings;
+  CurlHandlePool handles;
+};
+
+HttpClient::HttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpClient::~HttpClient() = default;
+
+const RetryPolicy& HttpClient::policy() const { return impl_->settings->policy; }
+const HttpClientOptions& HttpClient::options() const { return impl_->settings->options; }
+
+Result<std::unique_ptr<HttpClient>> HttpClient::Create(const HttpClientOptions& options) {
+  Result<std::unique_ptr<Settings>> settings = MakeSettings(options);
+  if (!settings.ok()) return settings.status();
+  auto impl = std::make_unique<Impl>(std::move(settings).value());
   Status s = impl->handles.Init();
   if (!s.ok()) return s;
   return std::unique_ptr<HttpClient>(new HttpClient(std::move(impl)));
 }
 
-namespace {
-
-// Runs one transfer of `request` on `easy` with `timeout`.
-AttemptResult Perform(CURL* easy, CURLSH* share, const HttpClientOptions& options,
-                      const HttpRequest& request, const curl_slist* headers, Duration timeout) {
-  AttemptResult r;
-  char errbuf[CURL_ERROR_SIZE];
-  errbuf[0] = '\0';
-
-  curl_easy_reset(easy);
-  curl_easy_setopt(easy, CURLOPT_SHARE, share);
-  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(easy, CURLOPT_URL, request.url.c_str());
-#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85.0
-  curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-  curl_easy_setopt(easy, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-  // Redirects are the caller's business in this version: a 3xx is a response.
-  curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, ToCurlMillis(timeout));
-  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
-                   ToCurlMillis(std::min(timeout, options.connect_timeout)));
-  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
-  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
-  curl_easy_setopt(easy, CURLOPT_USERAGENT, options.user_agent.c_str());
-  curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-  // No CURLOPT_ACCEPT_ENCODING: bodies are returned exactly as received.
-  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &WriteBody);
-  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &r.transfer);
-  curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &WriteHeader);
-  curl_easy_setopt(easy, CURLOPT_HEADERDATA, &r.transfer);
-
-  const std::string& method = request.method;
-  if (method == "HEAD") {
-    curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
-  } else if (method == "POST" || !request.body.empty()) {
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
-                     static_cast<curl_off_t>(request.body.size()));
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, request.body.data());
-    if (method != "POST") curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method.c_str());
-  } else if (method == "GET") {
-    curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
-  } else {
-    curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method.c_str());
-  }
-
-  r.code = curl_easy_perform(easy);
-
-  long status = 0;
-  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-  r.status = static_cast<int>(status);
-  char* effective = nullptr;
-  if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK &&
-      effective != nullptr) {
-    r.effective_url = effective;
-  } else {
-    r.effective_url = request.url;
-  }
-  curl_off_t connect_us = 0;
-  curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &connect_us);
-  long request_size = 0;
-  curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);
-  r.connected = connect_us > 0;
-  r.request_sent = request_size > 0;
-  if (r.code != CURLE_OK) {
-    r.error = errbuf[0] != '\0' ? std::string(errbuf) : std::string(curl_easy_strerror(r.code));
-    while (!r.error.empty() && (r.error.back() == '\n' || r.error.back() == '\r')) {
-      r.error.pop_back();
-    }
-  }
-  // Nothing may keep pointing at this stack frame once the handle is pooled.
-  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, static_cast<char*>(nullptr));
-  return r;
-}
-
-}  // namespace
-
 Result<HttpResponse> HttpClient::Send(const HttpRequest& request, HttpCallInfo* info) {
   if (info != nullptr) *info = HttpCallInfo{};
-  Status valid = ValidateRequest(request);
-  if (!valid.ok()) return valid;
-
   Impl& impl = *impl_;
-  Clock& clock = *impl.clock;
-  const RetryPolicy& policy = request.policy != nullptr ? *request.policy : impl.policy;
-
-  // The header list is the same on every attempt (the same Idempotency-Key
-  // above all), so it is built once.
-  Slist headers;
-  bool has_content_type = false;
-  bool has_expect = false;
-  for (const auto& [name, value] : request.headers) {
-    // "Name;" is libcurl's spelling of a header with an empty value.
-    if (!SlistAppend(headers, value.empty() ? name + ";" : name + ": " + value)) {
-      return Status(StatusCode::kNoMemory, "curl_slist_append failed");
-    }
-    has_content_type = has_content_type || EqualsIgnoreCase(name, "Content-Type");
-    has_expect = has_expect || EqualsIgnoreCase(name, "Expect");
-  }
-  std::string key;
-  if (request.idempotency_key) {
-    key = *request.idempotency_key;
-    if (!FindHeader(request.headers, "Idempotency-Key") &&
-        !SlistAppend(headers, "Idempotency-Key: " + key)) {
-      return Status(StatusCode::kNoMemory, "curl_slist_append failed");
-    }
-  } else if (std::optional<std::string> in_headers =
-                 FindHeader(request.headers, "Idempotency-Key")) {
-    key = *in_headers;
-  }
-  const bool sends_body = request.method != "HEAD" &&
-                          (request.method == "POST" || !request.body.empty());
-  // libcurl labels POSTFIELDS as a form (application/x-www-form-urlencoded);
-  // the body is the caller's bytes, so no type is invented for it.
-  if (sends_body && !has_content_type && !SlistAppend(headers, "Content-Type:")) {
-    return Status(StatusCode::kNoMemory, "curl_slist_append failed");
-  }
-  // No "Expect: 100-continue" round trip for large bodies.
-  if (sends_body && !has_expect && !SlistAppend(headers, "Expect:")) {
-    return Status(StatusCode::kNoMemory, "curl_slist_append failed");
-  }
-
-  const bool replay_safe = IsIdempotentMethod(request.method) || !key.empty();
+  Clock& clock = *impl.settings->clock;
+  Call call;
+  Status valid = call.Init(*impl.settings, request);
+  if (!valid.ok()) return valid;
 
   PooledHandle easy(&impl.handles);
   if (easy.get() == nullptr) return InternalError("curl_easy_init failed");
 
-  const TimePoint start = clock.Now();
-  RetrySession session = policy.Begin(start, replay_safe);
-  AttemptResult last;
-  Decision decision;
+  call.Begin(clock.Now());
   for (;;) {
-    const TimePoint attempt_start = clock.Now();
-    // The policy's attempt timeout (already trimmed to the deadline) wins
-    // when the policy sets one (http_client.h); otherwise the client's,
-    // still trimmed to the deadline.
-    Duration timeout = impl.options.attempt_timeout;
-    std::optional<Duration> from_policy = session.AttemptTimeout(attempt_start);
-    if (from_policy) {
-      timeout = policy.options().attempt_timeout ? *from_policy : std::min(timeout, *from_policy);
-    }
-
-    last = Perform(easy.get(), impl.handles.share(), impl.options, request, headers.get(), timeout);
-    if (last.transfer.failed_alloc) {
-      if (info != nullptr) {
-        info->attempts = session.attempts() + 1;
-        info->elapsed = clock.Now() - start;
-        info->last_error = ErrorKind::kTransport;
-        info->idempotency_key = key;
-      }
-      return Status(StatusCode::kNoMemory, "out of memory while receiving the response");
-    }
-
-    Outcome outcome;
-    if (last.code == CURLE_OK && last.status > 0) {
-      std::optional<Duration> hint;
-      if (std::optional<std::string> value = FindHeader(last.transfer.headers, "Retry-After")) {
-        hint = ParseRetryAfter(*value, clock.WallNow());
-      }
-      outcome = Outcome::Http(last.status, hint);
-    } else {
-      if (last.code == CURLE_OK) {
-        last.code = CURLE_GOT_NOTHING;  // no status line: treat as an empty reply
-        last.error = "no HTTP status received";
-      }
-      outcome = TransportOutcome(last.code, last.connected, last.request_sent);
-    }
-
-    decision = session.OnOutcome(outcome, clock.Now());
+    const TimePoint now = clock.Now();
+    if (!call.Admit(now)) break;
+    call.Setup(easy.get(), impl.handles.share(), call.AttemptTimeout(now));
+    call.Collect(easy.get(), curl_easy_perform(easy.get()));
+    Decision decision = call.OnAttemptDone(clock.Now());
     if (!decision.retry()) break;
+    call.NotifyRetry();
     clock.SleepFor(decision.delay);
   }
-
-  const Duration elapsed = clock.Now() - start;
-  const bool got_response = last.code == CURLE_OK;
-  const ErrorKind last_error =
-      got_response ? ErrorKind::kNone
-                   : TransportOutcome(last.code, last.connected, last.request_sent).error;
-  if (info != nullptr) {
-    info->attempts = session.attempts();
-    info->elapsed = elapsed;
-    info->last_error = last_error;
-    info->stop_reason = decision.reason;
-    info->idempotency_key = key;
-  }
-
-  if (got_response) {
-    HttpResponse response;
-    response.status = last.status;
-    response.headers = std::move(last.transfer.headers);
-    response.body = std::move(last.transfer.body);
-    response.attempts = session.attempts();
-    response.elapsed = elapsed;
-    response.stop_reason = decision.reason;
-    response.idempotency_key = key;
-    response.url = std::move(last.effective_url);
-    return response;
-  }
-
-  const int attempts = session.attempts();
-  std::string what = request.method + " " + request.url + ": ";
-  std::string tail = " after " + std::to_string(attempts) +
-                     (attempts == 1 ? " attempt" : " attempts") + " (" + last.error + ")";
-  if (decision.reason == StopReason::kDeadline) {
-    return DeadlineExceededError(what + "deadline exceeded; last error " +
-                                 ErrorPhrase(last_error) + tail);
-  }
-  if (last_error == ErrorKind::kInvalidUrl) {
-    return InvalidArgumentError(what + ErrorPhrase(last_error) + tail);
-  }
-  if (last_error == ErrorKind::kTimeout || last_error == ErrorKind::kConnectTimeout) {
-    return TimeoutError(what + ErrorPhrase(last_error) + tail);
-  }
-  return TransportError(what + ErrorPhrase(last_error) + tail);
+  return call.Finish(clock.Now(), info);
 }
+
+// ---------------------------------------------------------------------------
+// HttpAsyncEngine
+
+struct HttpAsyncEngine::Impl {
+  struct AsyncCall {
+    HttpRequest request;
+    std::optional<RetryPolicy> policy;
+    Call call;
+    CURL* easy = nullptr;
+    bool in_flight = false;
+  };
+
+  explicit Impl(std::unique_ptr<Settings> s) : settings(std::move(s)) {}
+  ~Impl() {
+    for (auto& [id, c] : calls) {
+      if (c->in_flight) curl_multi_remove_handle(multi, c->easy);
+      if (c->easy != nullptr) curl_easy_cleanup(c->easy);
+    }
+    calls.clear();
+    for (CURL* easy : idle) curl_easy_cleanup(easy);
+    if (multi != nullptr) curl_multi_cleanup(multi);
+  }
+
+  static int OnSocket(CURL*, curl_socket_t fd, int what, void* user, void*) {
+    auto* self = static_cast<Impl*>(user);
+    int events = 0;
+    if (what != CURL_POLL_REMOVE) {
+      if (what & CURL_POLL_IN) events |= kRead;
+      if (what & CURL_POLL_OUT) events |= kWrite;
+    }
+    self->socket_changes.push_back(SocketWatch{static_cast<int>(fd), events});
+    return 0;
+  }
+  static int OnTimer(CURLM*, long timeout_ms, void* user) {
+    static_cast<Impl*>(user)->timer_change = timeout_ms;
+    return 0;
+  }
+
+  void Release(AsyncCall& c) {
+    if (c.in_flight) {
+      curl_multi_remove_handle(multi, c.easy);
+      c.in_flight = false;
+    }
+    if (c.easy != nullptr) {
+      curl_easy_reset(c.easy);
+      if (idle.size() < 256) {
+        idle.push_back(c.easy);
+      } else {
+        curl_easy_cleanup(c.easy);
+      }
+      c.easy = nullptr;
+    }
+  }
+
+  void Drain() {
+    int pending = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &pending)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      CURL* easy = msg->easy_handle;
+      const CURLcode code = msg->data.result;
+      char* priv = nullptr;
+      curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
+      const auto id = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(priv));
+      curl_multi_remove_handle(multi, easy);
+      auto it = calls.find(id);
+      if (it == calls.end()) continue;
+      AsyncCall& c = *it->second;
+      c.in_flight = false;
+      c.call.Collect(easy, code);
+      Event e;
+      e.id = id;
+      e.decision = c.call.OnAttemptDone(settings->clock->Now());
+      e.retry = e.decision.retry();
+      e.error = c.call.last_error();
+      e.http_status = c.call.last_status();
+      events.push_back(e);
+    }
+  }
+
+  std::unique_ptr<Settings> settings;
+  CURLM* multi = nullptr;
+  std::unordered_map<uint64_t, std::unique_ptr<AsyncCall>> calls;
+  std::vector<CURL*> idle;
+  uint64_t next_id = 1;
+  std::vector<SocketWatch> socket_changes;
+  std::optional<long> timer_change;
+  std::vector<Event> events;
+};
+
+HttpAsyncEngine::HttpAsyncEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpAsyncEngine::~HttpAsyncEngine() = default;
+
+Result<std::unique_ptr<HttpAsyncEngine>> HttpAsyncEngine::Create(
+    const HttpClientOptions& options) {
+  Result<std::unique_ptr<Settings>> settings = MakeSettings(options);
+  if (!settings.ok()) return settings.status();
+  auto impl = std::make_unique<Impl>(std::move(settings).value());
+  impl->multi = curl_multi_init();
+  if (impl->multi == nullptr) return InternalError("curl_multi_init failed");
+  curl_multi_setopt(impl->multi, CURLMOPT_SOCKETFUNCTION, &Impl::OnSocket);
+  curl_multi_setopt(impl->multi, CURLMOPT_SOCKETDATA, impl.get());
+  curl_multi_setopt(impl->multi, CURLMOPT_TIMERFUNCTION, &Impl::OnTimer);
+  curl_multi_setopt(impl->multi, CURLMOPT_TIMERDATA, impl.get());
+  return std::unique_ptr<HttpAsyncEngine>(new HttpAsyncEngine(std::move(impl)));
+}
+
+Result<uint64_t> HttpAsyncEngine::Begin(const HttpRequest& request) {
+  Impl& impl = *impl_;
+  auto c = std::make_unique<Impl::AsyncCall>();
+  c->request = request;
+  c->request.on_retry = nullptr;
+  if (request.policy != nullptr) {
+    c->policy.emplace(*request.policy);
+    c->request.policy = &*c->policy;
+  }
+  Status s = c->call.Init(*impl.settings, c->request);
+  if (!s.ok()) return s;
+  c->call.Begin(impl.settings->clock->Now());
+  const uint64_t id = impl.next_id++;
+  impl.calls.emplace(id, std::move(c));
+  return id;
+}
+
+Status HttpAsyncEngine::StartAttempt(uint64_t id) {
+  Impl& impl = *impl_;
+  auto it = impl.calls.find(id);
+  if (it == impl.calls.end()) return InvalidArgumentError("unknown call id");
+  Impl::AsyncCall& c = *it->second;
+  if (c.in_flight) return InvalidArgumentError("an attempt of this call is in flight");
+  const TimePoint now = impl.settings->clock->Now();
+  if (!c.call.Admit(now)) {
+    Event e;
+    e.id = id;
+    e.retry = false;
+    impl.events.push_back(e);
+    return OkStatus();
+  }
+  if (c.easy == nullptr) {
+    if (!impl.idle.empty()) {
+      c.easy = impl.idle.back();
+      impl.idle.pop_back();
+    } else {
+      c.easy = curl_easy_init();
+      if (c.easy == nullptr) return InternalError("curl_easy_init failed");
+    }
+  }
+  c.call.Setup(c.easy, nullptr, c.call.AttemptTimeout(now));
+  curl_easy_setopt(c.easy, CURLOPT_PRIVATE,
+                   reinterpret_cast<char*>(static_cast<uintptr_t>(id)));
+  if (curl_multi_add_handle(impl.multi, c.easy) != CURLM_OK) {
+    return InternalError("curl_multi_add_handle failed");
+  }
+  c.in_flight = true;
+  return OkStatus();
+}
+
+void HttpAsyncEngine::SocketAction(int fd, int events) {
+  Impl& impl = *impl_;
+  int mask = 0;
+  if (events & kRead) mask |= CURL_CSELECT_IN;
+  if (events & kWrite) mask |= CURL_CSELECT_OUT;
+  int running = 0;
+  curl_multi_socket_action(impl.multi, fd < 0 ? CURL_SOCKET_TIMEOUT : fd, fd < 0 ? 0 : mask,
+                           &running);
+  impl.Drain();
+}
+
+std::vector<HttpAsyncEngine::SocketWatch> HttpAsyncEngine::TakeSocketChanges() {
+  std::vector<SocketWatch> out;
+  out.swap(impl_->socket_changes);
+  return out;
+}
+
+std::optional<long> HttpAsyncEngine::TakeTimerChange() {
+  std::optional<long> out = impl_->timer_change;
+  impl_->timer_change.reset();
+  return out;
+}
+
+std::vector<HttpAsyncEngine::Event> HttpAsyncEngine::TakeEvents() {
+  std::vector<Event> out;
+  out.swap(impl_->events);
+  return out;
+}
+
+Result<HttpResponse> HttpAsyncEngine::Finish(uint64_t id, HttpCallInfo* info) {
+  Impl& impl = *impl_;
+  auto it = impl.calls.find(id);
+  if (it == impl.calls.end()) return InvalidArgumentError("unknown call id");
+  std::unique_ptr<Impl::AsyncCall> c = std::move(it->second);
+  impl.calls.erase(it);
+  impl.Release(*c);
+  return c->call.Finish(impl.settings->clock->Now(), info);
+}
+
+void HttpAsyncEngine::Cancel(uint64_t id) {
+  Impl& impl = *impl_;
+  auto it = impl.calls.find(id);
+  if (it == impl.calls.end()) return;
+  impl.Release(*it->second);
+  impl.calls.erase(it);
+}
+
+size_t HttpAsyncEngine::size() const { return impl_->calls.size(); }
 
 }  // namespace v0
 }  // namespace mulligan

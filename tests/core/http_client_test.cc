@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -401,6 +403,7 @@ TEST_F(HttpClientTest, RetryAfterWaitsThroughTheInjectedClock) {
   Result<HttpResponse> first = warm->Send(Get("/limited"));
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   ASSERT_EQ(first->status, 200);
+  LogWithCount(1);  // nginx logs after answering: let that line land first
   ClearLog();
 
   FakeClock clock;
@@ -661,6 +664,312 @@ TEST_F(HttpClientTest, BadInputIsRejectedBeforeAnyAttempt) {
   auto log = LogWithCount(1);
   ASSERT_EQ(log.size(), 1u);
   EXPECT_EQ(log[0].uri, "/ok");
+}
+
+// ---------------------------------------------------------------------------
+// Issue 5: completeness, failure kinds, hooks, breakers, the async engine
+
+TEST(HttpHelpersTest, HttpOriginIsSchemeHostAndPort) {
+  EXPECT_EQ(HttpOrigin("http://127.0.0.1:8080/a?b"), "http://127.0.0.1:8080");
+  EXPECT_EQ(HttpOrigin("HTTPS://Example.COM/x"), "https://example.com:443");
+  EXPECT_EQ(HttpOrigin("http://example.com"), "http://example.com:80");
+  EXPECT_EQ(HttpOrigin("not a url"), std::nullopt);
+}
+
+TEST_F(HttpClientTest, PostResetMidResponseIsNotReplayedWithoutAKey) {
+  auto client = MakeClient(FastRetry(3));  // a fresh connection
+  ASSERT_NE(client, nullptr);
+  HttpCallInfo info;
+  Result<HttpResponse> r = client->Send(Post("/reset"), &info);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kTransport) << r.status().ToString();
+  EXPECT_EQ(info.last_error, ErrorKind::kConnectionReset);
+  EXPECT_EQ(info.attempts, 1);
+  EXPECT_EQ(info.stop_reason, StopReason::kNotReplaySafe);
+  auto log = LogWithCount(1);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].status, 444);
+}
+
+TEST_F(HttpClientTest, PostResetMidResponseIsReplayedWithAKey) {
+  auto client = MakeClient(FastRetry(3));
+  ASSERT_NE(client, nullptr);
+  HttpRequest request = Post("/reset");
+  request.idempotency_key = NewIdempotencyKey();
+  HttpCallInfo info;
+  Result<HttpResponse> r = client->Send(request, &info);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(info.last_error, ErrorKind::kConnectionReset);
+  EXPECT_EQ(info.attempts, 3);
+  EXPECT_EQ(info.stop_reason, StopReason::kAttemptsExhausted);
+  auto log = LogWithCount(3);
+  ASSERT_EQ(log.size(), 3u);
+  for (const auto& e : log) EXPECT_EQ(e.idempotency_key, *request.idempotency_key);
+}
+
+TEST_F(HttpClientTest, RedirectsAreOffByDefaultAndBounded) {
+  auto client = MakeClient(FastRetry(3));
+  ASSERT_NE(client, nullptr);
+  Result<HttpResponse> r = client->Send(Get("/redirect"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 302);
+  EXPECT_EQ(r->Header("Location"), "/ok");
+
+  HttpRequest follow = Get("/redirect");
+  follow.follow_redirects = true;
+  r = client->Send(follow);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "ok\n");
+  EXPECT_EQ(r->url, Url("/ok"));
+
+  HttpRequest loop = Get("/redirect-loop");
+  loop.follow_redirects = true;
+  loop.max_redirects = 3;
+  HttpCallInfo info;
+  r = client->Send(loop, &info);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(info.attempts, 1);  // a redirect loop is terminal
+  EXPECT_EQ(info.last_error, ErrorKind::kTerminal);
+}
+
+TEST_F(HttpClientTest, OnRetryHookSeesEveryWait) {
+  HttpClientOptions options;
+  options.retry = FastRetry(3);
+  std::vector<HttpRetryEvent> seen;
+  options.on_retry = [&](const HttpRetryEvent& e) { seen.push_back(e); };
+  auto client = HttpClient::Create(options);
+  ASSERT_TRUE(client.ok());
+  Result<HttpResponse> r = (*client)->Send(Get("/down"));
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].attempt, 1);
+  EXPECT_EQ(seen[1].attempt, 2);
+  EXPECT_EQ(seen[0].http_status, 503);
+  EXPECT_EQ(seen[0].delay, milliseconds(1));
+
+  // A request's hook replaces the client's; a throwing hook is contained.
+  int mine = 0;
+  HttpRequest request = Get("/down");
+  request.on_retry = [&](const HttpRetryEvent&) {
+    ++mine;
+    throw std::runtime_error("hook failed");
+  };
+  r = (*client)->Send(request);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->attempts, 3);
+  EXPECT_EQ(mine, 2);
+  EXPECT_EQ(seen.size(), 2u);
+}
+
+TEST_F(HttpClientTest, StrictModeReplaysOnlyGetHeadOptions) {
+  HttpClientOptions options;
+  options.retry = FastRetry(3);
+  options.strict_methods = true;
+  auto client = HttpClient::Create(options);
+  ASSERT_TRUE(client.ok());
+  HttpRequest put = Get("/down");
+  put.method = "PUT";
+  Result<HttpResponse> r = (*client)->Send(put);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->attempts, 1);
+  EXPECT_EQ(r->stop_reason, StopReason::kNotReplaySafe);
+  r = (*client)->Send(Get("/down"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->attempts, 3);
+  // Nothing sent: a refused POST is retried even in strict mode.
+  HttpRequest post;
+  post.method = "POST";
+  post.url = "http://127.0.0.1:" + std::to_string(ClosedPort()) + "/x";
+  HttpCallInfo info;
+  r = (*client)->Send(post, &info);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(info.attempts, 3);
+  EXPECT_EQ(info.last_error, ErrorKind::kConnectionRefused);
+}
+
+TEST_F(HttpClientTest, TlsToAPlainHttpPortIsATerminalTlsError) {
+  auto client = MakeClient(FastRetry(3));
+  ASSERT_NE(client, nullptr);
+  HttpRequest request;
+  request.url = "https://127.0.0.1:" + std::to_string(g_server.port) + "/ok";
+  HttpCallInfo info;
+  Result<HttpResponse> r = client->Send(request, &info);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(info.last_error, ErrorKind::kTlsError) << r.status().ToString();
+  EXPECT_EQ(info.attempts, 1);
+  EXPECT_EQ(info.stop_reason, StopReason::kTerminal);
+}
+
+TEST_F(HttpClientTest, UnresolvableNameIsADnsFailure) {
+  // A 64-character label cannot be encoded in a DNS query, so the resolver
+  // fails locally: no packet leaves the machine.
+  auto client = MakeClient(FastRetry(2));
+  ASSERT_NE(client, nullptr);
+  HttpRequest request;
+  request.url = "http://" + std::string(64, 'a') + ".invalid/";
+  HttpCallInfo info;
+  Result<HttpResponse> r = client->Send(request, &info);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(info.last_error, ErrorKind::kDnsFailure) << r.status().ToString();
+  EXPECT_EQ(info.attempts, 2);
+}
+
+TEST_F(HttpClientTest, PerOriginBreakerOpensForOneOriginOnly) {
+  BreakerRegistryOptions reg;
+  reg.breaker.failure_threshold = 2;
+  reg.breaker.reset_timeout = seconds(30);
+  auto registry = BreakerRegistry::Create(reg);
+  ASSERT_TRUE(registry.ok());
+  HttpClientOptions options;
+  options.retry = FastRetry(1);
+  options.breakers = std::shared_ptr<BreakerRegistry>(std::move(registry).value());
+  auto client = HttpClient::Create(options);
+  ASSERT_TRUE(client.ok());
+
+  for (int i = 0; i < 2; ++i) {
+    Result<HttpResponse> r = (*client)->Send(Get("/down"));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 503);
+  }
+  HttpCallInfo info;
+  Result<HttpResponse> r = (*client)->Send(Get("/down"), &info);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCircuitOpen) << r.status().ToString();
+  EXPECT_EQ(info.attempts, 0);
+  EXPECT_EQ(info.breaker_key, "http://127.0.0.1:" + std::to_string(g_server.port));
+  EXPECT_GT(info.retry_in, seconds(25));
+  // Another origin (the same server by another name) keeps flowing.
+  HttpRequest other;
+  other.url = "http://localhost:" + std::to_string(g_server.port) + "/ok";
+  r = (*client)->Send(other);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(LogWithCount(3).size(), 3u);  // the refused call never reached nginx
+}
+
+// Drives an HttpAsyncEngine with poll(2), as an event loop would.
+struct PollDriver {
+  explicit PollDriver(HttpAsyncEngine& e) : engine(e) {}
+  HttpAsyncEngine& engine;
+  std::map<int, int> watches;
+  std::optional<std::chrono::steady_clock::time_point> timer;
+  std::multimap<std::chrono::steady_clock::time_point, uint64_t> retries;
+  std::map<uint64_t, Result<HttpResponse>> done;
+  int retried = 0;
+
+  void Apply() {
+    for (const auto& w : engine.TakeSocketChanges()) {
+      if (w.events == 0) {
+        watches.erase(w.fd);
+      } else {
+        watches[w.fd] = w.events;
+      }
+    }
+    if (std::optional<long> t = engine.TakeTimerChange()) {
+      if (*t < 0) {
+        timer.reset();
+      } else {
+        timer = std::chrono::steady_clock::now() + milliseconds(*t);
+      }
+    }
+    for (const auto& e : engine.TakeEvents()) {
+      if (e.retry) {
+        ++retried;
+        retries.emplace(std::chrono::steady_clock::now() + e.decision.delay, e.id);
+      } else {
+        done.emplace(e.id, engine.Finish(e.id));
+      }
+    }
+  }
+
+  void Run(size_t calls) {
+    const auto give_up = std::chrono::steady_clock::now() + seconds(20);
+    while (done.size() < calls && std::chrono::steady_clock::now() < give_up) {
+      Apply();
+      auto now = std::chrono::steady_clock::now();
+      while (!retries.empty() && retries.begin()->first <= now) {
+        ASSERT_TRUE(engine.StartAttempt(retries.begin()->second).ok());
+        retries.erase(retries.begin());
+      }
+      Apply();
+      if (done.size() >= calls) break;
+      auto wake = now + milliseconds(100);
+      if (timer && *timer < wake) wake = *timer;
+      if (!retries.empty() && retries.begin()->first < wake) wake = retries.begin()->first;
+      std::vector<pollfd> fds;
+      for (const auto& [fd, ev] : watches) {
+        pollfd p{};
+        p.fd = fd;
+        p.events = static_cast<short>(((ev & HttpAsyncEngine::kRead) ? POLLIN : 0) |
+                                      ((ev & HttpAsyncEngine::kWrite) ? POLLOUT : 0));
+        fds.push_back(p);
+      }
+      const auto wait = std::chrono::duration_cast<milliseconds>(wake - now).count();
+      poll(fds.data(), fds.size(), static_cast<int>(std::max<long long>(0, wait)));
+      for (const auto& p : fds) {
+        int ev = 0;
+        if (p.revents & (POLLIN | POLLERR | POLLHUP)) ev |= HttpAsyncEngine::kRead;
+        if (p.revents & POLLOUT) ev |= HttpAsyncEngine::kWrite;
+        if (ev != 0) engine.SocketAction(p.fd, ev);
+      }
+      if (timer && std::chrono::steady_clock::now() >= *timer) {
+        timer.reset();
+        engine.SocketAction(-1, 0);
+      }
+    }
+  }
+};
+
+TEST_F(HttpClientTest, AsyncEngineRunsManyCallsOnOneThreadWithRetries) {
+  HttpClientOptions options;
+  options.retry = FastRetry(20);
+  auto engine = HttpAsyncEngine::Create(options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  PollDriver driver(**engine);
+  constexpr size_t kCalls = 50;
+  for (size_t i = 0; i < kCalls; ++i) {
+    Result<uint64_t> id = (*engine)->Begin(Get("/flaky"));
+    ASSERT_TRUE(id.ok());
+    ASSERT_TRUE((*engine)->StartAttempt(*id).ok());
+  }
+  driver.Run(kCalls);
+  ASSERT_EQ(driver.done.size(), kCalls);
+  int attempts = 0;
+  for (auto& [id, r] : driver.done) {
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "flaky ok\n");
+    attempts += r->attempts;
+  }
+  EXPECT_GT(driver.retried, 0);  // about half of the first attempts fail
+  EXPECT_EQ(attempts, static_cast<int>(kCalls) + driver.retried);
+  EXPECT_EQ((*engine)->size(), 0u);
+  auto log = LogWithCount(static_cast<size_t>(attempts));
+  EXPECT_EQ(log.size(), static_cast<size_t>(attempts));
+}
+
+TEST_F(HttpClientTest, AsyncEngineReportsFailuresLikeSend) {
+  auto engine = HttpAsyncEngine::Create(HttpClientOptions{});
+  ASSERT_TRUE(engine.ok());
+  PollDriver driver(**engine);
+  HttpRequest refused;
+  refused.url = "http://127.0.0.1:" + std::to_string(ClosedPort()) + "/x";
+  RetryPolicy policy = RetryPolicy::Create(FastRetry(2)).value();
+  refused.policy = &policy;
+  Result<uint64_t> id = (*engine)->Begin(refused);
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE((*engine)->StartAttempt(*id).ok());
+  HttpRequest bad;
+  bad.url = "ftp://x";
+  EXPECT_FALSE((*engine)->Begin(bad).ok());
+  driver.Run(1);
+  ASSERT_EQ(driver.done.size(), 1u);
+  const Result<HttpResponse>& r = driver.done.begin()->second;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kTransport);
+  EXPECT_NE(r.status().message().find("connection refused after 2 attempts"), std::string::npos)
+      << r.status().message();
 }
 
 }  // namespace

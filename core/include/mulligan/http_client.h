@@ -12,6 +12,8 @@
 #ifndef MULLIGAN_HTTP_CLIENT_H_
 #define MULLIGAN_HTTP_CLIENT_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "mulligan/breaker_registry.h"
 #include "mulligan/clock.h"
 #include "mulligan/outcome.h"
 #include "mulligan/retry_policy.h"
@@ -45,6 +48,30 @@ bool IsIdempotentMethod(std::string_view method);
 // Thread-safety: thread-safe.
 std::string NewIdempotencyKey();
 
+// What an on_retry hook is told before each wait ("Retrying..." indicators).
+struct HttpRetryEvent {
+  // The attempt that just failed (1 for the first).
+  int attempt = 0;
+  // The wait before the next attempt.
+  Duration delay = Duration::zero();
+  // The failed attempt's transport failure, or kNone when it got a response.
+  ErrorKind error = ErrorKind::kNone;
+  // The failed attempt's HTTP status, or 0 without a response.
+  int http_status = 0;
+  // True when the delay came from a Retry-After hint.
+  bool from_retry_after = false;
+};
+
+// Called on the sending thread before each wait between attempts. Must not
+// throw (an exception escaping it is swallowed: the retries go on).
+using HttpRetryHook = std::function<void(const HttpRetryEvent&)>;
+
+// Returns the origin of an absolute http(s) URL, "scheme://host:port" with
+// the scheme and host in lower case and the port always present (the default
+// port of the scheme when the URL has none), or nullopt for a malformed URL.
+// The HTTP client keys its circuit breakers by this.
+std::optional<std::string> HttpOrigin(std::string_view url);
+
 struct HttpRequest {
   // An HTTP method token ("GET", "POST", ...). Default "GET".
   std::string method = "GET";
@@ -59,6 +86,14 @@ struct HttpRequest {
   // Overrides the client's retry policy for this request when non-null.
   // REQUIRES: outlives the call.
   const RetryPolicy* policy = nullptr;
+  // Overrides HttpClientOptions::follow_redirects / max_redirects when set.
+  std::optional<bool> follow_redirects;
+  std::optional<int> max_redirects;
+  // Overrides HttpClientOptions::strict_methods when set.
+  std::optional<bool> strict_methods;
+  // Called before each wait of this request; when set it replaces the
+  // client's on_retry for this request.
+  HttpRetryHook on_retry;
 };
 
 struct HttpResponse {
@@ -93,6 +128,12 @@ struct HttpCallInfo {
   ErrorKind last_error = ErrorKind::kNone;
   StopReason stop_reason = StopReason::kNone;
   std::string idempotency_key;
+  // kCircuitOpen only: the breaker's key (the origin) and the time until it
+  // admits a probe.
+  std::string breaker_key;
+  Duration retry_in = Duration::zero();
+  // The last attempt's HTTP status, 0 without a response.
+  int last_status = 0;
 };
 
 struct HttpClientOptions {
@@ -109,6 +150,30 @@ struct HttpClientOptions {
   // The clock used for deadlines and waits; null means SystemClock::Default().
   // REQUIRES: outlives the client.
   Clock* clock = nullptr;
+  // Follow 3xx redirects (at most max_redirects, only to http and https).
+  // Default false: a 3xx is the response. max_redirects in [0, 1000],
+  // default 10; exceeding it is a terminal failure (ErrorKind::kTerminal).
+  bool follow_redirects = false;
+  int max_redirects = 10;
+  // A PEM file of CA certificates replacing the system bundle; empty means
+  // libcurl's default. Proxies come from the usual environment variables
+  // (http_proxy, https_proxy, no_proxy; libcurl reads them per transfer):
+  // nothing here overrides them.
+  std::string ca_bundle;
+  // Strict mode: only GET, HEAD and OPTIONS are replayed once bytes were
+  // sent (PUT, DELETE and keyed POSTs are not). Failures before any byte was
+  // sent (connection refused) are still retried. Default false.
+  bool strict_methods = false;
+  // Called before each wait between attempts (see HttpRetryEvent).
+  HttpRetryHook on_retry;
+  // Per-origin circuit breakers: when set, each request's origin
+  // (HttpOrigin) gets a breaker from this registry. The breaker is checked
+  // before every attempt; an open breaker ends the call at once with
+  // kCircuitOpen (HttpCallInfo::retry_in says when it admits a probe).
+  // A logical call records one result after its retries, unless
+  // breaker_per_attempt records every attempt. Default: none.
+  std::shared_ptr<BreakerRegistry> breakers;
+  bool breaker_per_attempt = false;
 };
 
 // A long-lived client with a pool of kept-alive connections.
@@ -132,14 +197,93 @@ class HttpClient {
   //   kTransport        the last attempt failed to connect or exchange
   //   kTimeout          the last attempt timed out
   //   kDeadlineExceeded the deadline ended the chain after a failed attempt
+  //   kCircuitOpen      the origin's circuit breaker refused an attempt
   // `info`, when non-null, is filled in either way.
   Result<HttpResponse> Send(const HttpRequest& request, HttpCallInfo* info = nullptr);
 
   const RetryPolicy& policy() const;
+  const HttpClientOptions& options() const;
 
  private:
   struct Impl;
   explicit HttpClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Runs many HTTP calls on one thread through libcurl's multi interface, for
+// an event loop to drive (asyncio, libuv, epoll): the loop watches the
+// sockets and the timer this engine asks for and calls SocketAction when one
+// is ready; no thread per request. The engine decides, the caller acts: when
+// an attempt fails and the policy says retry, the event carries the delay,
+// the caller waits it its own way (asyncio.sleep) and calls StartAttempt
+// again. Semantics (method rules, Retry-After, deadlines, breakers, errors)
+// are HttpClient::Send's.
+//
+//   id = engine.Begin(request);  engine.StartAttempt(id);
+//   loop: apply TakeSocketChanges() / TakeTimerChange() to the event loop;
+//         on readiness SocketAction(fd, events); on the timer SocketAction(-1, 0);
+//         for each TakeEvents(): retry -> wait delay, StartAttempt(id);
+//                                 done  -> Finish(id)
+//
+// Thread-safety: not thread-safe; one engine belongs to one event-loop
+// thread. Not copyable or movable (libcurl callbacks point at it).
+class HttpAsyncEngine {
+ public:
+  // A socket whose watch changed: events is a mask of kRead | kWrite, or 0
+  // to stop watching it.
+  struct SocketWatch {
+    int fd = -1;
+    int events = 0;
+  };
+  static constexpr int kRead = 1;
+  static constexpr int kWrite = 2;
+
+  // The end of one attempt of call `id`.
+  struct Event {
+    uint64_t id = 0;
+    // True: wait `decision.delay`, then StartAttempt(id). False: Finish(id).
+    bool retry = false;
+    Decision decision;
+    ErrorKind error = ErrorKind::kNone;
+    int http_status = 0;
+  };
+
+  // Validates `options` as HttpClient::Create does. `options.clock` is used
+  // for deadlines only (the caller does the waiting).
+  static Result<std::unique_ptr<HttpAsyncEngine>> Create(const HttpClientOptions& options);
+  ~HttpAsyncEngine();
+  HttpAsyncEngine(const HttpAsyncEngine&) = delete;
+  HttpAsyncEngine& operator=(const HttpAsyncEngine&) = delete;
+
+  // Validates and copies `request` (its policy too; on_retry is ignored: the
+  // caller reports retries from the events) and returns the call's id. No
+  // transfer starts yet. kInvalidArgument as HttpClient::Send.
+  Result<uint64_t> Begin(const HttpRequest& request);
+  // Starts the next attempt of call `id`. When the circuit breaker refuses,
+  // no transfer starts and a final event is queued at once.
+  // kInvalidArgument for an unknown id or one already in flight.
+  Status StartAttempt(uint64_t id);
+  // Tells libcurl that `fd` is ready for `events` (kRead | kWrite), or with
+  // fd -1 that the timer fired; queues the events of finished attempts.
+  void SocketAction(int fd, int events);
+  // The socket watches changed since the last call, in order.
+  std::vector<SocketWatch> TakeSocketChanges();
+  // The timer change since the last call: nullopt for none, -1 to cancel
+  // the timer, otherwise fire SocketAction(-1, 0) after that many ms.
+  std::optional<long> TakeTimerChange();
+  // The events queued since the last call.
+  std::vector<Event> TakeEvents();
+  // Returns the result of a finished call (as HttpClient::Send would) and
+  // forgets the call. `info`, when non-null, is filled in either way.
+  Result<HttpResponse> Finish(uint64_t id, HttpCallInfo* info = nullptr);
+  // Abandons call `id` (removing any transfer in flight); no-op when unknown.
+  void Cancel(uint64_t id);
+  // Calls begun and not yet finished or cancelled.
+  size_t size() const;
+
+ private:
+  struct Impl;
+  explicit HttpAsyncEngine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
