@@ -256,9 +256,6 @@ def test_seeded_jitter_is_reproducible(sleeps: list[float]) -> None:
     ids=lambda c: c["name"],
 )
 def test_shared_backoff_vectors(sleeps: list[float], case: dict[str, Any]) -> None:
-    if case.get("jitter_fraction", 0.2) != 0.2:
-        pytest.skip("the decorator does not expose jitter_fraction")
-
     @mulligan.retry(
         on=ValueError,
         attempts=case["count"] + 1,
@@ -267,6 +264,7 @@ def test_shared_backoff_vectors(sleeps: list[float], case: dict[str, Any]) -> No
         multiplier=case["multiplier"],
         max_delay=case["max_delay_ns"] / 1e9,
         jitter=case["jitter"],
+        jitter_fraction=case["jitter_fraction"],
         seed=case["seed"],
     )
     def fails() -> None:
