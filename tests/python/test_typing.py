@@ -1,4 +1,5 @@
-"""Static checks: _core.pyi matches the compiled module; the package passes mypy --strict.
+"""Static checks: _core.pyi matches the compiled module; the package and
+tests/typing/api.py pass mypy --strict.
 
 Skipped when mypy is not installed (pip install mypy).
 """
@@ -35,4 +36,12 @@ def test_core_stub_matches_the_module() -> None:
 def test_package_passes_mypy_strict() -> None:
     # -p checks the package as installed (py.typed), wherever that is.
     result = run("mypy", "--strict", "--no-incremental", "-p", "mulligan")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_typed_usage_file_passes_mypy_strict() -> None:
+    # tests/typing/api.py: the decorator keeps parameter and return types,
+    # for functions, methods and coroutine functions (never run, only checked).
+    api = os.path.join(os.path.dirname(HERE), "typing", "api.py")
+    result = run("mypy", "--strict", "--no-incremental", api)
     assert result.returncode == 0, result.stdout + result.stderr
