@@ -327,6 +327,13 @@ class CircuitBreaker {
   template <typename F>
   auto Execute(F&& fn, Clock& clock = *SystemClock::Default());
 
+  // Returns the kCircuitOpen status for a refused `admission`, as Execute and
+  // RetryCall report it: "circuit breaker 'db' is open; next probe in
+  // 12.500 s" (or "... is forced open; no probe until it is reset").
+  Status OpenStatus(const Admission& admission) const {
+    return CircuitOpenError(OpenMessage(name(), admission.retry_in));
+  }
+
  private:
   struct Listeners;
   // A transition decided under mu_ and announced after it is released. One

@@ -8,15 +8,22 @@
 //   mulligan::Result<std::string> body = mulligan::RetryCall(policy, [&] {
 //     return FetchProfile(user_id);          // returns Result<std::string>
 //   });
+//
+// With a circuit breaker (RetryCallOptions::breaker) the breaker is asked
+// before every attempt; a refusal ends the call at once with kCircuitOpen
+// (never retried). See RetryCallOptions::breaker for what is recorded.
 
 #ifndef MULLIGAN_RETRY_H_
 #define MULLIGAN_RETRY_H_
 
 #include <exception>
 #include <functional>
+#include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 
+#include "mulligan/circuit_breaker.h"
 #include "mulligan/clock.h"
 #include "mulligan/outcome.h"
 #include "mulligan/retry_policy.h"
@@ -35,6 +42,15 @@ struct RetryCallInfo {
   Duration total_delay = Duration::zero();
   // From the start of the first attempt to the end of the last.
   Duration elapsed = Duration::zero();
+  // True when the breaker refused an attempt (the call returned kCircuitOpen,
+  // or the fallback's value); `attempts` then counts the attempts made before
+  // the refusal and stop_reason is kNone.
+  bool circuit_open = false;
+  // With circuit_open: the breaker's time until its next probe
+  // (Duration::max() when forced open).
+  Duration retry_in = Duration::zero();
+  // True when the value returned came from the fallback.
+  bool fallback_used = false;
 };
 
 // Passed to RetryCallOptions::on_retry before each wait.
@@ -77,6 +93,40 @@ struct RetryCallOptions {
   std::function<void(const RetryEvent&)> on_retry;
   // Filled in when the call ends, if non-null.
   RetryCallInfo* info = nullptr;
+
+  // An optional circuit breaker guarding every attempt (borrowed; it must
+  // outlive the call). Before each attempt RetryCall calls
+  // breaker->Acquire(clock.Now()); a refusal ends the call at once with the
+  // breaker's kCircuitOpen status ("... next probe in 12.500 s"), which is
+  // never retried, and sets info->circuit_open and info->retry_in.
+  //
+  // What is recorded (breaker_record_each_attempt false, the default: one
+  // result per logical call, DESIGN.md section 4):
+  //   - the permit of the LAST attempt records the call's final result:
+  //     ResultFor(classification of the last outcome), i.e. kSuccess for a
+  //     success, kFailure when the retries gave up on a retryable error
+  //     (attempts exhausted, deadline, Retry-After too long), kIgnored for a
+  //     terminal error;
+  //   - the permit of an attempt that is followed by a retry is dropped
+  //     unrecorded when it is an ordinary (closed, disabled, metrics-only)
+  //     permit: such a permit holds no slot and no reference, so dropping it
+  //     is free, and recording it as kIgnored would only inflate `ignored`;
+  //   - EXCEPT a half-open probe permit, which always records its own
+  //     attempt's result at once. A probe holds one of the
+  //     half_open_max_calls slots, so it must be released before the next
+  //     Acquire (or a one-slot breaker would refuse this call's own retry),
+  //     and releasing a failed probe as kIgnored would let one logical call
+  //     probe a recovering dependency several times through a one-probe
+  //     breaker. So a failed probe reopens the breaker and the retry that
+  //     follows is refused with kCircuitOpen.
+  // Permits carry the breaker generation: a result recorded after the
+  // breaker changed state (another caller tripped it) changes nothing.
+  // The recorded duration is the last attempt's, for slow-call detection.
+  CircuitBreaker* breaker = nullptr;
+  // Records every attempt's result with its own permit instead (each failed
+  // attempt counts towards the trip conditions, so with failure_threshold 3
+  // an always-failing call is cut off by the breaker after its 3rd attempt).
+  bool breaker_record_each_attempt = false;
 };
 
 namespace internal {
@@ -94,28 +144,66 @@ const Status& StatusOf(const Result<T>& result) {
 
 }  // namespace internal
 
-// Runs `fn` until it succeeds or `policy` stops, waiting between attempts.
-//
-// `fn` takes no arguments, or one `int` (the attempt number, from 1), and
-// returns Status or Result<T>. Returns what the last attempt returned: the
-// first success, or the last error when the policy gave up (its reason is in
-// options.info->stop_reason). Exceptions from `fn` propagate unless
-// options.retry_on_exception accepts them.
-// Thread-safety: reentrant; `policy` may be shared by many concurrent calls.
-template <typename F>
-auto RetryCall(const RetryPolicy& policy, F&& fn, const RetryCallOptions& options = {}) {
+namespace internal {
+
+// No fallback: RetryCall returns the error.
+struct NoFallback {};
+
+// Returns the text of an exception, for the status a fallback receives.
+inline std::string DescribeException(const std::exception_ptr& thrown) {
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const std::exception& e) {
+    return std::string("the last attempt threw: ") + e.what();
+  } catch (...) {
+    return "the last attempt threw a non-standard exception";
+  }
+}
+
+// The loop shared by both RetryCall overloads.
+template <typename F, typename Fallback>
+auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options,
+               Fallback* fallback) {
   constexpr bool kTakesAttempt = std::is_invocable_v<F&, int>;
   using Return = std::conditional_t<kTakesAttempt, std::invoke_result<F&, int>,
                                     std::invoke_result<F&>>;
   using R = std::decay_t<typename Return::type>;
-  static_assert(std::is_same_v<R, Status> || internal::IsResult<R>::value,
+  static_assert(std::is_same_v<R, Status> || IsResult<R>::value,
                 "RetryCall: fn must return mulligan::Status or mulligan::Result<T>");
+  constexpr bool kHasFallback = !std::is_same_v<Fallback, NoFallback>;
 
   Clock& clock = options.clock ? *options.clock : *SystemClock::Default();
+  CircuitBreaker* const breaker = options.breaker;
   RetrySession session = policy.Begin(clock.Now());
   RetryCallInfo info;
+  auto finish = [&]() {
+    info.attempts = session.attempts();
+    info.elapsed = clock.Now() - session.start();
+    if (options.info) *options.info = info;
+  };
   for (;;) {
     const int attempt = session.attempts() + 1;
+    Permit permit;
+    TimePoint attempt_start;
+    if (breaker != nullptr) {
+      attempt_start = clock.Now();
+      const Admission admission = breaker->Acquire(attempt_start);
+      if (!admission.admitted()) {
+        info.circuit_open = true;
+        info.retry_in = admission.retry_in;
+        Status refused = breaker->OpenStatus(admission);
+        if constexpr (kHasFallback) {
+          info.fallback_used = true;
+          finish();
+          return R((*fallback)(static_cast<const Status&>(refused)));
+        } else {
+          finish();
+          return R(std::move(refused));
+        }
+      }
+      permit = admission.permit;
+    }
+
     std::exception_ptr thrown;
     std::optional<R> returned;
     try {
@@ -126,27 +214,48 @@ auto RetryCall(const RetryPolicy& policy, F&& fn, const RetryCallOptions& option
       }
     } catch (...) {
       thrown = std::current_exception();
-      if (!options.retry_on_exception || !options.retry_on_exception(thrown)) throw;
+      if (!options.retry_on_exception || !options.retry_on_exception(thrown)) {
+        // Not retried, so terminal: it frees a probe slot and counts as
+        // neither success nor failure.
+        if (breaker != nullptr) {
+          const TimePoint end = clock.Now();
+          breaker->Record(permit, CallResult::kIgnored, end - attempt_start, end);
+        }
+        throw;
+      }
     }
 
     Outcome outcome;
     if (thrown) {
       outcome = Outcome::Failure(/*retryable=*/true);
-    } else if (internal::StatusOf(*returned).ok()) {
+    } else if (StatusOf(*returned).ok()) {
       outcome = Outcome::Success();
     } else {
-      const Status& error = internal::StatusOf(*returned);
+      const Status& error = StatusOf(*returned);
       const bool retryable =
           options.retry_on_status ? options.retry_on_status(error) : IsRetryableStatus(error);
       outcome = Outcome::Failure(retryable);
     }
 
-    const Decision decision = session.OnOutcome(outcome, clock.Now());
+    const TimePoint attempt_end = clock.Now();
+    const Decision decision = session.OnOutcome(outcome, attempt_end);
+    if (breaker != nullptr &&
+        (options.breaker_record_each_attempt || permit.probe || !decision.retry())) {
+      breaker->Record(permit, ResultFor(decision.classification), attempt_end - attempt_start,
+                      attempt_end);
+    }
     if (!decision.retry()) {
-      info.attempts = session.attempts();
       info.stop_reason = decision.reason;
-      info.elapsed = clock.Now() - session.start();
-      if (options.info) *options.info = info;
+      if constexpr (kHasFallback) {
+        if (thrown || !StatusOf(*returned).ok()) {
+          Status error = thrown ? UnavailableError(DescribeException(thrown))
+                                : StatusOf(*returned);
+          info.fallback_used = true;
+          finish();
+          return R((*fallback)(static_cast<const Status&>(error)));
+        }
+      }
+      finish();
       if (thrown) std::rethrow_exception(thrown);
       return std::move(*returned);
     }
@@ -154,13 +263,45 @@ auto RetryCall(const RetryPolicy& policy, F&& fn, const RetryCallOptions& option
       RetryEvent event;
       event.attempt = decision.attempt;
       event.delay = decision.delay;
-      if (returned) event.error = internal::StatusOf(*returned);
+      if (returned) event.error = StatusOf(*returned);
       event.exception = thrown;
       options.on_retry(event);
     }
     info.total_delay += decision.delay;
     clock.SleepFor(decision.delay);
   }
+}
+
+}  // namespace internal
+
+// Runs `fn` until it succeeds or `policy` stops, waiting between attempts.
+//
+// `fn` takes no arguments, or one `int` (the attempt number, from 1), and
+// returns Status or Result<T>. Returns what the last attempt returned: the
+// first success, or the last error when the policy gave up (its reason is in
+// options.info->stop_reason), or kCircuitOpen when options.breaker refused an
+// attempt. Exceptions from `fn` propagate unless options.retry_on_exception
+// accepts them.
+// Thread-safety: reentrant; `policy` (and options.breaker) may be shared by
+// many concurrent calls.
+template <typename F>
+auto RetryCall(const RetryPolicy& policy, F&& fn, const RetryCallOptions& options = {}) {
+  return internal::RetryLoop(policy, fn, options,
+                             static_cast<internal::NoFallback*>(nullptr));
+}
+
+// Like RetryCall above, but when the call finally fails (the policy gave up on
+// an error, a terminal error, an accepted exception) or the breaker refused
+// an attempt, returns `fallback(error)` instead of the error. `error` is the
+// last attempt's Status, the breaker's kCircuitOpen status, or, when the last
+// attempt threw an exception accepted by retry_on_exception, a kUnavailable
+// status describing it. `fallback` returns something R is constructible from
+// (a T for Result<T>, or an R). info->fallback_used tells which path ran.
+// Exceptions not accepted by retry_on_exception still propagate.
+template <typename F, typename Fallback>
+auto RetryCall(const RetryPolicy& policy, F&& fn, const RetryCallOptions& options,
+               Fallback&& fallback) {
+  return internal::RetryLoop(policy, fn, options, &fallback);
 }
 
 }  // namespace v0
