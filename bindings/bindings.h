@@ -27,6 +27,7 @@ void BindEnums(py::module_& m);
 void BindRetry(py::module_& m);
 void BindRetryAfter(py::module_& m);
 void BindHttp(py::module_& m);
+void BindIdempotency(py::module_& m);
 
 // The one Status -> Python exception helper. Builds the exception with
 // mulligan._errors._from_status (imported at call time, so _errors never needs

@@ -10,4 +10,5 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindRetry(m);
   mulligan::python::BindRetryAfter(m);
   mulligan::python::BindHttp(m);
+  mulligan::python::BindIdempotency(m);
 }

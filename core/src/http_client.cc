@@ -775,6 +775,13 @@ class Call {
         hint = ParseRetryAfter(*value, settings_->clock->WallNow());
       }
       outcome = Outcome::Http(last_.status, hint);
+      // An idempotency store answers 409 with Retry-After while the first
+      // request with this key is still running (DESIGN.md section 4): for a
+      // keyed request that means "try again after the hint", not a conflict.
+      if (last_.status == 409 && hint && !key_.empty()) {
+        outcome = Outcome::Failure(/*retryable=*/true);
+        outcome.retry_after = hint;
+      }
     } else {
       if (last_.code == CURLE_OK) {
         last_.code = CURLE_GOT_NOTHING;  // no status line: treat as an empty reply

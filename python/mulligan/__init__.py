@@ -19,6 +19,7 @@ Anything not listed in ``__all__`` is private.
 from ._errors import (
     AttemptOutcome,
     AttemptTimeout,
+    CircuitOpenError,
     ConnectionRefused,
     ConnectionReset,
     ConnectTimeout,
@@ -35,16 +36,29 @@ from ._http import (
     Client,
     Headers,
     Response,
+    RetryEvent,
     delete,
     get,
     head,
     new_idempotency_key,
+    options,
     parse_retry_after,
     patch,
     post,
     put,
     request,
 )
+from ._async_http import AsyncClient
+from ._asgi import IdempotencyMiddleware
+from ._idempotency import (
+    IdempotencyConflict,
+    IdempotencyKeyMismatch,
+    IdempotencyReservation,
+    IdempotencyStore,
+    IdempotencyStoreFull,
+    parse_idempotency_key,
+)
+from ._wsgi import WSGIIdempotencyMiddleware
 from ._hooks import RetryDetails, RetryHook, RetryStatistics
 from ._retry import (
     Attempt,
@@ -60,9 +74,11 @@ from ._version import __version__
 from . import testing
 
 __all__ = [
+    "AsyncClient",
     "Attempt",
     "AttemptOutcome",
     "AttemptTimeout",
+    "CircuitOpenError",
     "Client",
     "ConnectTimeout",
     "ConnectionRefused",
@@ -71,6 +87,12 @@ __all__ = [
     "DnsFailure",
     "HTTPStatusError",
     "Headers",
+    "IdempotencyConflict",
+    "IdempotencyKeyMismatch",
+    "IdempotencyMiddleware",
+    "IdempotencyReservation",
+    "IdempotencyStore",
+    "IdempotencyStoreFull",
     "InvalidURL",
     "MulliganError",
     "Response",
@@ -78,6 +100,7 @@ __all__ = [
     "RetryBlock",
     "RetryDecorator",
     "RetryDetails",
+    "RetryEvent",
     "RetryHook",
     "RetryOptions",
     "RetryStatistics",
@@ -85,11 +108,14 @@ __all__ = [
     "StatisticsView",
     "TlsError",
     "TransportError",
+    "WSGIIdempotencyMiddleware",
     "__version__",
     "delete",
     "get",
     "head",
     "new_idempotency_key",
+    "options",
+    "parse_idempotency_key",
     "parse_retry_after",
     "patch",
     "post",

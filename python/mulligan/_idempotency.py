@@ -1,0 +1,545 @@
+"""The server side of idempotency keys: :class:`IdempotencyStore`, the key parser,
+request fingerprints, RFC 9457 problem responses, and ``@store.idempotent``.
+
+The store itself lives in the C++ core (bounded, sharded, thread-safe); this
+module wraps it. The ASGI and WSGI middlewares (``_asgi.py``, ``_wsgi.py``)
+build on :class:`_Rules` and the helpers here, so that both answer alike:
+
+==============================  ======  ==========================================
+situation                       status  body / headers
+==============================  ======  ==========================================
+first request with a key        (app)   the handler's response, stored for ``ttl``
+repeat, same fingerprint        stored  the stored response + ``Idempotent-Replayed: true``
+repeat while the first runs     409     problem JSON + ``Retry-After``
+same key, different request     422     problem JSON
+key required but missing        400     problem JSON
+key malformed or too long       400     problem JSON
+store full of in-flight keys    503     problem JSON + ``Retry-After``
+==============================  ======  ==========================================
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import json
+import math
+import pickle
+import time
+from collections.abc import Awaitable, Iterable, Sequence
+from typing import Any, Callable, Optional, TypeVar, Union, cast
+
+from . import _core
+from ._errors import MulliganError
+
+__all__ = [
+    "IdempotencyConflict",
+    "IdempotencyKeyMismatch",
+    "IdempotencyStore",
+    "IdempotencyStoreFull",
+    "IdempotencyReservation",
+    "parse_idempotency_key",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+PathRule = Union[None, str, Sequence[str], Callable[[str], bool]]
+
+# Responses the client may retry (mulligan's defaults): storing one would make
+# every retry with the same key replay the failure.
+_NOT_STORED = frozenset({408, 429})
+# Hop-by-hop fields (RFC 9110 section 7.6.1) and per-response fields that a
+# replay must not repeat.
+_DROPPED_HEADERS = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"transfer-encoding",
+        b"te",
+        b"trailer",
+        b"upgrade",
+        b"proxy-connection",
+        b"date",
+        b"server",
+    }
+)
+_PROBLEM_BASE = "tag:mulligan,2024:problem:"
+
+
+class IdempotencyConflict(MulliganError):
+    """Another call with the same idempotency key is still running (HTTP: 409).
+
+    Attributes:
+        key: the idempotency key.
+        retry_after: seconds after which a retry may find the result.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, message: str, *, key: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.key = key
+        self.retry_after = retry_after
+
+
+class IdempotencyKeyMismatch(MulliganError, ValueError):
+    """The idempotency key was already used for a different request (HTTP: 422).
+
+    Attributes:
+        key: the idempotency key.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class IdempotencyStoreFull(MulliganError):
+    """The store is full of in-flight keys and cannot take a new one (HTTP: 503).
+
+    .. versionadded:: 0.1.0
+    """
+
+
+def parse_idempotency_key(value: str, *, max_length: int = 255) -> str:
+    """Returns the key held by an ``Idempotency-Key`` header field value.
+
+    Accepts the IETF draft's form, a Structured Fields String (RFC 8941
+    section 3.3.3: ``"..."``, printable ASCII, with ``\\"`` and ``\\\\``
+    escapes), and, for Stripe-style clients (mulligan's own client included,
+    which sends a bare UUID), a bare value of printable ASCII without quotes or
+    backslashes. Surrounding spaces are ignored.
+
+    Args:
+        value: the field value.
+        max_length: the longest key accepted, counted unquoted. Default 255.
+
+    Returns:
+        The key, unquoted.
+
+    Raises:
+        ValueError: the value is empty, malformed or too long.
+
+    .. versionadded:: 0.1.0
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"value must be a str, got {type(value).__name__}")
+    return _core.parse_idempotency_key(value, max_length)
+
+
+def request_fingerprint(method: str, target: str, body: bytes) -> bytes:
+    """Returns the fingerprint of an HTTP request: SHA-256 over the method, the
+    request target (path and query) and the body. 32 bytes."""
+    h = hashlib.sha256(method.encode("latin-1"))
+    h.update(b"\0")
+    h.update(target.encode("latin-1", "replace"))
+    h.update(b"\0")
+    h.update(body)
+    return h.digest()
+
+
+class IdempotencyReservation:
+    """What :meth:`IdempotencyStore.reserve` found.
+
+    Attributes:
+        key: the idempotency key.
+        scope: the scope it was reserved in.
+        state: ``"reserved"`` (run, then :meth:`IdempotencyStore.complete` or
+            :meth:`IdempotencyStore.release`), ``"replay"`` (send
+            :attr:`status`, :attr:`headers`, :attr:`body`), ``"in_flight"``
+            (answer 409 after :attr:`retry_after` seconds) or
+            ``"fingerprint_mismatch"`` (answer 422).
+
+    .. versionadded:: 0.1.0
+    """
+
+    __slots__ = ("_raw", "key", "scope", "state")
+
+    def __init__(self, raw: Any, key: str, scope: str) -> None:
+        self._raw = raw
+        self.key = key
+        self.scope = scope
+        self.state: str = raw.state
+
+    @property
+    def retry_after(self) -> float:
+        """Seconds to wait before retrying (``"in_flight"`` only; else 0)."""
+        return cast(float, self._raw.retry_after)
+
+    @property
+    def status(self) -> int:
+        """The stored HTTP status (``"replay"`` only; else 0)."""
+        return cast(int, self._raw.status)
+
+    @property
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        """The stored header fields, in order (``"replay"`` only)."""
+        return cast("list[tuple[bytes, bytes]]", self._raw.headers)
+
+    @property
+    def body(self) -> bytes:
+        """The stored body (``"replay"`` only; else empty)."""
+        return cast(bytes, self._raw.body)
+
+    def __repr__(self) -> str:
+        return f"<IdempotencyReservation {self.state} key={self.key!r}>"
+
+
+class IdempotencyStore:
+    """A bounded, thread-safe record of idempotency keys, in the C++ core.
+
+    One store serves any number of middlewares, threads and event loops.
+    Completed responses are replayed for ``ttl``; a reservation blocks its key
+    for at most ``lease`` (a crashed handler cannot block it forever). Memory
+    is bounded by ``max_entries`` and ``max_bytes``: completed entries are
+    evicted oldest first, in-flight entries never (a store full of them
+    refuses new keys with :class:`IdempotencyStoreFull`, 503 in the
+    middlewares). Expired entries are swept lazily.
+
+    Args:
+        ttl: seconds a completed response is replayed. Default 86400 (24 h).
+        lease: seconds a reservation holds its key. Default 60.
+        in_flight_retry_after: the longest Retry-After hint of a 409, seconds
+            (the hint is what is left of the lease, at most this). Default 1.
+        max_entries: bound on entries. Default 100,000.
+        max_bytes: bound on stored bytes (keys, fingerprints, responses, plus
+            a fixed per-entry overhead). Default 256 MiB.
+        max_key_length: the longest key accepted. Default 255.
+        shards: independently locked shards; bounds are split between them.
+            Default 16.
+        clock: a function returning monotonic seconds. Default
+            ``time.monotonic``; tests pass a fake one.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(
+        self,
+        *,
+        ttl: float = 86400.0,
+        lease: float = 60.0,
+        in_flight_retry_after: float = 1.0,
+        max_entries: int = 100_000,
+        max_bytes: int = 256 * 2**20,
+        max_key_length: int = 255,
+        shards: int = 16,
+        clock: Optional[Callable[[], float]] = None,
+    ) -> None:
+        for name, value in (
+            ("max_entries", max_entries),
+            ("max_bytes", max_bytes),
+            ("max_key_length", max_key_length),
+            ("shards", shards),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {value!r}")
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        self._store = _core.IdempotencyStore(
+            ttl=float(ttl),
+            lease=float(lease),
+            in_flight_retry_after=float(in_flight_retry_after),
+            max_entries=max_entries,
+            max_bytes=max_bytes,
+            max_key_length=max_key_length,
+            shards=shards,
+        )
+        self._clock: Callable[[], float] = clock if clock is not None else time.monotonic
+        self.max_key_length = max_key_length
+
+    def reserve(self, key: str, fingerprint: bytes = b"", *, scope: str = "") -> IdempotencyReservation:
+        """Looks up (scope, key) and reserves it when free.
+
+        Args:
+            key: the idempotency key (already parsed).
+            fingerprint: bytes identifying the request; a repeat with other
+                bytes is a mismatch. Default empty.
+            scope: who the key belongs to (e.g. the user), so one user's key
+                never replays another's response. Default ``""``.
+
+        Returns:
+            A :class:`IdempotencyReservation`.
+
+        Raises:
+            ValueError: the key is empty, too long or not printable ASCII.
+            IdempotencyStoreFull: the key is new and the store is full of
+                in-flight keys.
+        """
+        try:
+            raw = self._store.reserve(scope, key, fingerprint, self._clock())
+        except MulliganError as e:  # kUnavailable / kNoMemory from the core
+            raise IdempotencyStoreFull(str(e)) from None
+        return IdempotencyReservation(raw, key, scope)
+
+    def complete(
+        self,
+        reservation: IdempotencyReservation,
+        *,
+        status: int = 200,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+        body: bytes = b"",
+    ) -> None:
+        """Stores the response of a ``"reserved"`` reservation for ``ttl``.
+
+        Raises:
+            ValueError: the lease is not held any more (completed, released,
+                or expired and taken over): nothing is stored.
+            IdempotencyStoreFull: the response does not fit the byte budget;
+                the key was released.
+        """
+        try:
+            self._store.complete(reservation._raw, status, list(headers), body, self._clock())
+        except MulliganError as e:
+            raise IdempotencyStoreFull(str(e)) from None
+
+    def release(self, reservation: IdempotencyReservation) -> None:
+        """Frees a ``"reserved"`` key without storing anything (the handler
+        failed), so that a retry runs again.
+
+        Raises:
+            ValueError: the lease is not held any more.
+        """
+        self._store.release(reservation._raw)
+
+    def sweep(self) -> None:
+        """Removes every expired entry now (the store also sweeps lazily)."""
+        self._store.sweep(self._clock())
+
+    def stats(self) -> dict[str, int]:
+        """Returns gauges (entries, in_flight, bytes) and counters (reserved,
+        replayed, in_flight_conflicts, fingerprint_mismatches, completed,
+        released, evicted, expired, rejected_full)."""
+        return cast("dict[str, int]", self._store.stats())
+
+    def idempotent(
+        self,
+        *,
+        key: Union[str, Callable[..., Optional[str]]],
+        fingerprint: Optional[Callable[..., Union[bytes, str]]] = None,
+        scope: Optional[Callable[..., str]] = None,
+    ) -> Callable[[F], F]:
+        """Makes a function or coroutine function run once per idempotency key.
+
+        The first call with a key runs the function and stores its return
+        value (pickled) for ``ttl``; later calls with the key return a copy of
+        it without running the function. A call that raises releases the key.
+
+        Args:
+            key: the name of the keyword argument holding the key, or a
+                function of the call's arguments returning it. A None key
+                runs the function normally.
+            fingerprint: a function of the call's arguments returning bytes
+                (or str) that identify the request; a repeat with another
+                fingerprint raises :class:`IdempotencyKeyMismatch`. Default:
+                no check.
+            scope: a function of the call's arguments returning the scope.
+
+        Raises (from the decorated function):
+            IdempotencyConflict: the same key is still running elsewhere.
+            IdempotencyKeyMismatch: the key was used with another fingerprint.
+            IdempotencyStoreFull: the store is full of in-flight keys.
+
+        Example::
+
+            store = mulligan.IdempotencyStore()
+
+            @store.idempotent(key="request_id")
+            def charge(amount: int, *, request_id: str) -> dict: ...
+
+        .. versionadded:: 0.1.0
+        """
+        if isinstance(key, str):
+            name = key
+
+            def key_of(*args: Any, **kwargs: Any) -> Optional[str]:
+                return cast(Optional[str], kwargs.get(name))
+
+        elif callable(key):
+            key_of = key
+        else:
+            raise TypeError(f"key must be a parameter name or a callable, got {key!r}")
+
+        def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Optional[IdempotencyReservation]:
+            k = key_of(*args, **kwargs)
+            if k is None:
+                return None
+            fp: Union[bytes, str] = fingerprint(*args, **kwargs) if fingerprint else b""
+            fp_bytes = fp.encode("utf-8") if isinstance(fp, str) else bytes(fp)
+            s = scope(*args, **kwargs) if scope else ""
+            return self.reserve(k, fp_bytes, scope=s)
+
+        def settle(r: IdempotencyReservation) -> Any:
+            if r.state == "replay":
+                return pickle.loads(r.body)
+            if r.state == "in_flight":
+                raise IdempotencyConflict(
+                    f"a call with idempotency key {r.key!r} is still running; retry after "
+                    f"{r.retry_after:g} s",
+                    key=r.key,
+                    retry_after=r.retry_after,
+                )
+            raise IdempotencyKeyMismatch(
+                f"idempotency key {r.key!r} was already used with different arguments", key=r.key
+            )
+
+        def decorate(fn: F) -> F:
+            if inspect.iscoroutinefunction(fn):
+
+                @functools.wraps(fn)
+                async def run_async(*args: Any, **kwargs: Any) -> Any:
+                    r = begin(args, kwargs)
+                    if r is None:
+                        return await cast(Callable[..., Awaitable[Any]], fn)(*args, **kwargs)
+                    if r.state != "reserved":
+                        return settle(r)
+                    try:
+                        result = await cast(Callable[..., Awaitable[Any]], fn)(*args, **kwargs)
+                        body = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+                    except BaseException:
+                        self.release(r)
+                        raise
+                    self.complete(r, body=body)
+                    return result
+
+                return cast(F, run_async)
+
+            @functools.wraps(fn)
+            def run(*args: Any, **kwargs: Any) -> Any:
+                r = begin(args, kwargs)
+                if r is None:
+                    return fn(*args, **kwargs)
+                if r.state != "reserved":
+                    return settle(r)
+                try:
+                    result = fn(*args, **kwargs)
+                    body = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+                except BaseException:
+                    self.release(r)
+                    raise
+                self.complete(r, body=body)
+                return result
+
+            return cast(F, run)
+
+        return decorate
+
+
+# ---------------------------------------------------------------------------
+# Shared by the ASGI and WSGI middlewares.
+
+
+class _Rules:
+    """Which requests a middleware handles, and how (validated once)."""
+
+    __slots__ = ("methods", "paths", "required", "scope", "store", "store_status", "header")
+
+    def __init__(
+        self,
+        store: IdempotencyStore,
+        methods: Iterable[str],
+        paths: PathRule,
+        required: Union[bool, Callable[[str, str], bool]],
+        scope: Optional[Callable[[Any], str]],
+        store_status: Optional[Callable[[int], bool]],
+    ) -> None:
+        if not isinstance(store, IdempotencyStore):
+            raise TypeError(f"store must be a mulligan.IdempotencyStore, got {store!r}")
+        self.store = store
+        self.methods = frozenset(m.upper() for m in methods)
+        if paths is None:
+            self.paths: Callable[[str], bool] = lambda path: True
+        elif isinstance(paths, str):
+            prefix = paths
+            self.paths = lambda path: path.startswith(prefix)
+        elif callable(paths):
+            self.paths = paths
+        else:
+            prefixes = tuple(paths)
+            if not all(isinstance(p, str) for p in prefixes):
+                raise TypeError("paths must be a prefix, a sequence of prefixes or a predicate")
+            self.paths = lambda path: path.startswith(prefixes)
+        if callable(required):
+            self.required: Callable[[str, str], bool] = required
+        else:
+            flag = bool(required)
+            self.required = lambda method, path: flag
+        self.scope = scope
+        self.store_status = store_status or _default_store_status
+
+    def applies(self, method: str, path: str) -> bool:
+        return method in self.methods and self.paths(path)
+
+
+def _default_store_status(status: int) -> bool:
+    return status < 500 and status not in _NOT_STORED
+
+
+def _problem(
+    status: int, kind: str, title: str, detail: str, retry_after: Optional[float] = None
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """An RFC 9457 problem response: (status, headers, body)."""
+    body = json.dumps(
+        {"type": _PROBLEM_BASE + kind, "title": title, "status": status, "detail": detail},
+        separators=(",", ":"),
+    ).encode("utf-8")
+    headers = [
+        (b"content-type", b"application/problem+json"),
+        (b"content-length", str(len(body)).encode("ascii")),
+    ]
+    if retry_after is not None:
+        # Whole seconds (RFC 9110 delay-seconds), at least 1 so that a client
+        # does not spin.
+        headers.append((b"retry-after", str(max(1, math.ceil(retry_after))).encode("ascii")))
+    return status, headers, body
+
+
+def _missing_key() -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    return _problem(
+        400,
+        "idempotency-key-missing",
+        "Idempotency-Key is missing",
+        "This operation requires an Idempotency-Key header.",
+    )
+
+
+def _malformed_key(why: str) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    return _problem(400, "idempotency-key-malformed", "Idempotency-Key is malformed", why)
+
+
+def _answer(
+    r: IdempotencyReservation,
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """The response for a reservation that is not ``"reserved"``."""
+    if r.state == "replay":
+        headers = [(n, v) for n, v in r.headers if n.lower() != b"idempotent-replayed"]
+        headers.append((b"idempotent-replayed", b"true"))
+        return r.status, headers, r.body
+    if r.state == "in_flight":
+        return _problem(
+            409,
+            "idempotency-key-in-flight",
+            "A request with this Idempotency-Key is being processed",
+            "Retry the request after the time given by Retry-After.",
+            retry_after=r.retry_after,
+        )
+    return _problem(
+        422,
+        "idempotency-key-reused",
+        "Idempotency-Key reused with a different request",
+        "This Idempotency-Key was used with a different method, path or body.",
+    )
+
+
+def _store_full(detail: str) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    return _problem(
+        503, "idempotency-store-full", "Too many requests in flight", detail, retry_after=1.0
+    )
+
+
+def _storable_headers(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    return [(n, v) for n, v in headers if n.lower() not in _DROPPED_HEADERS]
