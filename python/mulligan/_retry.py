@@ -585,10 +585,23 @@ def _wrap_sync(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
 
         return wrapper
 
+    state = STATE
+    if cfg.check is None and cfg.on_result is None:
+        # Exception types with a deadline: one clock read per call.
+        @functools.wraps(fn)
+        def timed_wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = state.now()
+            try:
+                return fn(*args, **kwargs)
+            except catch as e:
+                exc = e
+            return _run_sync(cfg, fn, args, kwargs, exc, None, start)
+
+        return timed_wrapper
+
     check = cfg.check
     on_result = cfg.on_result
     timed = cfg.timed
-    state = STATE
 
     @functools.wraps(fn)
     def general_wrapper(*args: Any, **kwargs: Any) -> Any:
