@@ -1,9 +1,19 @@
-// bindings/bind_http.cc — HttpClient, HttpResponse and idempotency keys.
+// bindings/bind_http.cc — HttpClient, HttpAsyncEngine, HttpResponse and keys.
 //
 // HttpClient.request releases the GIL for the whole retry chain (libcurl
 // transfers and the waits between attempts), so other Python threads run
-// meanwhile. Header values cross as bytes (ISO-8859-1, as http.client does),
-// so nothing a server sends can make a conversion fail.
+// meanwhile; an on_retry callable is called with the GIL re-acquired, and an
+// exception it raises is kept and re-raised once the call has finished (it
+// never crosses into C++). Header values cross as bytes (ISO-8859-1, as
+// http.client does), so nothing a server sends can make a conversion fail.
+//
+// HttpAsyncEngine is driven by mulligan._async_http from the asyncio event
+// loop thread. Its methods are short and never block (libcurl's multi
+// interface; DNS runs in libcurl's resolver thread), so they keep the GIL.
+// Each driving method returns (socket_changes, timer_ms, events) so the loop
+// applies everything that changed with one call into C++.
+#include <algorithm>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +22,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "mulligan/breaker_registry.h"
 #include "mulligan/http_client.h"
 #include "mulligan/retry_policy.h"
 
@@ -19,21 +30,40 @@ namespace mulligan {
 namespace python {
 namespace {
 
-std::unique_ptr<HttpClient> MakeClient(const RetryPolicy* policy, double attempt_timeout,
-                                       double connect_timeout, bool verify_tls,
-                                       const std::string& user_agent) {
+HttpClientOptions MakeOptions(const RetryPolicy* policy, double attempt_timeout,
+                              double connect_timeout, bool verify_tls,
+                              const std::string& user_agent, bool follow_redirects,
+                              int max_redirects, const std::string& ca_bundle, bool strict,
+                              std::optional<int> breaker_failure_threshold,
+                              double breaker_reset_timeout, bool breaker_per_attempt) {
   HttpClientOptions options;
   if (policy != nullptr) options.retry = policy->options();
   options.attempt_timeout = SecondsToDuration(attempt_timeout, "attempt_timeout");
   options.connect_timeout = SecondsToDuration(connect_timeout, "connect_timeout");
   options.verify_tls = verify_tls;
   options.user_agent = user_agent;
-  return Unwrap(HttpClient::Create(options));
+  options.follow_redirects = follow_redirects;
+  options.max_redirects = max_redirects;
+  options.ca_bundle = ca_bundle;
+  options.strict_methods = strict;
+  if (breaker_failure_threshold) {
+    BreakerRegistryOptions registry;
+    registry.breaker.failure_threshold = *breaker_failure_threshold;
+    registry.breaker.reset_timeout =
+        SecondsToDuration(breaker_reset_timeout, "breaker_reset_timeout");
+    registry.breaker.max_reset_timeout =
+        std::max(registry.breaker.max_reset_timeout, registry.breaker.reset_timeout);
+    options.breakers = std::shared_ptr<BreakerRegistry>(Unwrap(BreakerRegistry::Create(registry)));
+    options.breaker_per_attempt = breaker_per_attempt;
+  }
+  return options;
 }
 
-HttpResponse Request(HttpClient& client, std::string method, std::string url,
-                     HttpHeaders headers, std::string body,
-                     std::optional<std::string> idempotency_key, const RetryPolicy* policy) {
+// Every request argument the Python layer passes, in one place.
+HttpRequest MakeRequest(std::string method, std::string url, HttpHeaders headers,
+                        std::string body, std::optional<std::string> idempotency_key,
+                        const RetryPolicy* policy, std::optional<bool> follow_redirects,
+                        std::optional<int> max_redirects, std::optional<bool> strict) {
   HttpRequest request;
   request.method = std::move(method);
   request.url = std::move(url);
@@ -41,16 +71,84 @@ HttpResponse Request(HttpClient& client, std::string method, std::string url,
   request.body = std::move(body);
   request.idempotency_key = std::move(idempotency_key);
   request.policy = policy;
+  request.follow_redirects = follow_redirects;
+  request.max_redirects = max_redirects;
+  request.strict_methods = strict;
+  return request;
+}
+
+py::tuple RetryEventTuple(int attempt, Duration delay, ErrorKind error, int status,
+                          bool from_retry_after) {
+  return py::make_tuple(attempt, DurationToSeconds(delay),
+                        error == ErrorKind::kNone ? py::object(py::none())
+                                                  : py::object(py::str(ErrorKindName(error))),
+                        status, from_retry_after);
+}
+
+// Raises mulligan.CircuitOpenError (with key and retry_in) for kCircuitOpen,
+// otherwise the exception ThrowStatus maps `status` to.
+[[noreturn]] void ThrowCallStatus(const Status& status, const HttpCallInfo& info) {
+  if (status.code() == StatusCode::kCircuitOpen) {
+    py::object errors = py::module_::import("mulligan._errors");
+    const double retry_in = info.retry_in == Duration::max()
+                                ? std::numeric_limits<double>::infinity()
+                                : DurationToSeconds(info.retry_in);
+    py::object exc = errors.attr("CircuitOpenError")(
+        Utf8(status.message()), py::arg("key") = Utf8(info.breaker_key),
+        py::arg("retry_in") = retry_in, py::arg("attempts") = info.attempts);
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+    throw py::error_already_set();
+  }
+  ThrowStatus(status, &info);
+}
+
+HttpResponse Request(HttpClient& client, std::string method, std::string url,
+                     HttpHeaders headers, std::string body,
+                     std::optional<std::string> idempotency_key, const RetryPolicy* policy,
+                     std::optional<bool> follow_redirects, std::optional<int> max_redirects,
+                     std::optional<bool> strict, py::object on_retry) {
+  HttpRequest request = MakeRequest(std::move(method), std::move(url), std::move(headers),
+                                    std::move(body), std::move(idempotency_key), policy,
+                                    follow_redirects, max_redirects, strict);
+  // The first exception raised by on_retry, re-raised after the call.
+  std::optional<py::error_already_set> hook_error;
+  if (!on_retry.is_none()) {
+    request.on_retry = [&on_retry, &hook_error](const HttpRetryEvent& e) {
+      py::gil_scoped_acquire gil;
+      if (hook_error) return;
+      try {
+        on_retry(RetryEventTuple(e.attempt, e.delay, e.error, e.http_status, e.from_retry_after));
+      } catch (py::error_already_set& err) {
+        hook_error.emplace(std::move(err));
+      }
+    };
+  }
   HttpCallInfo info;
   std::optional<Result<HttpResponse>> result;
   {
-    // The arguments (client, policy) are referenced by the call frame, so
-    // they stay alive while the GIL is released.
+    // The arguments (client, policy, on_retry) are referenced by the call
+    // frame, so they stay alive while the GIL is released.
     py::gil_scoped_release release;
     result.emplace(client.Send(request, &info));
   }
-  if (!result->ok()) ThrowStatus(result->status(), &info);
+  if (hook_error) throw std::move(*hook_error);
+  if (!result->ok()) ThrowCallStatus(result->status(), info);
   return std::move(*result).value();
+}
+
+// (socket changes, timer change or None, events) since the last call.
+py::tuple Drain(HttpAsyncEngine& engine) {
+  py::list changes;
+  for (const auto& w : engine.TakeSocketChanges()) changes.append(py::make_tuple(w.fd, w.events));
+  std::optional<long> timer = engine.TakeTimerChange();
+  py::list events;
+  for (const auto& e : engine.TakeEvents()) {
+    events.append(py::make_tuple(e.id, e.retry,
+                                 RetryEventTuple(e.decision.attempt, e.decision.delay, e.error,
+                                                 e.http_status, e.decision.from_retry_after)));
+  }
+  return py::make_tuple(changes, timer ? py::object(py::int_(*timer)) : py::object(py::none()),
+                        events);
 }
 
 }  // namespace
@@ -58,6 +156,8 @@ HttpResponse Request(HttpClient& client, std::string method, std::string url,
 void BindHttp(py::module_& m) {
   m.def("new_idempotency_key", &NewIdempotencyKey,
         "Returns a fresh random (version 4) UUID from the OS CSPRNG.");
+  m.def("http_origin", &HttpOrigin, py::arg("url"),
+        "Returns scheme://host:port of an http(s) URL, or None.");
 
   py::class_<HttpResponse>(m, "HttpResponse", "The final response of a call.")
       .def_property_readonly("status", [](const HttpResponse& r) { return r.status; })
@@ -82,14 +182,100 @@ void BindHttp(py::module_& m) {
                              })
       .def_property_readonly("url", [](const HttpResponse& r) { return Utf8(r.url); });
 
+  auto make_client = [](const RetryPolicy* policy, double attempt_timeout, double connect_timeout,
+                        bool verify_tls, const std::string& user_agent, bool follow_redirects,
+                        int max_redirects, const std::string& ca_bundle, bool strict,
+                        std::optional<int> breaker_failure_threshold,
+                        double breaker_reset_timeout, bool breaker_per_attempt) {
+    return Unwrap(HttpClient::Create(
+        MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
+                    follow_redirects, max_redirects, ca_bundle, strict,
+                    breaker_failure_threshold, breaker_reset_timeout, breaker_per_attempt)));
+  };
+  auto make_engine = [](const RetryPolicy* policy, double attempt_timeout, double connect_timeout,
+                        bool verify_tls, const std::string& user_agent, bool follow_redirects,
+                        int max_redirects, const std::string& ca_bundle, bool strict,
+                        std::optional<int> breaker_failure_threshold,
+                        double breaker_reset_timeout, bool breaker_per_attempt) {
+    return Unwrap(HttpAsyncEngine::Create(
+        MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
+                    follow_redirects, max_redirects, ca_bundle, strict,
+                    breaker_failure_threshold, breaker_reset_timeout, breaker_per_attempt)));
+  };
+
   py::class_<HttpClient, std::unique_ptr<HttpClient>>(
       m, "HttpClient", "A resilient HTTP client; request() may be called from many threads.")
-      .def(py::init(&MakeClient), py::kw_only(), py::arg("policy") = py::none(),
+      .def(py::init(make_client), py::kw_only(), py::arg("policy") = py::none(),
            py::arg("attempt_timeout") = 30.0, py::arg("connect_timeout") = 10.0,
-           py::arg("verify_tls") = true, py::arg("user_agent") = "mulligan")
+           py::arg("verify_tls") = true, py::arg("user_agent") = "mulligan",
+           py::arg("follow_redirects") = false, py::arg("max_redirects") = 10,
+           py::arg("ca_bundle") = "", py::arg("strict") = false,
+           py::arg("breaker_failure_threshold") = py::none(),
+           py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false)
       .def("request", &Request, py::arg("method"), py::arg("url"), py::arg("headers"),
            py::arg("body"), py::arg("idempotency_key") = py::none(),
-           py::arg("policy") = py::none());
+           py::arg("policy") = py::none(), py::arg("follow_redirects") = py::none(),
+           py::arg("max_redirects") = py::none(), py::arg("strict") = py::none(),
+           py::arg("on_retry") = py::none());
+
+  py::class_<HttpAsyncEngine, std::unique_ptr<HttpAsyncEngine>>(
+      m, "HttpAsyncEngine",
+      "libcurl's multi interface for one event loop thread (not thread-safe).")
+      .def(py::init(make_engine), py::kw_only(), py::arg("policy") = py::none(),
+           py::arg("attempt_timeout") = 30.0, py::arg("connect_timeout") = 10.0,
+           py::arg("verify_tls") = true, py::arg("user_agent") = "mulligan",
+           py::arg("follow_redirects") = false, py::arg("max_redirects") = 10,
+           py::arg("ca_bundle") = "", py::arg("strict") = false,
+           py::arg("breaker_failure_threshold") = py::none(),
+           py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false)
+      .def(
+          "begin",
+          [](HttpAsyncEngine& engine, std::string method, std::string url, HttpHeaders headers,
+             std::string body, std::optional<std::string> idempotency_key,
+             const RetryPolicy* policy, std::optional<bool> follow_redirects,
+             std::optional<int> max_redirects, std::optional<bool> strict) {
+            // The engine copies the request and the policy.
+            return Unwrap(engine.Begin(MakeRequest(std::move(method), std::move(url),
+                                                   std::move(headers), std::move(body),
+                                                   std::move(idempotency_key), policy,
+                                                   follow_redirects, max_redirects, strict)));
+          },
+          py::arg("method"), py::arg("url"), py::arg("headers"), py::arg("body"),
+          py::arg("idempotency_key") = py::none(), py::arg("policy") = py::none(),
+          py::arg("follow_redirects") = py::none(), py::arg("max_redirects") = py::none(),
+          py::arg("strict") = py::none())
+      .def(
+          "start",
+          [](HttpAsyncEngine& engine, uint64_t id) {
+            Status s = engine.StartAttempt(id);
+            if (!s.ok()) ThrowStatus(s);
+            return Drain(engine);
+          },
+          py::arg("id"))
+      .def(
+          "socket_action",
+          [](HttpAsyncEngine& engine, int fd, int events) {
+            engine.SocketAction(fd, events);
+            return Drain(engine);
+          },
+          py::arg("fd"), py::arg("events"))
+      .def(
+          "finish",
+          [](HttpAsyncEngine& engine, uint64_t id) {
+            HttpCallInfo info;
+            Result<HttpResponse> result = engine.Finish(id, &info);
+            if (!result.ok()) ThrowCallStatus(result.status(), info);
+            return std::move(result).value();
+          },
+          py::arg("id"))
+      .def(
+          "cancel",
+          [](HttpAsyncEngine& engine, uint64_t id) {
+            engine.Cancel(id);
+            return Drain(engine);
+          },
+          py::arg("id"))
+      .def("__len__", &HttpAsyncEngine::size);
 }
 
 }  // namespace python

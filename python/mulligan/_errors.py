@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AttemptOutcome",
     "AttemptTimeout",
+    "CircuitOpenError",
     "ConnectTimeout",
     "ConnectionRefused",
     "ConnectionReset",
@@ -139,6 +140,27 @@ class InvalidURL(TransportError, ValueError):
     """
 
 
+class CircuitOpenError(MulliganError):
+    """A circuit breaker refused the call (fail fast; never retried).
+
+    Attributes:
+        key: the breaker's key (for the HTTP client, the origin
+            ``scheme://host:port``), or None.
+        retry_in: seconds until the breaker admits a probe (``math.inf`` when
+            forced open).
+        attempts: attempts made before the breaker refused (0 when the first
+            was refused).
+    """
+
+    def __init__(
+        self, message: str, *, key: Optional[str] = None, retry_in: float = 0.0, attempts: int = 0
+    ) -> None:
+        super().__init__(message)
+        self.key = key
+        self.retry_in = retry_in
+        self.attempts = attempts
+
+
 class HTTPStatusError(MulliganError):
     """Raised by :meth:`Response.raise_for_status` for a 4xx or 5xx response.
 
@@ -221,6 +243,7 @@ _KIND_CLASSES: dict[str, type[TransportError]] = {
 # mulligan::StatusCode values (equal to the C ABI's MULLIGAN_E_*; pinned).
 _INVALID_ARGUMENT = 1
 _DEADLINE_EXCEEDED = 6
+_CIRCUIT_OPEN = 7
 _TRANSPORT = 9
 _TIMEOUT = 10
 
@@ -237,6 +260,8 @@ def _from_status(
     """Returns the exception for a non-OK core Status (called by ``_core``)."""
     if code == _INVALID_ARGUMENT:
         return ValueError(message)
+    if code == _CIRCUIT_OPEN:
+        return CircuitOpenError(message, attempts=attempts or 0)
     if code in (_TRANSPORT, _TIMEOUT, _DEADLINE_EXCEEDED):
         if code == _DEADLINE_EXCEEDED:
             cls: type[TransportError] = DeadlineExceeded

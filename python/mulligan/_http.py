@@ -12,12 +12,13 @@ engine. This module validates input, builds policies and wraps the result in a
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import functools
 import json as _json
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Optional, Union
 
 from . import _core
@@ -27,10 +28,12 @@ __all__ = [
     "Client",
     "Headers",
     "Response",
+    "RetryEvent",
     "delete",
     "get",
     "head",
     "new_idempotency_key",
+    "options",
     "parse_retry_after",
     "patch",
     "post",
@@ -277,106 +280,204 @@ def _policy(
     attempts: int,
     timeout: Optional[float],
     deadline: Optional[float],
+    backoff: str,
     base_delay: float,
     max_delay: float,
     retry_after_max: float,
+    retry_on: Optional[tuple[int, ...]],
 ) -> Any:
     # Policies are immutable and validated by the core: build each once.
     return _core.RetryPolicy(
         attempts=attempts,
+        backoff=backoff,
         base_delay=base_delay,
         max_delay=max_delay,
         attempt_timeout=timeout,
         deadline=deadline,
         retry_after_max=retry_after_max,
+        retryable_statuses=None if retry_on is None else list(retry_on),
     )
 
 
-class Client:
-    """A resilient HTTP client with a pool of kept-alive connections.
+@dataclasses.dataclass(frozen=True)
+class RetryEvent:
+    """What an ``on_retry`` hook is told before each wait.
 
-    Safe to share between threads. The module-level :func:`get`, :func:`post`
-    and :func:`request` use one default client, created on first use.
+    Attributes:
+        attempt: the attempt that just failed (1 for the first).
+        delay: seconds the client waits before the next attempt.
+        kind: the failure kind (``"connection_refused"``, ``"timeout"``, ...),
+            or None when the attempt got an HTTP response.
+        status: that response's HTTP status, or 0.
+        from_retry_after: True when the delay came from a Retry-After header.
+        method: the request's method.
+        url: the request's URL.
 
-    Args:
-        verify_tls: verify TLS certificates and host names. Default True.
-        connect_timeout: seconds allowed to establish a connection. Default 10.0.
-        user_agent: the User-Agent sent when a request sets none.
-
-    .. versionadded:: 0.1.0
+    .. versionadded:: 0.2.0
     """
+
+    __slots__ = ("attempt", "delay", "kind", "status", "from_retry_after", "method", "url")
+
+    attempt: int
+    delay: float
+    kind: Optional[str]
+    status: int
+    from_retry_after: bool
+    method: str
+    url: str
+
+
+_HttpRetryHook = Callable[[RetryEvent], Any]
+ParamsInput = Union[Mapping[str, Any], Iterable[tuple[str, Any]], str, None]
+_UNSET: Any = object()
+
+
+def _with_params(url: str, params: ParamsInput) -> str:
+    if params is None:
+        return url
+    if isinstance(params, str):
+        query = params.lstrip("?")
+    else:
+        items = params.items() if isinstance(params, Mapping) else params
+        query = urllib.parse.urlencode(
+            [(k, v) for k, v in items if v is not None], doseq=True
+        )
+    if not query:
+        return url
+    base, sep, fragment = url.partition("#")
+    joiner = "&" if "?" in base and not base.endswith(("?", "&")) else ("" if base.endswith(("?", "&")) else "?")
+    return base + joiner + query + (sep + fragment if sep else "")
+
+
+def _response_from(raw: Any) -> Response:
+    return Response(
+        raw.status,
+        Headers(raw.headers),
+        raw.body,
+        attempts=raw.attempts,
+        elapsed=raw.elapsed,
+        url=raw.url,
+        idempotency_key=raw.idempotency_key,
+        stop_reason=raw.stop_reason,
+    )
+
+
+def _breaker_args(breaker: Any) -> dict[str, Any]:
+    if breaker is None or breaker is False:
+        return {}
+    if breaker is True:
+        breaker = {}
+    if not isinstance(breaker, Mapping):
+        raise TypeError(f"breaker must be a bool or a mapping, got {type(breaker).__name__}")
+    unknown = set(breaker) - {"failure_threshold", "reset_timeout", "per_attempt"}
+    if unknown:
+        raise ValueError(f"unknown breaker options: {sorted(unknown)}")
+    return {
+        "breaker_failure_threshold": int(breaker.get("failure_threshold", 5)),
+        "breaker_reset_timeout": float(breaker.get("reset_timeout", 30.0)),
+        "breaker_per_attempt": bool(breaker.get("per_attempt", False)),
+    }
+
+
+class _ClientBase:
+    """The configuration and request preparation shared by Client and AsyncClient."""
 
     def __init__(
         self,
         *,
-        verify_tls: bool = True,
+        verify: Union[bool, str] = True,
+        verify_tls: Optional[bool] = None,
         connect_timeout: float = 10.0,
-        user_agent: str = _USER_AGENT,
-    ) -> None:
-        self._client = _core.HttpClient(
-            connect_timeout=float(connect_timeout),
-            verify_tls=bool(verify_tls),
-            user_agent=user_agent,
-        )
-
-    def request(
-        self,
-        method: str,
-        url: str,
-        *,
-        data: Union[bytes, bytearray, memoryview, str, None] = None,
-        json: Any = None,
-        headers: HeadersInput = None,
-        idempotency_key: Union[str, bool, None] = None,
-        attempts: int = 3,
         timeout: Optional[float] = 30.0,
+        attempts: int = 3,
         deadline: Optional[float] = None,
+        backoff: str = "exponential",
         base_delay: float = 0.2,
         max_delay: float = 10.0,
         retry_after_max: float = 60.0,
-        raise_on_give_up: bool = False,
-    ) -> Response:
-        """Sends one logical request, retrying per the engine's rules.
+        retry_on: Optional[Iterable[int]] = None,
+        follow_redirects: bool = False,
+        max_redirects: int = 10,
+        strict: bool = False,
+        on_retry: Optional[_HttpRetryHook] = None,
+        breaker: Union[bool, Mapping[str, Any], None] = None,
+        headers: HeadersInput = None,
+        user_agent: str = _USER_AGENT,
+    ) -> None:
+        if verify_tls is not None:
+            verify = bool(verify_tls)
+        if isinstance(verify, str):
+            ca_bundle, verify_flag = verify, True
+        elif isinstance(verify, bool):
+            ca_bundle, verify_flag = "", verify
+        else:
+            raise TypeError(f"verify must be a bool or a CA bundle path, got {type(verify).__name__}")
+        if on_retry is not None and not callable(on_retry):
+            raise TypeError("on_retry must be callable")
+        self._defaults: dict[str, Any] = {
+            "timeout": timeout,
+            "attempts": attempts,
+            "deadline": deadline,
+            "backoff": backoff,
+            "base_delay": base_delay,
+            "max_delay": max_delay,
+            "retry_after_max": retry_after_max,
+            "retry_on": retry_on,
+        }
+        self._on_retry = on_retry
+        self._default_headers = _check_headers(headers)
+        # Validates the defaults now rather than at the first request.
+        self._policy_for({})
+        self._native_args: dict[str, Any] = dict(
+            attempt_timeout=30.0,
+            connect_timeout=float(connect_timeout),
+            verify_tls=verify_flag,
+            user_agent=user_agent,
+            follow_redirects=bool(follow_redirects),
+            max_redirects=int(max_redirects),
+            ca_bundle=ca_bundle,
+            strict=bool(strict),
+            **_breaker_args(breaker),
+        )
+        self._closed = False
 
-        GET, HEAD, OPTIONS, TRACE, PUT and DELETE are retried on transport
-        errors and on 408, 429, 500, 502, 503 and 504; POST and PATCH only with
-        an idempotency key (or when the connection was refused, as nothing was
-        sent). Retry-After is honoured up to ``retry_after_max`` seconds.
+    def _policy_for(self, overrides: dict[str, Any]) -> Any:
+        o = {k: (overrides[k] if overrides.get(k, _UNSET) is not _UNSET else v) for k, v in self._defaults.items()}
+        attempts = o["attempts"]
+        if isinstance(attempts, bool) or not isinstance(attempts, int):
+            raise TypeError(f"attempts must be an int, got {attempts!r}")
+        retry_on = o["retry_on"]
+        return _policy(
+            attempts,
+            None if o["timeout"] is None else float(o["timeout"]),
+            None if o["deadline"] is None else float(o["deadline"]),
+            str(o["backoff"]),
+            float(o["base_delay"]),
+            float(o["max_delay"]),
+            float(o["retry_after_max"]),
+            None if retry_on is None else tuple(int(x) for x in retry_on),
+        )
 
-        Args:
-            method: the HTTP method, e.g. ``"GET"``.
-            url: an absolute http:// or https:// URL.
-            data: the body, bytes or str (sent as UTF-8).
-            json: a value sent as a JSON body with ``Content-Type:
-                application/json`` (unless headers set one). Not with ``data``.
-            headers: a mapping or (name, value) pairs of str.
-            idempotency_key: True to generate a UUID v4, a str to use as given,
-                None/False for none. Sent unchanged on every attempt.
-            attempts: total attempts including the first. Default 3.
-            timeout: seconds allowed for each attempt (None: 30 s). Default 30.0.
-            deadline: total seconds for the whole call. Default None.
-            base_delay: base of the exponential backoff, seconds. Default 0.2.
-            max_delay: cap on each wait, seconds. Default 10.0.
-            retry_after_max: longest Retry-After honoured, seconds. Default 60.0.
-            raise_on_give_up: raise :class:`mulligan.RetriesExhausted` instead
-                of returning the last response when the retries give up on a
-                retryable status. Default False.
-
-        Returns:
-            The final :class:`Response` (also for 4xx/5xx statuses).
-
-        Raises:
-            ValueError: malformed URL, header or argument (before any request).
-            TypeError: arguments of the wrong type (non-str header, ...).
-            mulligan.TransportError: the last attempt failed without a response;
-                subclasses by ``kind`` (``ConnectionRefused``, ``AttemptTimeout``,
-                ``DeadlineExceeded``, ...), with ``.kind`` and ``.attempts``.
-            mulligan.RetriesExhausted: only with ``raise_on_give_up=True``.
-        """
+    def _prepare(
+        self,
+        method: str,
+        url: str,
+        params: ParamsInput,
+        data: Any,
+        json: Any,
+        headers: HeadersInput,
+        idempotency_key: Union[str, bool, None],
+    ) -> tuple[str, list[tuple[str, bytes]], bytes, Optional[str]]:
+        if self._closed:
+            raise RuntimeError("this client is closed")
         if not isinstance(method, str) or not method or not all(c in _TOKEN_CHARS for c in method):
             raise ValueError(f"invalid HTTP method {method!r}")
         _check_url(url)
+        url = _with_params(url, params)
         pairs = _check_headers(headers)
+        if self._default_headers:
+            given = {name.lower() for name, _ in pairs}
+            pairs = [p for p in self._default_headers if p[0].lower() not in given] + pairs
         if data is not None and json is not None:
             raise ValueError("pass data= or json=, not both")
         if json is not None:
@@ -401,45 +502,205 @@ class Client:
             raise TypeError(
                 f"idempotency_key must be a str, True or None, got {type(idempotency_key).__name__}"
             )
-        if isinstance(attempts, bool) or not isinstance(attempts, int):
-            raise TypeError(f"attempts must be an int, got {attempts!r}")
-        policy = _policy(
-            attempts,
-            None if timeout is None else float(timeout),
-            None if deadline is None else float(deadline),
-            float(base_delay),
-            float(max_delay),
-            float(retry_after_max),
+        return url, pairs, body, key
+
+    @staticmethod
+    def _gave_up(method: str, url: str, response: Response) -> RetriesExhausted:
+        return RetriesExhausted(
+            f"gave up on {method} {url} after {response.attempts} attempt"
+            f"{'s' if response.attempts != 1 else ''} ({response.stop_reason}): "
+            f"last status {response.status_code}",
+            attempts=response.attempts,
+            stop_reason=response.stop_reason,
+            response=response,
         )
-        raw = self._client.request(method, url, pairs, body, key, policy)
-        response = Response(
-            raw.status,
-            Headers(raw.headers),
-            raw.body,
-            attempts=raw.attempts,
-            elapsed=raw.elapsed,
-            url=raw.url,
-            idempotency_key=raw.idempotency_key,
-            stop_reason=raw.stop_reason,
+
+
+class Client(_ClientBase):
+    """A resilient HTTP client with a pool of kept-alive connections.
+
+    Safe to share between threads; use it as a context manager (or call
+    :meth:`close`) to release the pool. The module-level :func:`get`,
+    :func:`post` and :func:`request` use one default client, created on first
+    use. Every retry setting below is a default that each request may
+    override with the keyword of the same name.
+
+    Args:
+        verify: verify TLS certificates and host names (default True); False
+            to skip verification, or the path of a PEM CA bundle to use
+            instead of the system's. Proxies come from the usual environment
+            variables (``http_proxy``, ``https_proxy``, ``no_proxy``).
+        verify_tls: the 0.1 spelling of ``verify`` (a bool).
+        connect_timeout: seconds allowed to establish a connection. Default 10.0.
+        timeout: seconds allowed for each attempt (trimmed to the deadline).
+            Default 30.0.
+        attempts: total attempts including the first. Default 3.
+        deadline: total seconds for a whole call, retries included. Default None.
+        backoff: ``"exponential"`` (default), ``"constant"``, ``"linear"``
+            or ``"decorrelated"``; full jitter.
+        base_delay: base of the backoff, seconds. Default 0.2.
+        max_delay: cap on each wait, seconds. Default 10.0.
+        retry_after_max: longest Retry-After honoured, seconds. Default 60.0.
+        retry_on: the retryable HTTP statuses. Default 408, 429, 500, 502, 503, 504.
+        follow_redirects: follow 3xx redirects. Default False.
+        max_redirects: the most redirects followed (then a terminal error). Default 10.
+        strict: retry only GET, HEAD and OPTIONS once bytes were sent.
+            Default False.
+        on_retry: called with a :class:`RetryEvent` before each wait.
+        breaker: per-origin circuit breakers: True for the defaults
+            (5 consecutive failed calls open it for 30 s), or a mapping with
+            ``failure_threshold``, ``reset_timeout`` (seconds) and
+            ``per_attempt``. An open breaker raises
+            :class:`mulligan.CircuitOpenError` at once. Default None (off).
+        headers: default headers of every request.
+        user_agent: the User-Agent sent when a request sets none.
+
+    .. versionadded:: 0.1.0
+    .. versionchanged:: 0.2.0
+       Context manager, client-wide retry defaults, ``verify``, redirects,
+       strict mode, ``on_retry``, breakers, ``params=``, every method.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._client: Any = _core.HttpClient(**self._native_args)
+
+    def close(self) -> None:
+        """Closes the connection pool; later requests raise RuntimeError. Idempotent."""
+        self._closed = True
+        self._client = None
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: ParamsInput = None,
+        data: Union[bytes, bytearray, memoryview, str, None] = None,
+        json: Any = None,
+        headers: HeadersInput = None,
+        idempotency_key: Union[str, bool, None] = None,
+        attempts: Any = _UNSET,
+        timeout: Any = _UNSET,
+        deadline: Any = _UNSET,
+        backoff: Any = _UNSET,
+        base_delay: Any = _UNSET,
+        max_delay: Any = _UNSET,
+        retry_after_max: Any = _UNSET,
+        retry_on: Any = _UNSET,
+        follow_redirects: Optional[bool] = None,
+        max_redirects: Optional[int] = None,
+        strict: Optional[bool] = None,
+        on_retry: Optional[_HttpRetryHook] = None,
+        raise_on_give_up: bool = False,
+    ) -> Response:
+        """Sends one logical request, retrying per the engine's rules.
+
+        GET, HEAD, OPTIONS, TRACE, PUT and DELETE are retried on transport
+        errors and on 408, 429, 500, 502, 503 and 504; POST and PATCH only with
+        an idempotency key (or when the connection was refused, as nothing was
+        sent). Retry-After is honoured up to ``retry_after_max`` seconds. The
+        GIL is released for the whole call.
+
+        Args:
+            method: the HTTP method, e.g. ``"GET"``.
+            url: an absolute http:// or https:// URL.
+            params: query parameters (a mapping, pairs or a str) appended to
+                the URL, form-encoded; None values are dropped.
+            data: the body, bytes or str (sent as UTF-8).
+            json: a value sent as a JSON body with ``Content-Type:
+                application/json`` (unless headers set one). Not with ``data``.
+            headers: a mapping or (name, value) pairs of str.
+            idempotency_key: True to generate a UUID v4, a str to use as given,
+                None/False for none. Sent unchanged on every attempt.
+            attempts, timeout, deadline, backoff, base_delay, max_delay,
+            retry_after_max, retry_on, follow_redirects, max_redirects,
+            strict: override the client's settings for this request.
+            on_retry: replaces the client's hook for this request. It runs
+                with the GIL held between attempts; if it raises, the
+                retries go on and its first exception is raised when the
+                call ends.
+            raise_on_give_up: raise :class:`mulligan.RetriesExhausted` instead
+                of returning the last response when the retries give up on a
+                retryable status. Default False.
+
+        Returns:
+            The final :class:`Response` (also for 4xx/5xx statuses).
+
+        Raises:
+            ValueError: malformed URL, header or argument (before any request).
+            TypeError: arguments of the wrong type (non-str header, ...).
+            RuntimeError: the client is closed.
+            mulligan.TransportError: the last attempt failed without a response;
+                subclasses by ``kind`` (``ConnectionRefused``, ``AttemptTimeout``,
+                ``DeadlineExceeded``, ...), with ``.kind`` and ``.attempts``.
+            mulligan.CircuitOpenError: the origin's breaker is open.
+            mulligan.RetriesExhausted: only with ``raise_on_give_up=True``.
+        """
+        url, pairs, body, key = self._prepare(method, url, params, data, json, headers, idempotency_key)
+        policy = self._policy_for(
+            {
+                "attempts": attempts,
+                "timeout": timeout,
+                "deadline": deadline,
+                "backoff": backoff,
+                "base_delay": base_delay,
+                "max_delay": max_delay,
+                "retry_after_max": retry_after_max,
+                "retry_on": retry_on,
+            }
         )
+        hook = on_retry if on_retry is not None else self._on_retry
+        native_hook = None
+        if hook is not None:
+
+            def native_hook(event: tuple[int, float, Optional[str], int, bool]) -> None:
+                hook(RetryEvent(*event, method, url))
+
+        client = self._client
+        if client is None:
+            raise RuntimeError("this client is closed")
+        raw = client.request(
+            method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict, native_hook
+        )
+        response = _response_from(raw)
         if raise_on_give_up and response.stop_reason not in ("succeeded", "terminal"):
-            raise RetriesExhausted(
-                f"gave up on {method} {url} after {response.attempts} attempt"
-                f"{'s' if response.attempts != 1 else ''} ({response.stop_reason}): "
-                f"last status {response.status_code}",
-                attempts=response.attempts,
-                stop_reason=response.stop_reason,
-                response=response,
-            )
+            raise self._gave_up(method, url, response)
         return response
 
     def get(self, url: str, **kwargs: Any) -> Response:
         """Sends a GET; see :meth:`request` for the keyword arguments."""
         return self.request("GET", url, **kwargs)
 
+    def head(self, url: str, **kwargs: Any) -> Response:
+        """Sends a HEAD; see :meth:`request`."""
+        return self.request("HEAD", url, **kwargs)
+
+    def options(self, url: str, **kwargs: Any) -> Response:
+        """Sends an OPTIONS; see :meth:`request`."""
+        return self.request("OPTIONS", url, **kwargs)
+
     def post(self, url: str, **kwargs: Any) -> Response:
         """Sends a POST (retried only with an idempotency key); see :meth:`request`."""
         return self.request("POST", url, **kwargs)
+
+    def put(self, url: str, **kwargs: Any) -> Response:
+        """Sends a PUT; see :meth:`request`."""
+        return self.request("PUT", url, **kwargs)
+
+    def patch(self, url: str, **kwargs: Any) -> Response:
+        """Sends a PATCH (retried only with an idempotency key); see :meth:`request`."""
+        return self.request("PATCH", url, **kwargs)
+
+    def delete(self, url: str, **kwargs: Any) -> Response:
+        """Sends a DELETE; see :meth:`request`."""
+        return self.request("DELETE", url, **kwargs)
 
 
 _default_client: Optional[Client] = None
@@ -487,6 +748,11 @@ def post(url: str, **kwargs: Any) -> Response:
     .. versionadded:: 0.1.0
     """
     return _client().request("POST", url, **kwargs)
+
+
+def options(url: str, **kwargs: Any) -> Response:
+    """Sends an OPTIONS with the default client; see :meth:`Client.request`."""
+    return _client().request("OPTIONS", url, **kwargs)
 
 
 def put(url: str, **kwargs: Any) -> Response:

@@ -1,0 +1,244 @@
+"""``mulligan.AsyncClient``: the resilient HTTP client for asyncio.
+
+The event loop drives libcurl's multi interface (through the core's
+``HttpAsyncEngine``): the loop watches the sockets libcurl asks for
+(``loop.add_reader`` / ``add_writer``) and its timer (``loop.call_later``),
+so many requests are in flight on one thread and no thread is started per
+request. The engine decides, the caller acts: when an attempt fails and the
+policy says retry, the coroutine waits with ``asyncio.sleep`` (so
+cancellation works at any point) and starts the next attempt. Method rules,
+Retry-After, deadlines, breakers and errors are the sync client's.
+
+.. versionadded:: 0.2.0
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any, Optional, Union
+
+from . import _core
+from ._http import (
+    HeadersInput,
+    ParamsInput,
+    Response,
+    RetryEvent,
+    _HttpRetryHook,
+    _UNSET,
+    _ClientBase,
+    _response_from,
+)
+
+__all__ = ["AsyncClient"]
+
+_READ = 1
+_WRITE = 2
+
+
+class _LoopDriver:
+    """Connects one HttpAsyncEngine to one event loop."""
+
+    __slots__ = ("engine", "loop", "timer", "waiters", "watched")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, engine: Any) -> None:
+        self.loop = loop
+        self.engine = engine
+        self.watched: dict[int, int] = {}
+        self.timer: Optional[asyncio.TimerHandle] = None
+        self.waiters: dict[int, asyncio.Future[Any]] = {}
+
+    def apply(self, changed: tuple[list[tuple[int, int]], Optional[int], list[Any]]) -> None:
+        changes, timer, events = changed
+        if changes:
+            loop = self.loop
+            watched = self.watched
+            for fd, ev in changes:
+                old = watched.get(fd, 0)
+                if old & _READ and not ev & _READ:
+                    loop.remove_reader(fd)
+                if old & _WRITE and not ev & _WRITE:
+                    loop.remove_writer(fd)
+                if ev & _READ and not old & _READ:
+                    loop.add_reader(fd, self.on_ready, fd, _READ)
+                if ev & _WRITE and not old & _WRITE:
+                    loop.add_writer(fd, self.on_ready, fd, _WRITE)
+                if ev:
+                    watched[fd] = ev
+                else:
+                    watched.pop(fd, None)
+        if timer is not None:
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+            if timer >= 0:
+                self.timer = self.loop.call_later(timer / 1000.0, self.on_timer)
+        for event in events:
+            fut = self.waiters.pop(event[0], None)
+            if fut is not None and not fut.done():
+                fut.set_result(event)
+
+    def on_ready(self, fd: int, what: int) -> None:
+        self.apply(self.engine.socket_action(fd, what))
+
+    def on_timer(self) -> None:
+        self.timer = None
+        self.apply(self.engine.socket_action(-1, 0))
+
+    def close(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        for fd, ev in list(self.watched.items()):
+            if ev & _READ:
+                self.loop.remove_reader(fd)
+            if ev & _WRITE:
+                self.loop.remove_writer(fd)
+        self.watched.clear()
+
+
+class AsyncClient(_ClientBase):
+    """A resilient asyncio HTTP client on libcurl's multi interface.
+
+    Takes the same arguments as :class:`mulligan.Client`. One client belongs
+    to one event loop (the loop of its first request); use ``async with`` or
+    ``await client.aclose()`` to release its connections. ``on_retry`` may be
+    a plain function or a coroutine function (awaited before the wait).
+
+    .. versionadded:: 0.2.0
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._driver: Optional[_LoopDriver] = None
+
+    def _get_driver(self) -> _LoopDriver:
+        loop = asyncio.get_running_loop()
+        driver = self._driver
+        if driver is None:
+            if self._closed:
+                raise RuntimeError("this client is closed")
+            driver = _LoopDriver(loop, _core.HttpAsyncEngine(**self._native_args))
+            self._driver = driver
+        elif driver.loop is not loop:
+            raise RuntimeError("this AsyncClient is bound to another event loop")
+        return driver
+
+    async def aclose(self) -> None:
+        """Cancels nothing in flight by itself; closes the pool once idle. Idempotent."""
+        self._closed = True
+        driver, self._driver = self._driver, None
+        if driver is not None:
+            for fut in driver.waiters.values():
+                if not fut.done():
+                    fut.cancel()
+            driver.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: ParamsInput = None,
+        data: Union[bytes, bytearray, memoryview, str, None] = None,
+        json: Any = None,
+        headers: HeadersInput = None,
+        idempotency_key: Union[str, bool, None] = None,
+        attempts: Any = _UNSET,
+        timeout: Any = _UNSET,
+        deadline: Any = _UNSET,
+        backoff: Any = _UNSET,
+        base_delay: Any = _UNSET,
+        max_delay: Any = _UNSET,
+        retry_after_max: Any = _UNSET,
+        retry_on: Any = _UNSET,
+        follow_redirects: Optional[bool] = None,
+        max_redirects: Optional[int] = None,
+        strict: Optional[bool] = None,
+        on_retry: Optional[_HttpRetryHook] = None,
+        raise_on_give_up: bool = False,
+    ) -> Response:
+        """Sends one logical request; see :meth:`mulligan.Client.request`.
+
+        Cancelling the task removes the transfer in flight (or ends the wait)
+        at once.
+        """
+        url, pairs, body, key = self._prepare(method, url, params, data, json, headers, idempotency_key)
+        policy = self._policy_for(
+            {
+                "attempts": attempts,
+                "timeout": timeout,
+                "deadline": deadline,
+                "backoff": backoff,
+                "base_delay": base_delay,
+                "max_delay": max_delay,
+                "retry_after_max": retry_after_max,
+                "retry_on": retry_on,
+            }
+        )
+        hook = on_retry if on_retry is not None else self._on_retry
+        driver = self._get_driver()
+        engine = driver.engine
+        loop = driver.loop
+        call: Optional[int] = engine.begin(
+            method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict
+        )
+        assert call is not None
+        try:
+            while True:
+                fut = loop.create_future()
+                driver.waiters[call] = fut
+                driver.apply(engine.start(call))
+                _, retry, info = await fut
+                if not retry:
+                    break
+                if hook is not None:
+                    result = hook(RetryEvent(*info, method, url))
+                    if inspect.isawaitable(result):
+                        await result
+                await asyncio.sleep(info[1])
+            done, call = call, None
+            raw = engine.finish(done)
+        finally:
+            if call is not None:
+                driver.waiters.pop(call, None)
+                if self._driver is driver:
+                    driver.apply(engine.cancel(call))
+        response = _response_from(raw)
+        if raise_on_give_up and response.stop_reason not in ("succeeded", "terminal"):
+            raise self._gave_up(method, url, response)
+        return response
+
+    async def get(self, url: str, **kwargs: Any) -> Response:
+        """Sends a GET; see :meth:`request`."""
+        return await self.request("GET", url, **kwargs)
+
+    async def head(self, url: str, **kwargs: Any) -> Response:
+        """Sends a HEAD; see :meth:`request`."""
+        return await self.request("HEAD", url, **kwargs)
+
+    async def options(self, url: str, **kwargs: Any) -> Response:
+        """Sends an OPTIONS; see :meth:`request`."""
+        return await self.request("OPTIONS", url, **kwargs)
+
+    async def post(self, url: str, **kwargs: Any) -> Response:
+        """Sends a POST (retried only with an idempotency key); see :meth:`request`."""
+        return await self.request("POST", url, **kwargs)
+
+    async def put(self, url: str, **kwargs: Any) -> Response:
+        """Sends a PUT; see :meth:`request`."""
+        return await self.request("PUT", url, **kwargs)
+
+    async def patch(self, url: str, **kwargs: Any) -> Response:
+        """Sends a PATCH (retried only with an idempotency key); see :meth:`request`."""
+        return await self.request("PATCH", url, **kwargs)
+
+    async def delete(self, url: str, **kwargs: Any) -> Response:
+        """Sends a DELETE; see :meth:`request`."""
+        return await self.request("DELETE", url, **kwargs)

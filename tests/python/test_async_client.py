@@ -1,0 +1,131 @@
+"""mulligan.AsyncClient against the real nginx: libcurl's multi interface
+driven by the asyncio event loop (one thread, no thread per request)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from typing import Any
+
+import pytest
+
+import mulligan
+
+FAST = {"base_delay": 0.01, "max_delay": 0.05}
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_200_concurrent_flaky_gets_succeed_while_the_loop_keeps_ticking(server: Any) -> None:
+    async def main() -> tuple[list[mulligan.Response], list[float], float]:
+        ticks: list[float] = []
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            while not done.is_set():
+                ticks.append(time.monotonic())
+                await asyncio.sleep(0.005)
+
+        threads_before = threading.active_count()
+        async with mulligan.AsyncClient(attempts=20, **FAST) as client:
+            tick_task = asyncio.create_task(ticker())
+            t0 = time.monotonic()
+            responses = await asyncio.gather(*(client.get(server.url("/flaky")) for _ in range(200)))
+            elapsed = time.monotonic() - t0
+            done.set()
+            await tick_task
+        # No thread per request (libcurl may run a resolver thread briefly).
+        assert threading.active_count() <= threads_before + 2
+        return responses, ticks, elapsed
+
+    responses, ticks, elapsed = asyncio.run(main())
+    assert [r.status_code for r in responses] == [200] * 200
+    assert all(r.text == "flaky ok\n" for r in responses)
+    total = sum(r.attempts for r in responses)
+    assert total > 200  # about half of the attempts got a 503 and were retried
+    entries = server.wait_for_access_log(total)
+    assert len([e for e in entries if e["uri"] == "/flaky"]) == total
+    # The loop stayed responsive: the ticker ran at a steady rate throughout.
+    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    assert len(ticks) >= max(3, int(elapsed / 0.005 * 0.3)), (len(ticks), elapsed)
+    assert max(gaps) < 0.25, max(gaps)
+
+
+def test_async_methods_bodies_and_keys(server: Any) -> None:
+    async def main() -> None:
+        async with mulligan.AsyncClient() as c:
+            r = await c.post(server.url("/echo"), json={"a": 1}, idempotency_key="k-1")
+            assert r.text == 'method=POST\nidempotency_key=k-1\nbody={"a":1}\n'
+            for name in ("get", "put", "patch", "delete", "options"):
+                r = await getattr(c, name)(server.url("/inspect"), params={"x": "1"})
+                assert f"method={name.upper()}\nargs=x=1\n" in r.text
+            r = await c.head(server.url("/ok"))
+            assert r.status_code == 200 and r.content == b""
+
+    asyncio.run(main())
+
+
+def test_async_failure_kinds_and_deadline(server: Any) -> None:
+    events: list[mulligan.RetryEvent] = []
+
+    async def main() -> None:
+        async with mulligan.AsyncClient(on_retry=events.append, **FAST) as c:
+            with pytest.raises(mulligan.ConnectionRefused) as refused:
+                await c.post("http://127.0.0.1:%d/" % closed_port(), data="x", attempts=3)
+            assert refused.value.attempts == 3
+            with pytest.raises(mulligan.AttemptTimeout) as slow:
+                await c.get(server.url("/slow?s=2"), timeout=0.2, attempts=2)
+            assert slow.value.attempts == 2
+            with pytest.raises(mulligan.DeadlineExceeded) as late:
+                await c.get(server.url("/slow?s=2"), timeout=0.2, deadline=0.5, attempts=10)
+            assert "deadline exceeded" in str(late.value)
+            with pytest.raises(mulligan.ConnectionReset) as reset:
+                await c.post(server.url("/reset"), data="x", attempts=3)
+            assert reset.value.attempts == 1
+            r = await c.get(server.url("/down"), attempts=2)
+            assert (r.status_code, r.attempts, r.stop_reason) == (503, 2, "attempts_exhausted")
+
+    asyncio.run(main())
+    assert [e.kind for e in events[:2]] == ["connection_refused"] * 2
+    assert events[-1].status == 503
+
+
+def test_cancellation_removes_the_transfer(server: Any) -> None:
+    async def main() -> None:
+        async with mulligan.AsyncClient() as c:
+            task = asyncio.create_task(c.get(server.url("/slow?s=2")))
+            await asyncio.sleep(0.1)
+            task.cancel()
+            t0 = time.monotonic()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert time.monotonic() - t0 < 0.5
+            # The client keeps working after a cancellation.
+            assert (await c.get(server.url("/ok"))).status_code == 200
+
+    asyncio.run(main())
+
+
+def test_async_hook_may_be_a_coroutine_and_breaker_opens(server: Any) -> None:
+    seen: list[int] = []
+
+    async def hook(e: mulligan.RetryEvent) -> None:
+        await asyncio.sleep(0)
+        seen.append(e.attempt)
+
+    async def main() -> None:
+        async with mulligan.AsyncClient(
+            on_retry=hook, breaker={"failure_threshold": 2, "per_attempt": True}, **FAST
+        ) as c:
+            with pytest.raises(mulligan.CircuitOpenError) as info:
+                await c.get(server.url("/down"), attempts=5)
+            assert info.value.attempts == 2
+
+    asyncio.run(main())
+    assert seen == [1, 2]
