@@ -314,7 +314,7 @@ class IdempotencyStore:
         """Returns gauges (entries, in_flight, bytes) and counters (reserved,
         replayed, in_flight_conflicts, fingerprint_mismatches, completed,
         released, evicted, expired, rejected_full)."""
-        return cast("dict[str, int]", self._store.stats())
+        return self._store.stats()
 
     def idempotent(
         self,
