@@ -93,9 +93,13 @@ py::tuple RetryEventTuple(int attempt, Duration delay, ErrorKind error, int stat
     const double retry_in = info.retry_in == Duration::max()
                                 ? std::numeric_limits<double>::infinity()
                                 : DurationToSeconds(info.retry_in);
-    py::object exc = errors.attr("CircuitOpenError")(
-        Utf8(status.message()), py::arg("key") = Utf8(info.breaker_key),
-        py::arg("retry_in") = retry_in, py::arg("attempts") = info.attempts);
+    // Only (message, retry_in=) is assumed of the class; the HTTP details
+    // are set as attributes: key (the origin, also as name) and attempts.
+    py::object exc = errors.attr("CircuitOpenError")(Utf8(status.message()),
+                                                     py::arg("retry_in") = retry_in);
+    exc.attr("key") = Utf8(info.breaker_key);
+    exc.attr("name") = Utf8(info.breaker_key);
+    exc.attr("attempts") = info.attempts;
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
     throw py::error_already_set();
   }

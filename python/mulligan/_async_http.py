@@ -199,7 +199,7 @@ class AsyncClient(_ClientBase):
                 if not retry:
                     break
                 if hook is not None:
-                    result = hook(RetryEvent(*info, method, url))
+                    result = hook(RetryEvent(info[0], info[1], info[2], info[3], info[4], method, url))
                     if inspect.isawaitable(result):
                         await result
                 await asyncio.sleep(info[1])

@@ -105,11 +105,11 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="time allowed to connect (default 10)")
     p.add_argument("--retry-on", type=_statuses, default=None, metavar="STATUSES",
                    help="retryable statuses, comma-separated (default 408,429,500,502,503,504)")
-    p.add_argument("--idempotency-key", nargs="?", const="auto", default=None, metavar="KEY",
-                   help="send an Idempotency-Key on every attempt: a UUID v4 (no value or "
-                        "'auto') or KEY; makes POST and PATCH retryable")
-    p.add_argument("--breaker", nargs="?", type=_positive_int, const=5, default=None,
-                   metavar="THRESHOLD",
+    p.add_argument("--idempotency-key", default=None, metavar="=KEY",
+                   help="send an Idempotency-Key on every attempt: --idempotency-key (or "
+                        "=auto) for a UUID v4, --idempotency-key=KEY for KEY; makes POST "
+                        "and PATCH retryable")
+    p.add_argument("--breaker", type=_positive_int, default=None, metavar="=THRESHOLD",
                    help="guard the origin with a circuit breaker counting every attempt; it "
                         "opens after THRESHOLD consecutive failures (default 5) and ends the "
                         "retries with exit code 4")
@@ -180,6 +180,12 @@ def _body(data: Optional[str]) -> Optional[bytes]:
 def main(argv: Optional[list[str]] = None) -> int:
     """Runs the command; returns the exit code (see ``mulligan --help``)."""
     parser = _parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    # The optional values of these flags are given only with "=" (as curl's
+    # --idempotency-key=KEY would be): a bare flag never swallows the URL.
+    bare = {"--idempotency-key": "--idempotency-key=auto", "--breaker": "--breaker=5"}
+    argv = [bare.get(a, a) for a in argv]
     args = parser.parse_args(argv)  # exits 2 on a usage error
     try:
         return _run(args)
@@ -247,6 +253,7 @@ def _run(args: argparse.Namespace) -> int:
     start = time.monotonic()
     code = EXIT_OK
     response = None
+    error: BaseException = RuntimeError("no response")
     with client:
         try:
             response = client.request(method, args.url, data=body, headers=headers,

@@ -6,7 +6,7 @@ are time.monotonic() readings, `now_unix` arguments time.time() readings.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar, Optional
 
 def version_string() -> str: ...
@@ -218,6 +218,13 @@ class HttpClient:
         connect_timeout: float = 10.0,
         verify_tls: bool = True,
         user_agent: str = "mulligan",
+        follow_redirects: bool = False,
+        max_redirects: int = 10,
+        ca_bundle: str = "",
+        strict: bool = False,
+        breaker_failure_threshold: Optional[int] = None,
+        breaker_reset_timeout: float = 30.0,
+        breaker_per_attempt: bool = False,
     ) -> None: ...
     def request(
         self,
@@ -227,7 +234,53 @@ class HttpClient:
         body: bytes,
         idempotency_key: Optional[str] = None,
         policy: Optional[RetryPolicy] = None,
+        follow_redirects: Optional[bool] = None,
+        max_redirects: Optional[int] = None,
+        strict: Optional[bool] = None,
+        on_retry: Optional[Callable[[tuple[int, float, Optional[str], int, bool]], object]] = None,
     ) -> HttpResponse: ...
+
+# (attempt, delay, kind or None, status, from_retry_after)
+_RetryInfo = tuple[int, float, Optional[str], int, bool]
+# (socket changes [(fd, events)], timer ms or None, events [(id, retry, info)])
+_Drained = tuple[list[tuple[int, int]], Optional[int], list[tuple[int, bool, _RetryInfo]]]
+
+class HttpAsyncEngine:
+    def __init__(
+        self,
+        *,
+        policy: Optional[RetryPolicy] = None,
+        attempt_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        verify_tls: bool = True,
+        user_agent: str = "mulligan",
+        follow_redirects: bool = False,
+        max_redirects: int = 10,
+        ca_bundle: str = "",
+        strict: bool = False,
+        breaker_failure_threshold: Optional[int] = None,
+        breaker_reset_timeout: float = 30.0,
+        breaker_per_attempt: bool = False,
+    ) -> None: ...
+    def begin(
+        self,
+        method: str,
+        url: str,
+        headers: Sequence[tuple[str, str | bytes]],
+        body: bytes,
+        idempotency_key: Optional[str] = None,
+        policy: Optional[RetryPolicy] = None,
+        follow_redirects: Optional[bool] = None,
+        max_redirects: Optional[int] = None,
+        strict: Optional[bool] = None,
+    ) -> int: ...
+    def start(self, id: int) -> _Drained: ...
+    def socket_action(self, fd: int, events: int) -> _Drained: ...
+    def finish(self, id: int) -> HttpResponse: ...
+    def cancel(self, id: int) -> _Drained: ...
+    def __len__(self) -> int: ...
+
+def http_origin(url: str) -> Optional[str]: ...
 
 def parse_idempotency_key(value: str, max_length: int = 255) -> str: ...
 
