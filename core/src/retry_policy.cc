@@ -75,6 +75,13 @@ Result<RetryPolicy> RetryPolicy::Create(const RetryOptions& options) {
     }
     policy.retryable_error_bits_ |= 1u << value;
   }
+  for (int code : options.retryable_grpc_codes) {
+    if (code < 1 || code > 16) {
+      return InvalidArgumentError("retryable_grpc_codes must hold gRPC codes in [1, 16], got " +
+                                  std::to_string(code));
+    }
+    policy.retryable_grpc_bits_ |= 1u << code;
+  }
   return policy;
 }
 
@@ -94,6 +101,14 @@ RetrySession RetryPolicy::Begin(TimePoint now, bool replay_safe) const {
 Classification RetryPolicy::Classify(const Outcome& outcome) const {
   switch (outcome.error) {
     case ErrorKind::kNone: {
+      if (outcome.grpc_status >= 0) {
+        const int code = outcome.grpc_status;
+        if (code == 0) return Classification::kSuccess;
+        if (code <= 16 && (retryable_grpc_bits_ & (1u << code))) {
+          return Classification::kRetryable;
+        }
+        return Classification::kTerminal;
+      }
       const int status = outcome.http_status;
       if (status < 400) return Classification::kSuccess;  // includes 0: no HTTP
       if (status < 600 && retryable_status_bits_.test(static_cast<size_t>(status))) {

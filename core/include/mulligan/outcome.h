@@ -68,6 +68,11 @@ struct Outcome {
   // (connection refused, DNS failure, connect timeout): then even a
   // non-idempotent request may be retried (DESIGN.md "Methods").
   bool request_sent = true;
+  // The gRPC status code of the attempt (0 OK .. 16 UNAUTHENTICATED), or -1
+  // when the attempt was not a gRPC call. With error kNone and a code >= 0,
+  // the code decides the classification (see RetryOptions::retryable_grpc_codes)
+  // and http_status is ignored.
+  int grpc_status = -1;
 
   // A plain success (a value was returned).
   static Outcome Success() { return Outcome{}; }
@@ -82,6 +87,12 @@ struct Outcome {
     Outcome o;
     o.http_status = status;
     o.retry_after = retry_after;
+    return o;
+  }
+  // A finished gRPC call with status `code` (0 = OK).
+  static Outcome Grpc(int code) {
+    Outcome o;
+    o.grpc_status = code;
     return o;
   }
   // A transport failure of `kind`; `request_sent` defaults from the kind

@@ -67,6 +67,10 @@ struct RetryOptions {
   std::vector<ErrorKind> retryable_errors = {
       ErrorKind::kConnectionRefused, ErrorKind::kConnectionReset, ErrorKind::kDnsFailure,
       ErrorKind::kConnectTimeout,    ErrorKind::kTimeout,         ErrorKind::kTransport};
+  // gRPC status codes (outcomes with grpc_status >= 0) that are retryable;
+  // 0 (OK) is a success and every other code terminal. Each must be in
+  // [1, 16]. Default UNAVAILABLE (14), as in gRFC A6 examples.
+  std::vector<int> retryable_grpc_codes = {14};
   // Seed of the jitter generator. When set, every session starts from this
   // seed, so a call's delays are reproducible; when unset each session draws a
   // fresh seed. Default: unset.
@@ -149,6 +153,7 @@ class RetryPolicy {
   Backoff backoff_;
   std::bitset<600> retryable_status_bits_;
   uint32_t retryable_error_bits_ = 0;
+  uint32_t retryable_grpc_bits_ = 0;
 };
 
 // The state of one logical call: attempts made, the previous delay, the jitter
