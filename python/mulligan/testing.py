@@ -26,7 +26,7 @@ import threading
 from types import TracebackType
 from typing import Optional
 
-from ._config import STATE
+from ._state import STATE
 
 __all__ = ["FakeClock", "set_active", "set_clock", "set_testing"]
 
