@@ -21,7 +21,7 @@ import functools
 from collections.abc import AsyncIterator
 from typing import Any, Callable, Optional
 
-from ._config import STATE
+from ._state import STATE
 from ._retry import Attempt, _BlockRun, _Call, _Config, _never_retried
 
 __all__ = ["iterate_async", "wrap_async"]
@@ -53,27 +53,32 @@ async def _run_async(
         return result
     call = _Call(cfg, start)
     catch = cfg.catch
-    while True:
-        delay = call.failed(exc, result)
-        if delay is None:
-            return call.give_up(exc, result)
-        if delay > 0:
-            await _sleep(delay)
-        try:
-            result = await fn(*args, **kwargs)
-        except catch as e:
-            if not cfg.retryable_exception(e):
+    try:
+        while True:
+            delay = call.failed(exc, result)
+            if delay is None:
+                return call.give_up(exc, result)
+            if delay > 0:
+                await _sleep(delay)  # cancelling the task cancels the wait
+            call.wait_over()
+            try:
+                result = await fn(*args, **kwargs)
+            except catch as e:
+                if not cfg.retryable_exception(e):
+                    call.finish("terminal")
+                    raise
+                exc, result = e, None
+            except BaseException:
                 call.finish("terminal")
                 raise
-            exc, result = e, None
-        except BaseException:
-            call.finish("terminal")
-            raise
-        else:
-            if not cfg.rejects(result):
-                call.finish("succeeded")
-                return result
-            exc = None
+            else:
+                if not cfg.rejects(result):
+                    call.finish("succeeded")
+                    return result
+                exc = None
+    except BaseException:
+        call.abandon()
+        raise
 
 
 def wrap_async(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
@@ -81,12 +86,17 @@ def wrap_async(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
     catch = cfg.catch
     if cfg.check is None and cfg.on_result is None and not cfg.timed:
 
+        tick = cfg.tick
+
         @functools.wraps(fn)
         async def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                return await fn(*args, **kwargs)
+                result = await fn(*args, **kwargs)
             except catch as e:
                 exc = e
+            else:
+                tick()
+                return result
             return await _run_async(cfg, fn, args, kwargs, exc, None, None)
 
         return wrapper
@@ -95,6 +105,7 @@ def wrap_async(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
     on_result = cfg.on_result
     timed = cfg.timed
     state = STATE
+    tick = cfg.tick
 
     @functools.wraps(fn)
     async def general_wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -107,6 +118,7 @@ def wrap_async(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
             exc = e
         else:
             if on_result is None or not on_result(result):
+                tick()
                 return result
             return await _run_async(cfg, fn, args, kwargs, None, result, start)
         return await _run_async(cfg, fn, args, kwargs, exc, None, start)
@@ -124,5 +136,10 @@ async def iterate_async(run: _BlockRun) -> AsyncIterator[Attempt]:
         if delay is None:
             return
         if delay > 0:
-            await _sleep(delay)
+            try:
+                await _sleep(delay)
+            except BaseException:
+                run.abandon()
+                raise
+        run.wait_over()
         number += 1

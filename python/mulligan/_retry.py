@@ -50,8 +50,8 @@ from typing import (
     overload,
 )
 
-from . import _core
-from ._config import STATE
+from . import _core, _metrics
+from ._state import STATE
 from ._errors import AttemptOutcome, RetriesExhausted
 from ._hooks import RetryDetails, RetryHook, RetryStatistics, log_give_up, log_retry
 
@@ -218,6 +218,8 @@ class _Config:
         "retry_after_max",
         "statistics",
         "name",
+        "metrics",
+        "tick",
     )
 
     def __init__(self, options: dict[str, Any], name: str) -> None:
@@ -282,6 +284,10 @@ class _Config:
             seed=seed,
         )
         self.timed = deadline is not None
+        # Metrics under the callable's name: first-attempt successes tick a
+        # Python counter (no native call); the failure path reports to the engine.
+        self.metrics = _metrics._metrics_for(name)
+        self.tick = _metrics._success_ticker(name)
         self.statistics: contextvars.ContextVar[Optional[RetryStatistics]] = contextvars.ContextVar(
             f"mulligan.statistics:{name}", default=None
         )
@@ -327,7 +333,9 @@ class _Call:
     Created when the first attempt has failed; never shared between calls.
     """
 
-    __slots__ = ("cfg", "session", "start", "attempt", "waited", "outcomes", "hint", "reason")
+    __slots__ = (
+        "cfg", "session", "start", "attempt", "waited", "outcomes", "hint", "reason", "waiting", "done"
+    )
 
     def __init__(self, cfg: _Config, start: Optional[float]) -> None:
         self.cfg = cfg
@@ -342,6 +350,9 @@ class _Call:
         self.outcomes: Optional[list[AttemptOutcome]] = [] if cfg.raise_on_give_up else None
         self.hint: Optional[float] = None
         self.reason = "attempts_exhausted"
+        self.waiting = False  # a retry is scheduled and its wait has not ended
+        self.done = False
+        cfg.metrics.call_started()
 
     def failed(self, exc: Optional[BaseException], result: Any) -> Optional[float]:
         """Records a failed attempt; returns the delay before the next one, or None to stop.
@@ -370,6 +381,9 @@ class _Call:
             delay = 0.0
             if retry and self.attempt >= state.testing_attempts:
                 retry, reason = False, "attempts_exhausted"
+        if retry or not decision.retry:
+            cfg.metrics.attempt_failed(self.attempt, outcome, decision, now - self.start)
+            self.waiting = retry
         time_left = self.session.time_left(now) if cfg.timed else None
         details = RetryDetails(
             name=cfg.name,
@@ -420,8 +434,30 @@ class _Call:
             raise exc
         return result
 
+    def wait_over(self) -> None:
+        """Ends the wait before a retry (also when the wait was interrupted)."""
+        if self.waiting:
+            self.waiting = False
+            self.cfg.metrics.retry_wait_ended()
+
+    def abandon(self) -> None:
+        """Ends a call left by an exception that is not an attempt's failure
+        (a cancelled wait, KeyboardInterrupt): counted as a terminal failure."""
+        self.wait_over()
+        if not self.done:
+            self.finish("terminal")
+
     def finish(self, reason: str) -> None:
-        """Publishes this call's statistics to the current context."""
+        """Records the end of the call in the metrics and publishes its statistics."""
+        if self.done:
+            return
+        self.done = True
+        self.wait_over()
+        elapsed = STATE.now() - self.start
+        if reason == "succeeded":
+            self.cfg.metrics.call_succeeded(self.attempt, elapsed)
+        else:
+            self.cfg.metrics.call_failed(self.attempt, elapsed, reason)
         self.cfg.statistics.set(
             RetryStatistics(
                 name=self.cfg.name,
@@ -465,27 +501,32 @@ def _run_sync(
         return result
     call = _Call(cfg, start)
     catch = cfg.catch
-    while True:
-        delay = call.failed(exc, result)
-        if delay is None:
-            return call.give_up(exc, result)
-        if delay > 0:
-            state.sleep(delay)
-        try:
-            result = fn(*args, **kwargs)
-        except catch as e:
-            if not cfg.retryable_exception(e):
+    try:
+        while True:
+            delay = call.failed(exc, result)
+            if delay is None:
+                return call.give_up(exc, result)
+            if delay > 0:
+                state.sleep(delay)
+            call.wait_over()
+            try:
+                result = fn(*args, **kwargs)
+            except catch as e:
+                if not cfg.retryable_exception(e):
+                    call.finish("terminal")
+                    raise
+                exc, result = e, None
+            except BaseException:
                 call.finish("terminal")
                 raise
-            exc, result = e, None
-        except BaseException:
-            call.finish("terminal")
-            raise
-        else:
-            if not cfg.rejects(result):
-                call.finish("succeeded")
-                return result
-            exc = None
+            else:
+                if not cfg.rejects(result):
+                    call.finish("succeeded")
+                    return result
+                exc = None
+    except BaseException:
+        call.abandon()
+        raise
 
 
 # -- the decorator ----------------------------------------------------------------
@@ -575,26 +616,35 @@ def _wrap_sync(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
     catch = cfg.catch
     if cfg.check is None and cfg.on_result is None and not cfg.timed:
         # The common case, kept minimal: exception types, no deadline.
+        tick = cfg.tick
+
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                return fn(*args, **kwargs)
+                result = fn(*args, **kwargs)
             except catch as e:
                 exc = e
+            else:
+                tick()
+                return result
             return _run_sync(cfg, fn, args, kwargs, exc, None, None)
 
         return wrapper
 
     state = STATE
+    tick = cfg.tick
     if cfg.check is None and cfg.on_result is None:
         # Exception types with a deadline: one clock read per call.
         @functools.wraps(fn)
         def timed_wrapper(*args: Any, **kwargs: Any) -> Any:
             start = state.now()
             try:
-                return fn(*args, **kwargs)
+                result = fn(*args, **kwargs)
             except catch as e:
                 exc = e
+            else:
+                tick()
+                return result
             return _run_sync(cfg, fn, args, kwargs, exc, None, start)
 
         return timed_wrapper
@@ -616,6 +666,7 @@ def _wrap_sync(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
             exc = e
         else:
             if on_result is None or not on_result(result):
+                tick()
                 return result
             return _run_sync(cfg, fn, args, kwargs, None, result, start)
         return _run_sync(cfg, fn, args, kwargs, exc, None, start)
@@ -891,6 +942,8 @@ class _BlockRun:
         if not attempt._failed:
             if self.call is not None:
                 self.call.finish("succeeded")
+            else:
+                self.cfg.tick()
             return None
         if not STATE.active:  # only a rejected result gets here when inactive
             return None
@@ -905,6 +958,14 @@ class _BlockRun:
 
     def waited(self) -> float:
         return 0.0 if self.call is None else self.call.waited
+
+    def wait_over(self) -> None:
+        if self.call is not None:
+            self.call.wait_over()
+
+    def abandon(self) -> None:
+        if self.call is not None:
+            self.call.abandon()
 
 
 class RetryBlock:
@@ -936,7 +997,12 @@ class RetryBlock:
             if delay is None:
                 return
             if delay > 0:
-                STATE.sleep(delay)
+                try:
+                    STATE.sleep(delay)
+                except BaseException:
+                    run.abandon()
+                    raise
+            run.wait_over()
             number += 1
 
     def __aiter__(self) -> AsyncIterator[Attempt]:

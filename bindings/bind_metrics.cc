@@ -1,0 +1,181 @@
+// bindings/bind_metrics.cc — the engine's metrics registry and event stream.
+//
+// Python reads snapshots and exports of mulligan::MetricsRegistry::Default()
+// (the registry every engine component of this module reports into) and
+// reports its own calls through Metrics handles. Event listeners are Python
+// callables invoked on the thread that caused the event, with the GIL taken
+// for the call; exceptions they raise are reported as unraisable and never
+// cross into C++.
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include <string>
+
+#include "bindings.h"
+#include "mulligan/metrics.h"
+
+namespace mulligan {
+namespace python {
+namespace {
+
+py::dict HistogramDict(const MetricsSnapshot::Histogram& h) {
+  py::dict d;
+  d["upper_bounds"] = h.upper_bounds;
+  d["counts"] = h.counts;
+  d["count"] = h.count;
+  d["sum"] = h.sum;
+  return d;
+}
+
+py::dict SnapshotDict(const MetricsSnapshot& s) {
+  py::dict d;
+  d["name"] = s.name;
+  d["calls"] = s.calls;
+  d["attempts"] = s.attempts;
+  d["retries"] = s.retries;
+  py::dict by_reason;
+  for (int i = 0; i < kRetryReasonCount; ++i) {
+    by_reason[RetryReasonName(static_cast<RetryReason>(i))] = s.retries_by_reason[i];
+  }
+  d["retries_by_reason"] = by_reason;
+  d["successes"] = s.successes;
+  d["failures"] = s.failures;
+  d["fallbacks"] = s.fallbacks;
+  d["short_circuits"] = s.short_circuits;
+  d["circuit_opens"] = s.circuit_opens;
+  py::list transitions;
+  for (int f = 0; f < 6; ++f) {
+    for (int t = 0; t < 6; ++t) {
+      if (s.transitions[f][t] == 0) continue;
+      transitions.append(py::make_tuple(BreakerStateName(static_cast<BreakerState>(f)),
+                                        BreakerStateName(static_cast<BreakerState>(t)),
+                                        s.transitions[f][t]));
+    }
+  }
+  d["breaker_transitions"] = transitions;
+  d["breaker_state"] = s.breaker_state < 0
+                           ? py::object(py::none())
+                           : py::object(py::str(BreakerStateName(
+                                 static_cast<BreakerState>(s.breaker_state))));
+  d["in_flight"] = s.in_flight;
+  d["waiting_to_retry"] = s.waiting_to_retry;
+  d["call_duration_seconds"] = HistogramDict(s.call_duration_seconds);
+  d["attempts_per_call"] = HistogramDict(s.attempts_per_call);
+  d["retry_delay_seconds"] = HistogramDict(s.retry_delay_seconds);
+  return d;
+}
+
+py::dict EventDict(const Event& e) {
+  py::dict d;
+  d["kind"] = EventKindName(e.kind);
+  d["name"] = std::string(e.name);
+  d["attempt"] = e.attempt;
+  d["delay"] = DurationToSeconds(e.delay);
+  d["error_kind"] = ErrorKindName(e.error);
+  d["http_status"] = e.http_status;
+  d["retry_reason"] = RetryReasonName(e.retry_reason);
+  d["stop_reason"] = StopReasonName(e.stop_reason);
+  d["elapsed"] = DurationToSeconds(e.elapsed);
+  if (e.kind == EventKind::kBreakerTransition) {
+    d["from_state"] = BreakerStateName(e.from);
+    d["to_state"] = BreakerStateName(e.to);
+    d["transition_reason"] = e.transition_reason;
+  }
+  return d;
+}
+
+StopReason ParseStopReason(const std::string& name) {
+  for (int i = 0; i <= static_cast<int>(StopReason::kNotReplaySafe); ++i) {
+    if (name == StopReasonName(static_cast<StopReason>(i))) return static_cast<StopReason>(i);
+  }
+  throw py::value_error("unknown stop reason: " + name);
+}
+
+}  // namespace
+
+void BindMetrics(py::module_& m) {
+  py::class_<Metrics, std::unique_ptr<Metrics, py::nodelete>>(
+      m, "Metrics", "The metrics of one name (owned by the registry; never freed).")
+      .def_property_readonly("name", &Metrics::name)
+      .def("call_started", &Metrics::CallStarted)
+      .def("attempt_failed",
+           [](Metrics& self, int attempt, const Outcome& outcome, const Decision& decision,
+              double elapsed) {
+             self.AttemptFailed(attempt, outcome, decision, SecondsToDuration(elapsed, "elapsed"));
+           },
+           py::arg("attempt"), py::arg("outcome"), py::arg("decision"), py::arg("elapsed"))
+      .def("retry_wait_ended", &Metrics::RetryWaitEnded)
+      .def("short_circuited", &Metrics::ShortCircuited, py::arg("attempt"))
+      .def("call_succeeded",
+           [](Metrics& self, int attempts, double elapsed) {
+             self.CallSucceeded(attempts, SecondsToDuration(elapsed, "elapsed"));
+           },
+           py::arg("attempts"), py::arg("elapsed"))
+      .def("untimed_first_attempt_successes", &Metrics::UntimedFirstAttemptSuccesses,
+           py::arg("count"),
+           "Flushes successes counted on the Python hot path (first attempt, untimed).")
+      .def("call_failed",
+           [](Metrics& self, int attempts, double elapsed, const std::string& stop_reason) {
+             self.CallFailed(attempts, SecondsToDuration(elapsed, "elapsed"),
+                             ParseStopReason(stop_reason));
+           },
+           py::arg("attempts"), py::arg("elapsed"), py::arg("stop_reason"))
+      .def("fallback_used", &Metrics::FallbackUsed)
+      .def("snapshot", [](const Metrics& self) { return SnapshotDict(self.Snapshot()); });
+
+  m.def("metrics", [](const std::string& name) { return MetricsRegistry::Default().Get(name); },
+        py::arg("name"), py::return_value_policy::reference,
+        "Returns the metrics of `name` in the default registry, creating them.");
+  m.def("metrics_snapshot",
+        [] {
+          py::list out;
+          for (const MetricsSnapshot& s : MetricsRegistry::Default().Snapshot()) {
+            out.append(SnapshotDict(s));
+          }
+          return out;
+        },
+        "Snapshots of every name, sorted by name.");
+  m.def("metrics_prometheus", [] { return MetricsRegistry::Default().ToPrometheus(); });
+  m.def("metrics_json", [] { return MetricsRegistry::Default().ToJson(); });
+  m.def("metrics_clear", [] { MetricsRegistry::Default().Clear(); });
+  m.def(
+      "add_event_listener",
+      [](py::function listener, std::vector<std::string> kinds) {
+        uint32_t mask = 0;
+        for (const std::string& kind : kinds) {
+          bool known = false;
+          for (int i = 0; i <= static_cast<int>(EventKind::kShortCircuited); ++i) {
+            if (kind == EventKindName(static_cast<EventKind>(i))) {
+              mask |= 1u << i;
+              known = true;
+            }
+          }
+          if (!known) throw py::value_error("unknown event kind: " + kind);
+        }
+        if (kinds.empty()) mask = ~0u;
+        // The callable is shared so that the C++ copy can be destroyed with
+        // the GIL held (py::function's destructor needs it).
+        auto held = std::shared_ptr<py::function>(new py::function(std::move(listener)),
+                                                  [](py::function* f) {
+                                                    py::gil_scoped_acquire gil;
+                                                    delete f;
+                                                  });
+        return MetricsRegistry::Default().AddListener([held, mask](const Event& e) {
+          if (!(mask & (1u << static_cast<int>(e.kind)))) return;
+          py::gil_scoped_acquire gil;
+          try {
+            (*held)(EventDict(e));
+          } catch (py::error_already_set& error) {
+            error.discard_as_unraisable("mulligan event listener");
+          }
+        });
+      },
+      py::arg("listener"), py::arg("kinds"),
+      "Subscribes `listener(event: dict)` to the events of `kinds` (all when empty); "
+      "returns an id for remove_event_listener.");
+  m.def("remove_event_listener",
+        [](uint64_t id) { return MetricsRegistry::Default().RemoveListener(id); }, py::arg("id"));
+}
+
+}  // namespace python
+}  // namespace mulligan
