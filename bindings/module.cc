@@ -10,5 +10,6 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindRetry(m);
   mulligan::python::BindRetryAfter(m);
   mulligan::python::BindHttp(m);
+  mulligan::python::BindBreaker(m);
   mulligan::python::BindIdempotency(m);
 }

@@ -70,6 +70,13 @@ from ._retry import (
     retry,
     retrying,
 )
+from ._circuit import (
+    BreakerRegistry,
+    BreakerTransition,
+    CircuitBreaker,
+    breakers,
+    circuit_breaker,
+)
 from ._version import __version__
 from . import testing
 
@@ -78,6 +85,9 @@ __all__ = [
     "Attempt",
     "AttemptOutcome",
     "AttemptTimeout",
+    "BreakerRegistry",
+    "BreakerTransition",
+    "CircuitBreaker",
     "CircuitOpenError",
     "Client",
     "ConnectTimeout",
@@ -110,6 +120,8 @@ __all__ = [
     "TransportError",
     "WSGIIdempotencyMiddleware",
     "__version__",
+    "breakers",
+    "circuit_breaker",
     "delete",
     "get",
     "head",

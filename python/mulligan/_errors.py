@@ -141,24 +141,54 @@ class InvalidURL(TransportError, ValueError):
 
 
 class CircuitOpenError(MulliganError):
-    """A circuit breaker refused the call (fail fast; never retried).
+    """A circuit breaker refused the call: its dependency is considered down.
+
+    Raised before the guarded function (or HTTP attempt) runs, so the call
+    costs microseconds instead of a timeout. Never retried: a retry loop that
+    meets it (the breaker is checked before every attempt) stops at once.
 
     Attributes:
-        key: the breaker's key (for the HTTP client, the origin
-            ``scheme://host:port``), or None.
-        retry_in: seconds until the breaker admits a probe (``math.inf`` when
-            forced open).
+        name: the name of the breaker that refused (for the HTTP client, the
+            origin ``scheme://host:port``).
+        key: the same as ``name`` (the registry key).
+        retry_in: seconds until the breaker admits a probe again
+            (``math.inf`` when it was forced open). For a half-open breaker
+            whose probe slots are all taken it is an upper bound: the time
+            until the oldest outstanding probe permit expires.
         attempts: attempts made before the breaker refused (0 when the first
-            was refused).
+            was refused, or when no retry loop was involved).
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(
-        self, message: str, *, key: Optional[str] = None, retry_in: float = 0.0, attempts: int = 0
+        self,
+        message: str,
+        *,
+        name: Optional[str] = None,
+        key: Optional[str] = None,
+        retry_in: float = 0.0,
+        attempts: int = 0,
     ) -> None:
         super().__init__(message)
-        self.key = key
+        self.name = name if name is not None else (key or "")
+        self.key = key if key is not None else name
         self.retry_in = retry_in
         self.attempts = attempts
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_circuit_open, (str(self), dict(self.__dict__)))
+
+
+def _rebuild_circuit_open(message: str, state: dict[str, Any]) -> CircuitOpenError:
+    exc = CircuitOpenError(message)
+    exc.__dict__.update(state)
+    return exc
+
+
+def _circuit_open(name: str, retry_in: float, message: str) -> CircuitOpenError:
+    """Returns the error for a refused call (called by ``_core``)."""
+    return CircuitOpenError(message, name=name, retry_in=retry_in)
 
 
 class HTTPStatusError(MulliganError):

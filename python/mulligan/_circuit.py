@@ -1,0 +1,672 @@
+"""Circuit breakers: :class:`CircuitBreaker`, :func:`circuit_breaker` and :data:`breakers`.
+
+A breaker fails fast while a dependency is down (DESIGN.md section 4): after
+``failure_threshold`` consecutive failures (or a failure rate over a sliding
+window) it opens and refuses calls with :class:`mulligan.CircuitOpenError`;
+after ``reset_timeout`` it lets ``half_open_max_calls`` probes through, and
+closes or reopens on their results. The state machine is the C++ core's; this
+module only acquires a permit before the call and records the result after it::
+
+    import mulligan
+
+    db = mulligan.CircuitBreaker("db", failure_threshold=3, reset_timeout=10.0)
+
+    @db
+    def query(sql: str) -> list[Row]: ...
+
+    @mulligan.circuit_breaker(name="payments")   # shared, by name
+    async def charge(amount: int) -> Receipt: ...
+
+    with db:                                      # or `async with db:`
+        run_block()
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import logging
+import threading
+import weakref
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    Optional,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+    cast,
+)
+
+from . import _core
+from ._errors import CircuitOpenError
+
+__all__ = [
+    "BreakerRegistry",
+    "BreakerTransition",
+    "CircuitBreaker",
+    "CircuitOpenError",
+    "breakers",
+    "circuit_breaker",
+]
+
+LOGGER = logging.getLogger("mulligan")
+
+F = TypeVar("F", bound=Callable[..., Any])
+Seconds = Union[float, int, timedelta]
+ExceptionFilter = Union[
+    Type[BaseException], Tuple[Type[BaseException], ...], Callable[[BaseException], bool]
+]
+
+# Never counted, whatever failure_on says (DESIGN.md section 4): the caller
+# went away, not the dependency. asyncio.CancelledError is a BaseException.
+_NEVER_COUNTED = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError)
+# Timeouts always count as failures (unless ignore_on names them).
+_TIMEOUTS = (TimeoutError, asyncio.TimeoutError)
+
+_SUCCESS, _FAILURE, _IGNORED = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class BreakerTransition:
+    """A state change of a breaker, as given to listeners.
+
+    Attributes:
+        name: the breaker's name.
+        from_state: the state before, one of ``"closed"``, ``"open"``,
+            ``"half_open"``, ``"forced_open"``, ``"disabled"``, ``"metrics_only"``.
+        to_state: the state after.
+        reason: why: ``"failure_threshold"``, ``"failure_rate"``,
+            ``"slow_call_rate"``, ``"reset_timeout_elapsed"``,
+            ``"probe_succeeded"``, ``"probe_failed"``, ``"forced_open"``,
+            ``"disabled"``, ``"metrics_only"``, ``"reset"``, or
+            ``"metrics_only:<condition>"`` for the trip a metrics-only
+            breaker would have made.
+        at: the breaker clock's reading (monotonic seconds) of the call that
+            made the transition.
+
+    .. versionadded:: 0.1.0
+    """
+
+    __slots__ = ("name", "from_state", "to_state", "reason", "at")
+    name: str
+    from_state: str
+    to_state: str
+    reason: str
+    at: float
+
+
+def _seconds(value: Optional[Seconds], field: str, allow_none: bool = False) -> Any:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{field} must be seconds (float) or a timedelta, got {value!r}")
+    return float(value)
+
+
+def _matcher(value: Optional[ExceptionFilter], field: str) -> Callable[[BaseException], bool]:
+    if value is None:
+        return lambda exc: False
+    if isinstance(value, type) and issubclass(value, BaseException):
+        return lambda exc: isinstance(exc, value)
+    if isinstance(value, tuple):
+        for item in value:
+            if not (isinstance(item, type) and issubclass(item, BaseException)):
+                raise TypeError(f"{field} must hold exception types, got {item!r}")
+        return lambda exc: isinstance(exc, value)
+    if callable(value):
+        return cast(Callable[[BaseException], bool], value)
+    raise TypeError(f"{field} must be an exception type, a tuple of them or a predicate")
+
+
+def _core_kwargs(
+    *,
+    failure_threshold: int,
+    window: Optional[str],
+    window_size: int,
+    window_duration: Seconds,
+    window_buckets: int,
+    failure_rate_threshold: float,
+    minimum_calls: int,
+    slow_call_duration: Optional[Seconds],
+    slow_call_rate_threshold: float,
+    reset_timeout: Seconds,
+    reset_timeout_multiplier: float,
+    max_reset_timeout: Seconds,
+    half_open_max_calls: int,
+    permit_timeout: Seconds,
+) -> Dict[str, Any]:
+    return dict(
+        failure_threshold=failure_threshold,
+        window="none" if window is None else window,
+        window_size=window_size,
+        window_duration=_seconds(window_duration, "window_duration"),
+        window_buckets=window_buckets,
+        failure_rate_threshold=float(failure_rate_threshold),
+        minimum_calls=minimum_calls,
+        slow_call_duration=_seconds(slow_call_duration, "slow_call_duration", True),
+        slow_call_rate_threshold=float(slow_call_rate_threshold),
+        reset_timeout=_seconds(reset_timeout, "reset_timeout"),
+        reset_timeout_multiplier=float(reset_timeout_multiplier),
+        max_reset_timeout=_seconds(max_reset_timeout, "max_reset_timeout"),
+        half_open_max_calls=half_open_max_calls,
+        permit_timeout=_seconds(permit_timeout, "permit_timeout"),
+    )
+
+
+def _log_transition(t: BreakerTransition) -> None:
+    level = logging.WARNING if t.to_state in ("open", "forced_open") else logging.INFO
+    if LOGGER.isEnabledFor(level):
+        LOGGER.log(
+            level,
+            "mulligan: circuit breaker %r %s -> %s (%s)",
+            t.name,
+            t.from_state,
+            t.to_state,
+            t.reason,
+            extra={
+                "mulligan_event": "breaker_transition",
+                "mulligan_breaker": t.name,
+                "mulligan_from_state": t.from_state,
+                "mulligan_to_state": t.to_state,
+                "mulligan_reason": t.reason,
+                "mulligan_at": t.at,
+            },
+        )
+
+
+def _make_hook(owner: "CircuitBreaker") -> Callable[[str, str, str, str, float], None]:
+    # A weak reference: the core breaker holds this hook, and a strong one
+    # would make a cycle through C++ that the garbage collector cannot see.
+    ref = weakref.ref(owner)
+
+    def hook(name: str, from_state: str, to_state: str, reason: str, at: float) -> None:
+        transition = BreakerTransition(name, from_state, to_state, reason, at)
+        try:
+            _log_transition(transition)
+        except Exception:  # a broken logging handler must not break the call
+            pass
+        breaker = ref()
+        if breaker is None:
+            return
+        for listener in tuple(breaker._listeners):
+            try:
+                listener(transition)
+            except Exception:
+                # Never let a listener's exception reach the caller (or C++).
+                LOGGER.exception(
+                    "mulligan: circuit breaker %r listener %r raised",
+                    name,
+                    listener,
+                    extra={"mulligan_event": "breaker_listener_error", "mulligan_breaker": name},
+                )
+
+    return hook
+
+
+class CircuitBreaker:
+    """A circuit breaker for one dependency; a decorator and a context manager.
+
+    Decorate a function or a coroutine function (``@breaker``), or guard a
+    block (``with breaker:`` / ``async with breaker:``). Before each call the
+    breaker is asked for a permit; when it refuses,
+    :class:`mulligan.CircuitOpenError` is raised without running the call.
+    After the call its result is recorded:
+
+    - a return is a success;
+    - an exception matching ``ignore_on`` is ignored (neither success nor
+      failure; it frees a half-open probe slot);
+    - a timeout (:class:`TimeoutError`, :class:`asyncio.TimeoutError`) is a
+      failure;
+    - an exception matching ``failure_on`` is a failure;
+    - any other exception is ignored, and so are KeyboardInterrupt,
+      SystemExit, GeneratorExit and asyncio.CancelledError, always.
+
+    For a coroutine function the result is that of the awaited call: an
+    exception raised inside the coroutine counts.
+
+    Args:
+        name: the breaker's name, used in errors, logs and listener events.
+            Default ``"default"``.
+        failure_threshold: consecutive failures that open the breaker
+            (0 disables this condition; then a window is required). Default 5.
+        window: ``None`` (default), ``"count"`` (the last ``window_size``
+            calls) or ``"time"`` (the calls of the last ``window_duration``
+            seconds, in ``window_buckets`` buckets): trip when the failure
+            rate reaches ``failure_rate_threshold`` percent (default 50) once
+            ``minimum_calls`` (default 10) are in the window.
+        window_size: default 100. window_duration: default 60 s.
+        window_buckets: default 10.
+        slow_call_duration: calls lasting at least this many seconds are slow;
+            trip when the slow rate reaches ``slow_call_rate_threshold``
+            percent (default 100). Requires a window. Default None.
+        reset_timeout: seconds the breaker stays open before probing.
+            Default 30 s.
+        reset_timeout_multiplier: growth of the open period on repeated trips
+            (default 1, no growth), capped at ``max_reset_timeout`` (300 s).
+        half_open_max_calls: probes admitted at once when half-open, and the
+            successes that close it. Default 1.
+        permit_timeout: a probe permit never recorded stops holding its slot
+            after this many seconds. Default 60 s.
+        failure_on: what counts as a failure: an exception type, a tuple of
+            types, or a predicate on the exception. Default :class:`Exception`.
+        ignore_on: exceptions that never count (terminal ones, such as a 404
+            error), as for ``failure_on``. Default None.
+        clock: a callable returning monotonic seconds (for tests, e.g.
+            ``mulligan.testing.FakeClock().monotonic``). Default None: the
+            core reads the monotonic clock itself (the same clock as
+            :func:`time.monotonic`), which is the fast path.
+
+    Raises:
+        ValueError: an option is out of range (the message names it).
+        TypeError: an option has the wrong type.
+
+    Thread-safety: one breaker may guard calls from many threads and tasks.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(
+        self,
+        name: str = "default",
+        *,
+        failure_threshold: int = 5,
+        window: Optional[str] = None,
+        window_size: int = 100,
+        window_duration: Seconds = 60.0,
+        window_buckets: int = 10,
+        failure_rate_threshold: float = 50.0,
+        minimum_calls: int = 10,
+        slow_call_duration: Optional[Seconds] = None,
+        slow_call_rate_threshold: float = 100.0,
+        reset_timeout: Seconds = 30.0,
+        reset_timeout_multiplier: float = 1.0,
+        max_reset_timeout: Seconds = 300.0,
+        half_open_max_calls: int = 1,
+        permit_timeout: Seconds = 60.0,
+        failure_on: ExceptionFilter = Exception,
+        ignore_on: Optional[ExceptionFilter] = None,
+        clock: Optional[Callable[[], float]] = None,
+    ) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {name!r}")
+        kwargs = _core_kwargs(
+            failure_threshold=failure_threshold,
+            window=window,
+            window_size=window_size,
+            window_duration=window_duration,
+            window_buckets=window_buckets,
+            failure_rate_threshold=failure_rate_threshold,
+            minimum_calls=minimum_calls,
+            slow_call_duration=slow_call_duration,
+            slow_call_rate_threshold=slow_call_rate_threshold,
+            reset_timeout=reset_timeout,
+            reset_timeout_multiplier=reset_timeout_multiplier,
+            max_reset_timeout=max_reset_timeout,
+            half_open_max_calls=half_open_max_calls,
+            permit_timeout=permit_timeout,
+        )
+        self._init(_core.CircuitBreaker(name, **kwargs), failure_on, ignore_on, clock)
+
+    @classmethod
+    def _wrap(
+        cls,
+        core: Any,
+        failure_on: ExceptionFilter = Exception,
+        ignore_on: Optional[ExceptionFilter] = None,
+        clock: Optional[Callable[[], float]] = None,
+    ) -> "CircuitBreaker":
+        self = cls.__new__(cls)
+        self._init(core, failure_on, ignore_on, clock)
+        return self
+
+    def _init(
+        self,
+        core: Any,
+        failure_on: ExceptionFilter,
+        ignore_on: Optional[ExceptionFilter],
+        clock: Optional[Callable[[], float]],
+    ) -> None:
+        if clock is not None and not callable(clock):
+            raise TypeError("clock must be a callable returning monotonic seconds")
+        self._core = core
+        self._guard = core.guard()
+        self._clock = clock
+        self._failure_on = _matcher(failure_on, "failure_on")
+        self._ignore_on = _matcher(ignore_on, "ignore_on")
+        self._listeners: list[Callable[[BreakerTransition], Any]] = []
+        self._lock = threading.Lock()
+        self._permits: contextvars.ContextVar[Tuple[Any, ...]] = contextvars.ContextVar(
+            f"mulligan_breaker_{id(self)}", default=()
+        )
+        core.set_hook(_make_hook(self))
+
+    # -- the acquire/record hooks, also used by the retry layer ---------------
+
+    def _now(self) -> Optional[float]:
+        clock = self._clock
+        return None if clock is None else clock()
+
+    def _acquire(self, now: Optional[float] = None) -> Any:
+        """Returns a permit for one call, or raises CircuitOpenError.
+
+        ``now`` is monotonic seconds; None reads the breaker's clock.
+        """
+        if now is None and self._clock is not None:
+            now = self._clock()
+        return self._guard.acquire(now)
+
+    def _classify(self, exc: Optional[BaseException]) -> int:
+        """Returns 0 (success), 1 (failure) or 2 (ignored) for a call's end."""
+        if exc is None:
+            return _SUCCESS
+        if isinstance(exc, _NEVER_COUNTED) or self._ignore_on(exc):
+            return _IGNORED
+        if isinstance(exc, _TIMEOUTS) or self._failure_on(exc):
+            return _FAILURE
+        return _IGNORED
+
+    def _record(self, permit: Any, result: int, now: Optional[float] = None) -> None:
+        """Records a permit's result: 0 success, 1 failure, 2 ignored."""
+        if now is None and self._clock is not None:
+            now = self._clock()
+        guard = self._guard
+        if result == _SUCCESS:
+            guard.success(permit, now)
+        elif result == _FAILURE:
+            guard.failure(permit, now)
+        else:
+            guard.ignored(permit, now)
+
+    def _record_exception(self, permit: Any, exc: Optional[BaseException]) -> None:
+        self._record(permit, self._classify(exc))
+
+    # -- decorator ---------------------------------------------------------
+
+    def __call__(self, fn: F) -> F:
+        """Guards `fn` (a function or a coroutine function) with this breaker."""
+        if not callable(fn):
+            raise TypeError(f"CircuitBreaker decorates callables, got {fn!r}")
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise TypeError(
+                "a circuit breaker cannot decorate a generator function: "
+                "guard the code that consumes it instead"
+            )
+        guard = self._guard
+        acquire = guard.acquire
+        success = guard.success
+        record_exception = self._record_exception
+        clock = self._clock
+
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                permit = acquire(None if clock is None else clock())
+                try:
+                    result = await fn(*args, **kwargs)
+                except BaseException as exc:
+                    record_exception(permit, exc)
+                    raise
+                success(permit, None if clock is None else clock())
+                return result
+
+            async_wrapper.breaker = self  # type: ignore[attr-defined]
+            return cast(F, async_wrapper)
+
+        if clock is None:
+            # The hot path: two raw native calls around the user's call.
+            @functools.wraps(fn)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                permit = acquire()
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException as exc:
+                    record_exception(permit, exc)
+                    raise
+                success(permit)
+                return result
+
+        else:
+
+            @functools.wraps(fn)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                permit = acquire(clock())
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException as exc:
+                    record_exception(permit, exc)
+                    raise
+                success(permit, clock())
+                return result
+
+        wrapper.breaker = self  # type: ignore[attr-defined]
+        return cast(F, wrapper)
+
+    # -- context manager ---------------------------------------------------
+
+    def __enter__(self) -> "CircuitBreaker":
+        permit = self._acquire()
+        self._permits.set(self._permits.get() + (permit,))
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
+        stack = self._permits.get()
+        permit = stack[-1]
+        self._permits.set(stack[:-1])
+        self._record(permit, self._classify(exc))
+
+    async def __aenter__(self) -> "CircuitBreaker":
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    # -- state, counts, manual control ----------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The breaker's name."""
+        return cast(str, self._core.name)
+
+    @property
+    def state(self) -> str:
+        """The state now: ``"closed"``, ``"open"``, ``"half_open"``,
+        ``"forced_open"``, ``"disabled"`` or ``"metrics_only"``.
+
+        An open breaker whose reset timeout has elapsed reads ``"half_open"``.
+        """
+        return cast(str, self._core.state(self._now()))
+
+    @property
+    def time_until_probe(self) -> float:
+        """Seconds until a call may be admitted: 0.0 when one would be now,
+        ``math.inf`` when forced open."""
+        return cast(float, self._core.time_until_probe(self._now()))
+
+    @property
+    def counts(self) -> Dict[str, Any]:
+        """Counters for metrics: ``calls``, ``successes``, ``failures``,
+        ``ignored``, ``slow``, ``rejected``, ``consecutive_failures``,
+        ``window_calls``, ``window_failure_rate``, ``window_slow_rate``
+        (rates in percent). Cumulative since creation or the last reset."""
+        return cast(Dict[str, Any], self._core.counts(self._now()))
+
+    @property
+    def options(self) -> Dict[str, Any]:
+        """The breaker's configuration (durations in seconds)."""
+        return cast(Dict[str, Any], self._core.options())
+
+    def force_open(self) -> None:
+        """Refuses every call until :meth:`reset` (or another manual state)."""
+        self._core.force_open(self._now())
+
+    def disable(self) -> None:
+        """Admits every call and keeps counting, but never trips."""
+        self._core.disable(self._now())
+
+    def metrics_only(self) -> None:
+        """Admits every call; reports (logs, listeners) the trips it would make."""
+        self._core.metrics_only(self._now())
+
+    def reset(self) -> None:
+        """Returns to closed and clears every counter."""
+        self._core.reset(self._now())
+
+    # -- listeners -----------------------------------------------------------
+
+    def add_listener(
+        self, listener: Callable[[BreakerTransition], Any]
+    ) -> Callable[[BreakerTransition], Any]:
+        """Calls ``listener(transition)`` on every state change; returns it.
+
+        Listeners run with the GIL on the thread whose call made the
+        transition, after the breaker's lock is released. An exception from
+        a listener is logged on the ``mulligan`` logger and swallowed.
+        """
+        if not callable(listener):
+            raise TypeError("listener must be callable")
+        with self._lock:
+            self._listeners = self._listeners + [listener]
+        return listener
+
+    def remove_listener(self, listener: Callable[[BreakerTransition], Any]) -> bool:
+        """Removes a listener; returns False when it was not added."""
+        with self._lock:
+            if listener not in self._listeners:
+                return False
+            listeners = list(self._listeners)
+            listeners.remove(listener)
+            self._listeners = listeners
+        return True
+
+    def __repr__(self) -> str:
+        return f"<mulligan.CircuitBreaker {self.name!r} {self.state}>"
+
+
+class BreakerRegistry:
+    """Breakers by name with one shared configuration (Polly's registry).
+
+    :meth:`get` returns the breaker for a name, creating it on first use; a
+    later lookup never resets or reconfigures it. The registry holds at most
+    ``max_breakers`` core breakers: when full, the least recently used idle
+    closed one no Python object refers to is evicted. Iterating yields the
+    live breakers, most recently used first (for metrics).
+
+    Args:
+        max_breakers: the bound. Default 10,000.
+        **options: the :class:`CircuitBreaker` options every breaker gets
+            (``failure_on``, ``ignore_on`` and ``clock`` included).
+
+    Thread-safety: thread-safe.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, *, max_breakers: int = 10000, **options: Any) -> None:
+        self._max_breakers = max_breakers
+        self._configure(options)
+
+    def _configure(self, options: Dict[str, Any]) -> None:
+        options = dict(options)
+        self._failure_on = options.pop("failure_on", Exception)
+        self._ignore_on = options.pop("ignore_on", None)
+        self._clock = options.pop("clock", None)
+        _matcher(self._failure_on, "failure_on")
+        _matcher(self._ignore_on, "ignore_on")
+        defaults = inspect.signature(CircuitBreaker.__init__).parameters
+        unknown = set(options) - set(defaults)
+        if unknown:
+            raise TypeError(f"unknown breaker options: {sorted(unknown)}")
+        skip = ("self", "name", "failure_on", "ignore_on", "clock")
+        core_options = {k: v.default for k, v in defaults.items() if k not in skip}
+        core_options.update(options)
+        self._options = options
+        self._core = _core.BreakerRegistry(
+            max_breakers=self._max_breakers, **_core_kwargs(**core_options)
+        )
+        self._lock = threading.Lock()
+        self._live: "weakref.WeakValueDictionary[str, CircuitBreaker]" = (
+            weakref.WeakValueDictionary()
+        )
+
+    def configure(self, *, max_breakers: Optional[int] = None, **options: Any) -> None:
+        """Replaces the shared configuration (for breakers created later).
+
+        Existing breakers are dropped from the registry: callers holding them
+        keep them, and the next lookup of their name builds a new one.
+        """
+        with self._lock:
+            if max_breakers is not None:
+                self._max_breakers = max_breakers
+            self._configure(options)
+
+    def get(self, name: str) -> CircuitBreaker:
+        """Returns the breaker named `name`, creating it when there is none.
+
+        Raises:
+            ValueError: `name` is empty.
+            mulligan.MulliganError: the registry is full of breakers in use.
+        """
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {name!r}")
+        with self._lock:
+            breaker = self._live.get(name)
+            if breaker is None:
+                breaker = CircuitBreaker._wrap(
+                    self._core.get(name), self._failure_on, self._ignore_on, self._clock
+                )
+                self._live[name] = breaker
+            return breaker
+
+    def find(self, name: str) -> Optional[CircuitBreaker]:
+        """Returns the breaker named `name`, or None; never creates one."""
+        with self._lock:
+            breaker = self._live.get(name)
+            if breaker is None:
+                core = self._core.find(name)
+                if core is None:
+                    return None
+                breaker = CircuitBreaker._wrap(core, self._failure_on, self._ignore_on, self._clock)
+                self._live[name] = breaker
+            return breaker
+
+    def __iter__(self) -> Iterator[CircuitBreaker]:
+        for name in self._core.names():
+            breaker = self.find(name)
+            if breaker is not None:
+                yield breaker
+
+    def __len__(self) -> int:
+        return len(self._core)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._core.find(name) is not None
+
+
+#: The process-wide registry used by :func:`circuit_breaker`.
+breakers = BreakerRegistry()
+
+
+def circuit_breaker(name: str) -> CircuitBreaker:
+    """Returns the shared breaker `name` of :data:`mulligan.breakers`.
+
+    Use it as a decorator (``@mulligan.circuit_breaker(name="db")``) or a
+    context manager. Every use of one name gets the same breaker, built with
+    the registry's shared configuration (set it with
+    ``mulligan.breakers.configure(...)``); a new lookup never resets it.
+
+    .. versionadded:: 0.1.0
+    """
+    return breakers.get(name)
