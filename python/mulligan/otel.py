@@ -1,0 +1,123 @@
+"""An OpenTelemetry bridge for mulligan's metrics and retries (optional extra).
+
+Install with ``pip install "mulligan[opentelemetry]"``, configure a
+``MeterProvider`` as usual, then::
+
+    import mulligan.otel
+    bridge = mulligan.otel.instrument()     # the global meter provider
+
+It registers observable instruments read from the engine at each collection:
+``mulligan.calls``, ``mulligan.attempts``, ``mulligan.retries`` (attribute
+``mulligan.retry.reason``), ``mulligan.successes``, ``mulligan.failures``,
+``mulligan.fallbacks``, ``mulligan.short_circuits`` (counters),
+``mulligan.calls.in_flight`` and ``mulligan.calls.waiting_to_retry`` (gauges),
+each with the attribute ``mulligan.name``. Following the HTTP semantic
+conventions, every retry scheduled while a span is recording sets
+``http.request.resend_count`` on that span to the number of the attempt about
+to be sent minus one (attribute defined by OpenTelemetry's HTTP client span
+conventions).
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Optional
+
+from opentelemetry import metrics, trace
+from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
+
+from . import _metrics
+from ._version import __version__
+
+__all__ = ["OtelBridge", "instrument"]
+
+RESEND_COUNT = "http.request.resend_count"
+
+
+class OtelBridge:
+    """The registered instruments and span hook; :meth:`uninstrument` removes the hook."""
+
+    def __init__(self, meter: Meter, tag_spans: bool) -> None:
+        self.meter = meter
+        self._listener_id = 0
+
+        def counter(key: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+            def observe(_: CallbackOptions) -> Iterable[Observation]:
+                return [
+                    Observation(int(s[key]), {"mulligan.name": s["name"]})
+                    for s in _metrics.metrics_snapshot()
+                ]
+
+            return observe
+
+        for key, description in (
+            ("calls", "Logical calls started."),
+            ("attempts", "Attempts made by finished calls."),
+            ("successes", "Calls that finally succeeded."),
+            ("failures", "Calls that gave up or were refused."),
+            ("fallbacks", "Failed calls answered by a fallback."),
+            ("short_circuits", "Attempts refused by an open circuit breaker."),
+        ):
+            meter.create_observable_counter(
+                f"mulligan.{key}", callbacks=[counter(key)], unit="{call}", description=description
+            )
+
+        def retries(_: CallbackOptions) -> Iterable[Observation]:
+            return [
+                Observation(int(count), {"mulligan.name": s["name"], "mulligan.retry.reason": reason})
+                for s in _metrics.metrics_snapshot()
+                for reason, count in s["retries_by_reason"].items()
+            ]
+
+        meter.create_observable_counter(
+            "mulligan.retries", callbacks=[retries], unit="{retry}", description="Retries, by reason."
+        )
+
+        def gauge(key: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+            def observe(_: CallbackOptions) -> Iterable[Observation]:
+                return [
+                    Observation(int(s[key]), {"mulligan.name": s["name"]})
+                    for s in _metrics.metrics_snapshot()
+                ]
+
+            return observe
+
+        meter.create_observable_up_down_counter(
+            "mulligan.calls.in_flight", callbacks=[gauge("in_flight")], unit="{call}"
+        )
+        meter.create_observable_up_down_counter(
+            "mulligan.calls.waiting_to_retry", callbacks=[gauge("waiting_to_retry")], unit="{call}"
+        )
+        if tag_spans:
+            self._listener_id = _metrics.add_event_listener(self._on_retry, ["retry_scheduled"])
+
+    @staticmethod
+    def _on_retry(event: dict[str, Any]) -> None:
+        span = trace.get_current_span()
+        if span.is_recording():
+            # The attempt that failed is `attempt`; the next request is its
+            # `attempt`-th resend.
+            span.set_attribute(RESEND_COUNT, int(event["attempt"]))
+
+    def uninstrument(self) -> None:
+        """Stops tagging spans (observable instruments live as long as their meter)."""
+        if self._listener_id:
+            _metrics.remove_event_listener(self._listener_id)
+            self._listener_id = 0
+
+
+def instrument(meter_provider: Optional[MeterProvider] = None, *, tag_spans: bool = True) -> OtelBridge:
+    """Registers mulligan's instruments on a meter of ``meter_provider``.
+
+    Args:
+        meter_provider: the provider to use; the global one when None.
+        tag_spans: set ``http.request.resend_count`` on the current span when
+            a retry is scheduled.
+
+    Returns:
+        The :class:`OtelBridge`.
+    """
+    provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
+    meter = provider.get_meter("mulligan", __version__)
+    return OtelBridge(meter, tag_spans)
