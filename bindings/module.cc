@@ -11,5 +11,6 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindRetryAfter(m);
   mulligan::python::BindHttp(m);
   mulligan::python::BindBreaker(m);
+  mulligan::python::BindMetrics(m);
   mulligan::python::BindIdempotency(m);
 }

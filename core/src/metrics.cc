@@ -213,6 +213,14 @@ void Metrics::CallFailed(int attempts, Duration elapsed, StopReason stop_reason)
   Emit(event);
 }
 
+void Metrics::UntimedFirstAttemptSuccesses(uint64_t count) {
+  Shard& shard = LocalShard();
+  Bump(shard.calls, count);
+  Bump(shard.successes, count);
+  Bump(shard.attempts, count);
+  Bump(shard.attempt_buckets[0], count);
+}
+
 void Metrics::FallbackUsed() {
   Bump(LocalShard().fallbacks);
   Event event;
@@ -283,7 +291,7 @@ MetricsSnapshot Metrics::Snapshot() const {
   const uint64_t finished = s.successes + s.failures;
   s.in_flight = static_cast<int64_t>(s.calls) - static_cast<int64_t>(finished);
   s.waiting_to_retry = static_cast<int64_t>(s.retries) - static_cast<int64_t>(waits_ended);
-  s.call_duration_seconds.count = finished;
+  for (uint64_t n : s.call_duration_seconds.counts) s.call_duration_seconds.count += n;
   s.call_duration_seconds.sum = static_cast<double>(duration_ns) / 1e9;
   s.retry_delay_seconds.count = s.retries;
   s.retry_delay_seconds.sum = static_cast<double>(delay_ns) / 1e9;

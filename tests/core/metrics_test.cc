@@ -213,3 +213,24 @@ TEST(MetricsTest, ClearDetachesButKeepsPointersValid) {
 
 }  // namespace
 }  // namespace mulligan
+
+namespace mulligan {
+namespace {
+
+TEST(MetricsTest, UntimedSuccessesCountAsCallsButNotAsDurations) {
+  MetricsRegistry registry;
+  Metrics* m = registry.Get("py");
+  m->UntimedFirstAttemptSuccesses(41);
+  m->CallStarted();
+  m->CallSucceeded(1, std::chrono::milliseconds(3));
+  MetricsSnapshot s = m->Snapshot();
+  EXPECT_EQ(s.calls, 42u);
+  EXPECT_EQ(s.successes, 42u);
+  EXPECT_EQ(s.attempts, 42u);
+  EXPECT_EQ(s.attempts_per_call.count, 42u);
+  EXPECT_EQ(s.call_duration_seconds.count, 1u);
+  EXPECT_EQ(s.in_flight, 0);
+}
+
+}  // namespace
+}  // namespace mulligan

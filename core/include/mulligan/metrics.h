@@ -169,6 +169,11 @@ class Metrics {
   // `attempts` attempts, `elapsed` after its first attempt started.
   void CallSucceeded(int attempts, Duration elapsed);
   void CallFailed(int attempts, Duration elapsed, StopReason stop_reason);
+  // Records `count` calls that started and succeeded on their first attempt
+  // without being timed (front ends that count successes on their hot path
+  // and flush them in bulk). They add to calls, attempts, successes and the
+  // attempts-per-call histogram, not to the call-duration histogram.
+  void UntimedFirstAttemptSuccesses(uint64_t count);
   // A fallback answered a failed call (call CallFailed too).
   void FallbackUsed();
   // A breaker reporting under this name changed state.
