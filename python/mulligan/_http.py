@@ -93,18 +93,26 @@ class Headers(Mapping[str, str]):
     order first received.
     """
 
-    __slots__ = ("_fields", "_index")
+    __slots__ = ("_fields", "_index_cache")
 
     def __init__(self, fields: Iterable[tuple[str, str]] = ()) -> None:
         self._fields: tuple[tuple[str, str], ...] = tuple(fields)
-        index: dict[str, tuple[str, list[str]]] = {}
-        for name, value in self._fields:
-            entry = index.get(name.lower())
-            if entry is None:
-                index[name.lower()] = (name, [value])
-            else:
-                entry[1].append(value)
-        self._index = index
+        # Built on first use: most responses are never looked into.
+        self._index_cache: Optional[dict[str, tuple[str, list[str]]]] = None
+
+    @property
+    def _index(self) -> dict[str, tuple[str, list[str]]]:
+        index = self._index_cache
+        if index is None:
+            index = {}
+            for name, value in self._fields:
+                entry = index.get(name.lower())
+                if entry is None:
+                    index[name.lower()] = (name, [value])
+                else:
+                    entry[1].append(value)
+            self._index_cache = index
+        return index
 
     def __getitem__(self, name: str) -> str:
         if not isinstance(name, str):
@@ -232,7 +240,19 @@ class Response:
         return f"<Response [{self.status_code}] attempts={self.attempts}>"
 
 
+@functools.lru_cache(maxsize=1024)
+def _check_url_cached(url: str) -> str:
+    return _check_url_uncached(url)
+
+
 def _check_url(url: Any) -> str:
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, got {type(url).__name__}")
+    # Valid URLs are remembered (a bad one raises and is not cached).
+    return _check_url_cached(url)
+
+
+def _check_url_uncached(url: Any) -> str:
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, got {type(url).__name__}")
     if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in url):
@@ -330,6 +350,7 @@ class RetryEvent:
 _HttpRetryHook = Callable[[RetryEvent], Any]
 ParamsInput = Union[Mapping[str, Any], Iterable[tuple[str, Any]], str, None]
 _UNSET: Any = object()
+_COMMON_METHODS = frozenset(("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"))
 
 
 def _with_params(url: str, params: ParamsInput) -> str:
@@ -427,7 +448,8 @@ class _ClientBase:
         self._on_retry = on_retry
         self._default_headers = _check_headers(headers)
         # Validates the defaults now rather than at the first request.
-        self._policy_for({})
+        self._default_policy: Any = None
+        self._default_policy = self._policy_for({})
         self._native_args: dict[str, Any] = dict(
             attempt_timeout=30.0,
             connect_timeout=float(connect_timeout),
@@ -442,6 +464,8 @@ class _ClientBase:
         self._closed = False
 
     def _policy_for(self, overrides: dict[str, Any]) -> Any:
+        if self._default_policy is not None and all(v is _UNSET for v in overrides.values()):
+            return self._default_policy
         o = {k: (overrides[k] if overrides.get(k, _UNSET) is not _UNSET else v) for k, v in self._defaults.items()}
         attempts = o["attempts"]
         if isinstance(attempts, bool) or not isinstance(attempts, int):
@@ -470,10 +494,13 @@ class _ClientBase:
     ) -> tuple[str, list[tuple[str, bytes]], bytes, Optional[str]]:
         if self._closed:
             raise RuntimeError("this client is closed")
-        if not isinstance(method, str) or not method or not all(c in _TOKEN_CHARS for c in method):
+        if method not in _COMMON_METHODS and (
+            not isinstance(method, str) or not method or not all(c in _TOKEN_CHARS for c in method)
+        ):
             raise ValueError(f"invalid HTTP method {method!r}")
         _check_url(url)
-        url = _with_params(url, params)
+        if params is not None:
+            url = _with_params(url, params)
         pairs = _check_headers(headers)
         if self._default_headers:
             given = {name.lower() for name, _ in pairs}
@@ -644,18 +671,30 @@ class Client(_ClientBase):
             mulligan.RetriesExhausted: only with ``raise_on_give_up=True``.
         """
         url, pairs, body, key = self._prepare(method, url, params, data, json, headers, idempotency_key)
-        policy = self._policy_for(
-            {
-                "attempts": attempts,
-                "timeout": timeout,
-                "deadline": deadline,
-                "backoff": backoff,
-                "base_delay": base_delay,
-                "max_delay": max_delay,
-                "retry_after_max": retry_after_max,
-                "retry_on": retry_on,
-            }
-        )
+        if (
+            attempts is _UNSET
+            and timeout is _UNSET
+            and deadline is _UNSET
+            and backoff is _UNSET
+            and base_delay is _UNSET
+            and max_delay is _UNSET
+            and retry_after_max is _UNSET
+            and retry_on is _UNSET
+        ):
+            policy = self._default_policy
+        else:
+            policy = self._policy_for(
+                {
+                    "attempts": attempts,
+                    "timeout": timeout,
+                    "deadline": deadline,
+                    "backoff": backoff,
+                    "base_delay": base_delay,
+                    "max_delay": max_delay,
+                    "retry_after_max": retry_after_max,
+                    "retry_on": retry_on,
+                }
+            )
         hook = on_retry if on_retry is not None else self._on_retry
         native_hook = None
         if hook is not None:
