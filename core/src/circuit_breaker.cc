@@ -20,6 +20,8 @@
 // Listeners are invoked after mu_ is released, from a copy-on-write snapshot.
 #include "mulligan/circuit_breaker.h"
 
+#include "mulligan/metrics.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -316,6 +318,16 @@ CircuitBreaker::CircuitBreaker(const CircuitBreakerOptions& options)
   if (options.window != WindowKind::kNone) {
     window_ = std::make_unique<internal::BreakerWindow>(options);
   }
+  const std::string& label = options.metrics_name.empty() ? options.name : options.metrics_name;
+  if (options.report_metrics && !label.empty()) {
+    metrics_ = MetricsRegistry::Default().Get(label);
+    metrics_->SetBreakerState(BreakerState::kClosed);
+  }
+}
+
+void CircuitBreaker::RejectedOne() {
+  rejected_.fetch_add(1, std::memory_order_relaxed);
+  if (metrics_ != nullptr) metrics_->ShortCircuited(0);
 }
 
 CircuitBreaker::~CircuitBreaker() = default;
@@ -745,6 +757,7 @@ bool CircuitBreaker::RemoveListener(uint64_t id) {
 
 void CircuitBreaker::Notify(const Pending& pending) {
   if (!pending) return;
+  if (metrics_ != nullptr) metrics_->BreakerTransitioned(pending->from, pending->to, pending->reason);
   std::shared_ptr<const Listeners::List> list;
   {
     std::lock_guard<std::mutex> lock(listeners_->mu);

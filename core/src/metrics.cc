@@ -305,7 +305,8 @@ struct MetricsRegistry::Listeners {
   std::vector<std::pair<uint64_t, EventListener>> entries;
 };
 
-MetricsRegistry::MetricsRegistry() : listeners_(std::make_shared<Listeners>()) {}
+MetricsRegistry::MetricsRegistry(size_t max_names)
+    : max_names_(max_names == 0 ? 1 : max_names), listeners_(std::make_shared<Listeners>()) {}
 MetricsRegistry::~MetricsRegistry() = default;
 
 MetricsRegistry& MetricsRegistry::Default() {
@@ -315,10 +316,18 @@ MetricsRegistry& MetricsRegistry::Default() {
 
 Metrics* MetricsRegistry::Get(std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& m : metrics_) {
-    if (m->name() == name) return m.get();
+  std::string key(name);
+  auto it = by_name_.find(key);
+  if (it != by_name_.end()) return it->second;
+  if (by_name_.size() >= max_names_) {
+    if (overflow_ == nullptr) {
+      metrics_.push_back(std::unique_ptr<Metrics>(new Metrics(kOverflowName, this)));
+      overflow_ = metrics_.back().get();
+    }
+    return overflow_;
   }
-  metrics_.push_back(std::unique_ptr<Metrics>(new Metrics(std::string(name), this)));
+  metrics_.push_back(std::unique_ptr<Metrics>(new Metrics(key, this)));
+  by_name_.emplace(std::move(key), metrics_.back().get());
   return metrics_.back().get();
 }
 
@@ -340,6 +349,8 @@ void MetricsRegistry::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& m : metrics_) detached_.push_back(std::move(m));
   metrics_.clear();
+  by_name_.clear();
+  overflow_ = nullptr;
 }
 
 uint64_t MetricsRegistry::AddListener(EventListener listener) {

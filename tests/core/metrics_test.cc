@@ -234,3 +234,61 @@ TEST(MetricsTest, UntimedSuccessesCountAsCallsButNotAsDurations) {
 
 }  // namespace
 }  // namespace mulligan
+
+namespace mulligan {
+namespace {
+
+TEST(MetricsTest, NamesBeyondTheBoundMergeIntoOverflow) {
+  MetricsRegistry registry(3);
+  Metrics* a = registry.Get("a");
+  registry.Get("b");
+  registry.Get("c");
+  Metrics* d = registry.Get("d");
+  Metrics* e = registry.Get("e");
+  EXPECT_EQ(d, e);
+  EXPECT_EQ(d->name(), MetricsRegistry::kOverflowName);
+  EXPECT_EQ(registry.Get("a"), a);
+  d->CallStarted();
+  e->CallStarted();
+  std::vector<MetricsSnapshot> all = registry.Snapshot();
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].name, "_overflow");
+  EXPECT_EQ(all[0].calls, 2u);
+}
+
+}  // namespace
+}  // namespace mulligan
+
+namespace mulligan {
+namespace {
+
+TEST(MetricsTest, BreakersReportTransitionsStateAndRefusals) {
+  CircuitBreakerOptions options;
+  options.name = "metrics-test-breaker";
+  options.failure_threshold = 2;
+  std::unique_ptr<CircuitBreaker> breaker = std::move(CircuitBreaker::Create(options)).value();
+  Metrics* m = MetricsRegistry::Default().Get("metrics-test-breaker");
+  EXPECT_EQ(m->Snapshot().breaker_state, static_cast<int>(BreakerState::kClosed));
+  const TimePoint t0{std::chrono::seconds(10)};
+  for (int i = 0; i < 2; ++i) {
+    Admission a = breaker->Acquire(t0);
+    ASSERT_TRUE(a.admitted());
+    breaker->Record(a.permit, CallResult::kFailure, Duration::zero(), t0);
+  }
+  EXPECT_FALSE(breaker->Acquire(t0).admitted());
+  EXPECT_FALSE(breaker->Acquire(t0).admitted());
+  MetricsSnapshot s = m->Snapshot();
+  EXPECT_EQ(s.breaker_state, static_cast<int>(BreakerState::kOpen));
+  EXPECT_EQ(s.circuit_opens, 1u);
+  EXPECT_EQ(s.short_circuits, 2u);
+
+  options.name = "silent-breaker";
+  options.report_metrics = false;
+  std::unique_ptr<CircuitBreaker> silent = std::move(CircuitBreaker::Create(options)).value();
+  for (const MetricsSnapshot& snap : MetricsRegistry::Default().Snapshot()) {
+    EXPECT_NE(snap.name, "silent-breaker");
+  }
+}
+
+}  // namespace
+}  // namespace mulligan

@@ -45,6 +45,8 @@
 namespace mulligan {
 inline namespace v0 {
 
+class Metrics;  // metrics.h
+
 // The state of a breaker. Values are pinned (they will cross the C ABI);
 // append only.
 enum class BreakerState : int {
@@ -135,6 +137,13 @@ struct CircuitBreakerOptions {
   // this long after it was issued (the slot is reclaimed by a later Acquire;
   // a Record arriving after it is discarded). Must be > 0. Default 60 s.
   Duration permit_timeout = std::chrono::seconds(60);
+
+  // Report state changes, the current state and refusals to
+  // MetricsRegistry::Default() (metrics.h) under metrics_name, or under
+  // `name` when metrics_name is empty. A breaker with neither reports
+  // nothing. Default true.
+  bool report_metrics = true;
+  std::string metrics_name;
 };
 
 // The result of one call, as far as the breaker is concerned.
@@ -360,7 +369,7 @@ class CircuitBreaker {
   void SwitchLocked(BreakerState to, const char* reason, TimePoint at, Pending* pending);
   void ManualSwitch(BreakerState to, const char* reason, TimePoint now);
   void CountResult(CallResult result, bool slow);
-  void RejectedOne() { rejected_.fetch_add(1, std::memory_order_relaxed); }
+  void RejectedOne();
   Duration OpenPeriodLocked() const;
   void Notify(const Pending& pending);
   static std::string OpenMessage(const std::string& name, Duration retry_in);
@@ -391,6 +400,8 @@ class CircuitBreaker {
   std::unique_ptr<internal::BreakerWindow> window_;  // null without a window
 
   std::unique_ptr<Listeners> listeners_;
+  // Where transitions and refusals are reported; null when not reporting.
+  Metrics* metrics_ = nullptr;
 };
 
 // ---------------------------------------------------------------------------

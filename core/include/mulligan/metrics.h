@@ -33,6 +33,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "mulligan/circuit_breaker.h"
@@ -208,7 +209,17 @@ class Metrics {
 // in Metrics.
 class MetricsRegistry {
  public:
-  MetricsRegistry();
+  // The name under which metrics beyond max_names are merged.
+  static constexpr const char* kOverflowName = "_overflow";
+  // The default bound on distinct names.
+  static constexpr size_t kDefaultMaxNames = 2000;
+
+  // Holds at most `max_names` names; metrics for further names are merged
+  // under kOverflowName, so a label with unbounded values (one breaker per
+  // user, per host) cannot exhaust memory. OpenTelemetry's metrics SDK does
+  // the same with its cardinality limit and the otel.metric.overflow
+  // attribute. REQUIRES: max_names >= 1.
+  explicit MetricsRegistry(size_t max_names = kDefaultMaxNames);
   ~MetricsRegistry();
   MetricsRegistry(const MetricsRegistry&) = delete;
   MetricsRegistry& operator=(const MetricsRegistry&) = delete;
@@ -216,8 +227,10 @@ class MetricsRegistry {
   // The process-wide registry used by default (never destroyed).
   static MetricsRegistry& Default();
 
-  // Returns the metrics named `name`, creating them on first use. The
-  // pointer is never null and stays valid for the registry's lifetime.
+  // Returns the metrics named `name`, creating them on first use (or the
+  // overflow metrics once max_names names exist). The pointer is never null
+  // and stays valid for the registry's lifetime. Cost: a hash look-up under a
+  // mutex; callers keep the pointer instead of looking it up per call.
   Metrics* Get(std::string_view name);
   // Snapshots of every name, sorted by name.
   std::vector<MetricsSnapshot> Snapshot() const;
@@ -244,8 +257,11 @@ class MetricsRegistry {
   friend class Metrics;
   void Dispatch(const Event& event) const;
 
+  const size_t max_names_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Metrics>> metrics_;        // guarded by mu_
+  std::unordered_map<std::string, Metrics*> by_name_;    // guarded by mu_
+  Metrics* overflow_ = nullptr;                          // guarded by mu_
   std::vector<std::unique_ptr<Metrics>> detached_;       // guarded by mu_
   struct Listeners;
   std::shared_ptr<const Listeners> listeners_;           // guarded by mu_
