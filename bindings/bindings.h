@@ -26,6 +26,7 @@ void BindVersion(py::module_& m);
 void BindEnums(py::module_& m);
 void BindRetry(py::module_& m);
 void BindRetryAfter(py::module_& m);
+void BindConfig(py::module_& m);
 void BindHttp(py::module_& m);
 void BindBreaker(py::module_& m);
 void BindMetrics(py::module_& m);

@@ -9,6 +9,7 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindEnums(m);
   mulligan::python::BindRetry(m);
   mulligan::python::BindRetryAfter(m);
+  mulligan::python::BindConfig(m);
   mulligan::python::BindHttp(m);
   mulligan::python::BindBreaker(m);
   mulligan::python::BindMetrics(m);

@@ -1,0 +1,160 @@
+// bindings/bind_config.cc — PolicyRegistry (mulligan/config.h): named retry
+// policies, breaker options and client settings from a configuration file.
+//
+// Loads release the GIL (they read a file and parse it). Reports, breaker
+// options and client settings cross as plain dicts with durations in float
+// seconds; policies as the RetryPolicy bound in bind_retry.cc (a copy: the
+// Python object is independent of later reloads).
+#include <memory>
+#include <string>
+
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "mulligan/config.h"
+
+namespace mulligan {
+namespace python {
+namespace {
+
+py::dict ReportDict(const LoadReport& report) {
+  py::dict d;
+  d["source"] = Utf8(report.source);
+  d["policies"] = report.policies;
+  d["breakers"] = report.breakers;
+  d["clients"] = report.clients;
+  d["warnings"] = report.warnings;
+  return d;
+}
+
+// Runs a load with the GIL released, then converts (or raises) with it held.
+template <typename F>
+py::dict RunLoad(F load) {
+  Result<LoadReport> report = [&] {
+    py::gil_scoped_release release;
+    return load();
+  }();
+  return ReportDict(Unwrap(std::move(report)));
+}
+
+py::object OptionalSeconds(const std::optional<Duration>& d) {
+  if (!d) return py::none();
+  return py::float_(DurationToSeconds(*d));
+}
+
+const char* WindowName(WindowKind kind) {
+  switch (kind) {
+    case WindowKind::kNone: return "none";
+    case WindowKind::kCount: return "count";
+    case WindowKind::kTime: return "time";
+  }
+  return "unknown";
+}
+
+py::dict BreakerDict(const CircuitBreakerOptions& o) {
+  py::dict d;
+  d["name"] = Utf8(o.name);
+  d["failure_threshold"] = o.failure_threshold;
+  d["window"] = WindowName(o.window);
+  d["window_size"] = o.window_size;
+  d["window_duration"] = DurationToSeconds(o.window_duration);
+  d["window_buckets"] = o.window_buckets;
+  d["failure_rate_threshold"] = o.failure_rate_threshold;
+  d["minimum_calls"] = o.minimum_calls;
+  d["slow_call_duration"] = OptionalSeconds(o.slow_call_duration);
+  d["slow_call_rate_threshold"] = o.slow_call_rate_threshold;
+  d["reset_timeout"] = DurationToSeconds(o.reset_timeout);
+  d["reset_timeout_multiplier"] = o.reset_timeout_multiplier;
+  d["max_reset_timeout"] = DurationToSeconds(o.max_reset_timeout);
+  d["half_open_max_calls"] = o.half_open_max_calls;
+  d["permit_timeout"] = DurationToSeconds(o.permit_timeout);
+  return d;
+}
+
+py::dict ClientDict(const ClientSettings& c) {
+  py::dict d;
+  d["policy"] = c.policy.empty() ? py::object(py::none()) : py::object(Utf8(c.policy));
+  d["breaker"] = c.breaker.empty() ? py::object(py::none()) : py::object(Utf8(c.breaker));
+  d["attempt_timeout"] = DurationToSeconds(c.attempt_timeout);
+  d["connect_timeout"] = DurationToSeconds(c.connect_timeout);
+  d["verify_tls"] = c.verify_tls;
+  d["user_agent"] = Utf8(c.user_agent);
+  return d;
+}
+
+// The policy fields bind_retry.cc does not expose, as a dict.
+py::dict PolicyExtras(const RetryPolicy& p) {
+  const RetryOptions& o = p.options();
+  py::dict d;
+  d["jitter_fraction"] = o.backoff.jitter_fraction;
+  d["retry_after_overflow"] =
+      o.retry_after_overflow == RetryAfterOverflow::kClamp ? "clamp" : "stop";
+  d["respect_retry_after"] = o.respect_retry_after;
+  py::list errors;
+  for (ErrorKind kind : o.retryable_errors) errors.append(ErrorKindName(kind));
+  d["retryable_errors"] = errors;
+  py::list codes;
+  for (int code : o.retryable_grpc_codes) {
+    const char* name = GrpcStatusCodeName(code);
+    codes.append(name ? py::str(name) : py::str(std::to_string(code)));
+  }
+  d["retryable_grpc_codes"] = codes;
+  return d;
+}
+
+}  // namespace
+
+void BindConfig(py::module_& m) {
+  py::class_<PolicyRegistry, std::shared_ptr<PolicyRegistry>>(
+      m, "PolicyRegistry",
+      "Named retry policies, breaker options and client settings from a configuration\n"
+      "file; loads swap everything atomically and a failed load keeps the old one.\n"
+      "Thread-safe.")
+      .def(py::init([]() { return std::make_shared<PolicyRegistry>(); }))
+      .def(
+          "load_file",
+          [](PolicyRegistry& r, const std::string& path) {
+            return RunLoad([&] { return r.LoadFile(path); });
+          },
+          py::arg("path"))
+      .def(
+          "load_string",
+          [](PolicyRegistry& r, const std::string& text, const std::string& source) {
+            return RunLoad([&] { return r.LoadString(text, source); });
+          },
+          py::arg("text"), py::arg("source") = "<string>")
+      .def("load_env", [](PolicyRegistry& r) { return RunLoad([&] { return r.LoadFromEnvironment(); }); })
+      .def("reload", [](PolicyRegistry& r) { return RunLoad([&] { return r.Reload(); }); })
+      .def("report", [](const PolicyRegistry& r) { return ReportDict(MakeLoadReport(*r.Snapshot())); })
+      .def(
+          "policy",
+          [](const PolicyRegistry& r, const std::string& name) {
+            std::shared_ptr<const RetryPolicy> p = Unwrap(r.Policy(name));
+            return RetryPolicy(*p);
+          },
+          py::arg("name"))
+      .def(
+          "policy_with_extras",
+          [](const PolicyRegistry& r, const std::string& name) {
+            // One lookup, so both halves come from the same configuration
+            // even while another thread reloads.
+            std::shared_ptr<const RetryPolicy> p = Unwrap(r.Policy(name));
+            return py::make_tuple(RetryPolicy(*p), PolicyExtras(*p));
+          },
+          py::arg("name"))
+      .def(
+          "breaker",
+          [](const PolicyRegistry& r, const std::string& name) {
+            return BreakerDict(Unwrap(r.Breaker(name)));
+          },
+          py::arg("name"))
+      .def(
+          "client",
+          [](const PolicyRegistry& r, const std::string& name) {
+            return ClientDict(Unwrap(r.Client(name)));
+          },
+          py::arg("name"));
+}
+
+}  // namespace python
+}  // namespace mulligan
