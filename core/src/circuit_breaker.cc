@@ -288,7 +288,9 @@ Status CircuitBreaker::Validate(const CircuitBreakerOptions& o) {
     return InvalidArgumentError("reset_timeout_multiplier must be finite and >= 1, got " +
                                 std::to_string(o.reset_timeout_multiplier));
   }
-  if (o.max_reset_timeout < o.reset_timeout) {
+  // Without growth the cap is never reached, so the default 5 min cap must not
+  // reject a longer reset_timeout; with growth a cap below the start is a mistake.
+  if (o.reset_timeout_multiplier > 1.0 && o.max_reset_timeout < o.reset_timeout) {
     return InvalidArgumentError("max_reset_timeout must be >= reset_timeout (" +
                                 Seconds(o.reset_timeout) + "), got " +
                                 Seconds(o.max_reset_timeout));
@@ -591,10 +593,11 @@ void CircuitBreaker::RecordProbe(const Permit& permit, CallResult result, Durati
 
 Duration CircuitBreaker::OpenPeriodLocked() const {
   const double base = static_cast<double>(options_.reset_timeout.count());
-  const double cap = static_cast<double>(options_.max_reset_timeout.count());
+  const Duration cap_duration = std::max(options_.max_reset_timeout, options_.reset_timeout);
+  const double cap = static_cast<double>(cap_duration.count());
   // pow saturates to inf for large exponents, which the cap then absorbs.
   const double grown = base * std::pow(options_.reset_timeout_multiplier, consecutive_trips_);
-  if (!(grown < cap)) return options_.max_reset_timeout;
+  if (!(grown < cap)) return cap_duration;
   return std::max(Duration(static_cast<Duration::rep>(grown)), options_.reset_timeout);
 }
 

@@ -196,7 +196,11 @@ TEST(CircuitBreakerTest, InvalidOptionsNameTheField) {
        [](CircuitBreakerOptions& o) {
          o.reset_timeout_multiplier = std::numeric_limits<double>::infinity();
        }},
-      {"max_reset_timeout", [](CircuitBreakerOptions& o) { o.max_reset_timeout = seconds(10); }},
+      {"max_reset_timeout",
+       [](CircuitBreakerOptions& o) {
+         o.reset_timeout_multiplier = 2.0;
+         o.max_reset_timeout = seconds(10);
+       }},
       {"half_open_max_calls", [](CircuitBreakerOptions& o) { o.half_open_max_calls = 0; }},
       {"half_open_max_calls", [](CircuitBreakerOptions& o) { o.half_open_max_calls = 65536; }},
       {"permit_timeout", [](CircuitBreakerOptions& o) { o.permit_timeout = -seconds(1); }},
@@ -1008,6 +1012,17 @@ TEST(CircuitBreakerTest, ExecuteRecordsAndRefuses) {
   Status forced = b->Execute([] {}, clock);
   EXPECT_EQ(forced.code(), StatusCode::kCircuitOpen);
   EXPECT_NE(forced.message().find("forced open"), std::string::npos);
+}
+
+TEST(CircuitBreakerTest, AResetTimeoutLongerThanTheDefaultCapNeedsNoCapWithoutGrowth) {
+  CircuitBreakerOptions o;
+  o.failure_threshold = 1;
+  o.reset_timeout = std::chrono::minutes(10);  // beyond the default 5 min cap
+  std::unique_ptr<CircuitBreaker> breaker = std::move(CircuitBreaker::Create(o)).value();
+  const TimePoint t0{seconds(1)};
+  Admission a = breaker->Acquire(t0);
+  breaker->Record(a.permit, CallResult::kFailure, Duration::zero(), t0);
+  EXPECT_EQ(breaker->TimeUntilProbe(t0), std::chrono::minutes(10));
 }
 
 }  // namespace

@@ -127,7 +127,8 @@ struct CircuitBreakerOptions {
   // reset_timeout * multiplier^n, capped at max_reset_timeout. 1 means no
   // growth. Must be finite and >= 1. Default 1.
   double reset_timeout_multiplier = 1.0;
-  // Cap of the grown open period. Must be >= reset_timeout. Default 5 min.
+  // Cap of the grown open period. With growth (multiplier > 1) it must be
+  // >= reset_timeout; without growth it is unused. Default 5 min.
   Duration max_reset_timeout = std::chrono::minutes(5);
 
   // Probes admitted at the same time in the half-open state; also the number
