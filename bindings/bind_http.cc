@@ -3,8 +3,8 @@
 // HttpClient.request releases the GIL for the whole retry chain (libcurl
 // transfers and the waits between attempts), so other Python threads run
 // meanwhile; an on_retry callable is called with the GIL re-acquired, and an
-// exception it raises is kept and re-raised once the call has finished (it
-// never crosses into C++). Header values cross as bytes (ISO-8859-1, as
+// exception it raises stops the retries (HttpRetryEvent::cancel) and is
+// re-raised once Send has returned: it never crosses into C++. Header values cross as bytes (ISO-8859-1, as
 // http.client does), so nothing a server sends can make a conversion fail.
 //
 // HttpAsyncEngine is driven by mulligan._async_http from the asyncio event
@@ -117,13 +117,14 @@ HttpResponse Request(HttpClient& client, std::string method, std::string url,
   // The first exception raised by on_retry, re-raised after the call.
   std::optional<py::error_already_set> hook_error;
   if (!on_retry.is_none()) {
-    request.on_retry = [&on_retry, &hook_error](const HttpRetryEvent& e) {
+    request.on_retry = [&on_retry, &hook_error](HttpRetryEvent& e) {
       py::gil_scoped_acquire gil;
-      if (hook_error) return;
       try {
         on_retry(RetryEventTuple(e.attempt, e.delay, e.error, e.http_status, e.from_retry_after));
       } catch (py::error_already_set& err) {
+        // Stop the retries; the exception is raised once Send returns.
         hook_error.emplace(std::move(err));
+        e.cancel = true;
       }
     };
   }

@@ -813,16 +813,21 @@ class Call {
     return e;
   }
 
-  // Calls the request's (or else the client's) on_retry hook.
-  void NotifyRetry() const {
+  // Calls the request's (or else the client's) on_retry hook; returns false
+  // when the hook cancelled the call.
+  bool NotifyRetry() {
     const HttpRetryHook& hook =
         request_->on_retry ? request_->on_retry : settings_->options.on_retry;
-    if (!hook) return;
+    if (!hook) return true;
+    HttpRetryEvent event = RetryEvent();
     try {
-      hook(RetryEvent());
+      hook(event);
     } catch (...) {
       // A hook must not throw (http_client.h); the retries go on.
+      return true;
     }
+    if (event.cancel) cancelled_ = true;
+    return !cancelled_;
   }
 
   ErrorKind last_error() const { return last_outcome_.error; }
@@ -854,6 +859,11 @@ class Call {
     std::string what = request.method + " " + request.url + ": ";
     if (no_memory_) {
       return Status(StatusCode::kNoMemory, "out of memory while receiving the response");
+    }
+    if (cancelled_) {
+      return Status(StatusCode::kCallback,
+                    what + "the on_retry hook stopped the retries after " +
+                        std::to_string(attempts) + (attempts == 1 ? " attempt" : " attempts"));
     }
     if (circuit_open_) {
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(retry_in_).count();
@@ -909,6 +919,7 @@ class Call {
   bool circuit_open_ = false;
   Duration retry_in_ = Duration::zero();
   bool no_memory_ = false;
+  bool cancelled_ = false;
   std::optional<RetrySession> session_;
   TimePoint start_;
   TimePoint attempt_start_;
@@ -987,7 +998,7 @@ Result<HttpResponse> HttpClient::Send(const HttpRequest& request, HttpCallInfo* 
     call.Collect(easy.get(), curl_easy_perform(easy.get()));
     Decision decision = call.OnAttemptDone(clock.Now());
     if (!decision.retry()) break;
-    call.NotifyRetry();
+    if (!call.NotifyRetry()) break;
     clock.SleepFor(decision.delay);
   }
   return call.Finish(clock.Now(), info);

@@ -650,9 +650,8 @@ class Client(_ClientBase):
             retry_after_max, retry_on, follow_redirects, max_redirects,
             strict: override the client's settings for this request.
             on_retry: replaces the client's hook for this request. It runs
-                with the GIL held between attempts; if it raises, the
-                retries go on and its first exception is raised when the
-                call ends.
+                with the GIL held before each wait; if it raises, the retries
+                stop at once and its exception propagates from this call.
             raise_on_give_up: raise :class:`mulligan.RetriesExhausted` instead
                 of returning the last response when the retries give up on a
                 retryable status. Default False.

@@ -79,6 +79,16 @@ class NginxEnvironment : public ::testing::Environment {
     }
     ASSERT_GT(g_server.port, 0) << "nginx did not start; command: " << cmd;
     g_server.base_url = "http://127.0.0.1:" + std::to_string(g_server.port);
+    // nginx logs the launcher's start-up probe after answering it: wait for
+    // that line, so that it cannot land after the first test cleared the log.
+    const std::string log = g_server.workdir + "/logs/access.log";
+    const auto probe_give_up = std::chrono::steady_clock::now() + seconds(2);
+    while (std::chrono::steady_clock::now() < probe_give_up) {
+      std::ifstream in(log);
+      std::string line;
+      if (std::getline(in, line) && !line.empty() && line.back() == '}') break;
+      std::this_thread::sleep_for(milliseconds(5));
+    }
   }
 
   void TearDown() override {
@@ -760,6 +770,14 @@ TEST_F(HttpClientTest, OnRetryHookSeesEveryWait) {
   EXPECT_EQ(r->attempts, 3);
   EXPECT_EQ(mine, 2);
   EXPECT_EQ(seen.size(), 2u);
+
+  // A hook may stop the retries: the call ends with kCallback at once.
+  request.on_retry = [&](HttpRetryEvent& e) { e.cancel = true; };
+  HttpCallInfo info;
+  r = (*client)->Send(request, &info);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCallback) << r.status().ToString();
+  EXPECT_EQ(info.attempts, 1);
 }
 
 TEST_F(HttpClientTest, StrictModeReplaysOnlyGetHeadOptions) {

@@ -213,7 +213,7 @@ def test_on_retry_sees_every_wait(server: Any) -> None:
     assert [e.kind for e in refused] == ["connection_refused"] * 2
 
 
-def test_on_retry_exception_is_raised_after_the_call(server: Any) -> None:
+def test_on_retry_exception_stops_the_retries_and_propagates(server: Any) -> None:
     calls = []
 
     def hook(e: mulligan.RetryEvent) -> None:
@@ -222,8 +222,8 @@ def test_on_retry_exception_is_raised_after_the_call(server: Any) -> None:
 
     with pytest.raises(KeyError, match="from the hook"):
         mulligan.get(server.url("/down"), on_retry=hook, attempts=3, **FAST)
-    assert calls == [1]  # only the first exception is kept; later calls are skipped
-    assert len(logged(server, "/down", 3)) == 3
+    assert calls == [1]
+    assert len(logged(server, "/down", 1)) == 1  # no attempt after the hook raised
 
 
 def test_strict_mode_retries_only_get_head_options(server: Any) -> None:

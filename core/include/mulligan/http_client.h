@@ -60,11 +60,15 @@ struct HttpRetryEvent {
   int http_status = 0;
   // True when the delay came from a Retry-After hint.
   bool from_retry_after = false;
+  // Set by the hook to stop the retries: the call then ends at once with
+  // kCallback (no wait, no further attempt).
+  bool cancel = false;
 };
 
 // Called on the sending thread before each wait between attempts. Must not
-// throw (an exception escaping it is swallowed: the retries go on).
-using HttpRetryHook = std::function<void(const HttpRetryEvent&)>;
+// throw (an exception escaping it is swallowed: the retries go on). Hooks
+// written as `void(const HttpRetryEvent&)` fit too.
+using HttpRetryHook = std::function<void(HttpRetryEvent&)>;
 
 // Returns the origin of an absolute http(s) URL, "scheme://host:port" with
 // the scheme and host in lower case and the port always present (the default
@@ -198,6 +202,7 @@ class HttpClient {
   //   kTimeout          the last attempt timed out
   //   kDeadlineExceeded the deadline ended the chain after a failed attempt
   //   kCircuitOpen      the origin's circuit breaker refused an attempt
+  //   kCallback         an on_retry hook set HttpRetryEvent::cancel
   // `info`, when non-null, is filled in either way.
   Result<HttpResponse> Send(const HttpRequest& request, HttpCallInfo* info = nullptr);
 
