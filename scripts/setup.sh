@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what mulligan needs to build and test on a fresh Debian 12 machine:
-# the system packages from Debian (as root, or through sudo) and the Python
-# test tools from PyPI. Safe to run again: it only installs what is missing.
+# the system packages from Debian (as root, or through sudo); the Python tools
+# come from PyPI through pip. Safe to run again: it only installs what is
+# missing. chromium is for the dashboard's browser test (headless, driven by
+# Playwright's Python package pointed at /usr/bin/chromium).
 set -euo pipefail
 
 DEBIAN_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libcurl4-openssl-dev libboost-json1.81-dev libgtest-dev libgmock-dev
   nginx-light libnginx-mod-http-echo
+  chromium
 )
 
 missing=()
