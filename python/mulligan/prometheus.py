@@ -114,13 +114,13 @@ class MulliganCollector:
         yield waiting
         yield state
         for metric, documentation, key in _HISTOGRAMS:
-            family = HistogramMetricFamily(metric, documentation, labels=["name"])
+            histograms = HistogramMetricFamily(metric, documentation, labels=["name"])
             for snap in snapshots:
                 histogram = snap[key]
-                family.add_metric(
+                histograms.add_metric(
                     [snap["name"]], buckets=_buckets(histogram), sum_value=float(histogram["sum"])
                 )
-            yield family
+            yield histograms
 
 
 def register(registry: Optional[CollectorRegistry] = None) -> MulliganCollector:
