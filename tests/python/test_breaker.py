@@ -401,3 +401,31 @@ def test_wrapper_keeps_metadata() -> None:
     assert documented.__doc__ == "Doc."
     assert documented(4) == 4
     assert breaker.counts["successes"] == 1
+
+
+def test_retry_hook_records_one_result_per_call_and_probes_at_once() -> None:
+    clock = Clock()
+    breaker = CircuitBreaker("r", failure_threshold=2, reset_timeout=1.0, clock=clock)
+
+    def logical_call(attempts: int, per_attempt: bool = False) -> int:
+        made = 0
+        for attempt in range(1, attempts + 1):
+            try:
+                permit = breaker._acquire()
+            except CircuitOpenError:
+                return made
+            made += 1
+            breaker._after_attempt(permit, 1, final=attempt == attempts, per_attempt=per_attempt)
+        return made
+
+    assert logical_call(5) == 5
+    assert breaker.counts["failures"] == 1  # one result per logical call
+    assert logical_call(5) == 5
+    assert breaker.state == "open"
+    clock.advance(1.0)
+    # Half-open: the first attempt is a probe; its failure is recorded at once,
+    # which reopens the breaker, so the second attempt is refused.
+    assert logical_call(5) == 1
+    assert breaker.state == "open"
+    breaker.reset()
+    assert logical_call(5, per_attempt=True) == 2  # tripped by the 2nd attempt
