@@ -935,6 +935,169 @@ MULLIGAN_API void mulligan_http_response_destroy(mulligan_http_response *resp);
  */
 MULLIGAN_API int mulligan_idempotency_key_new(char *buf, size_t buf_size);
 
+/* -------------------------------------------------------------------------- */
+/* HTTP client options (mulligan_http_client_create_v2)                       */
+/* -------------------------------------------------------------------------- */
+
+/**
+ * Settings of an HTTP client beyond its retry policy, set one by one and
+ * validated by mulligan_http_client_create_v2(), which copies them (the
+ * options may be destroyed or reused afterwards). Defaults: connect timeout
+ * 10000 ms, attempt timeout 30000 ms (when the policy sets none), TLS
+ * verification on with the system CA bundle, User-Agent "mulligan",
+ * redirects not followed (at most 10 when followed), no strict mode, no
+ * on_retry callback, no circuit breakers. Proxies always come from the
+ * environment (http_proxy, https_proxy, no_proxy), as libcurl reads them.
+ *
+ * Thread-safety: not thread-safe; fill in on one thread.
+ * @since 0.1
+ */
+typedef struct mulligan_http_options mulligan_http_options;
+
+/**
+ * Creates options holding every default.
+ * @param out  OUT: the options; free with mulligan_http_options_destroy().
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT (out is NULL),
+ *         MULLIGAN_E_NO_MEMORY.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_create(mulligan_http_options **out);
+
+/**
+ * Destroys options (releasing their on_retry user_data reference). NULL is a
+ * no-op.
+ * @param opts  the options, or NULL.
+ * @since 0.1
+ */
+MULLIGAN_API void mulligan_http_options_destroy(mulligan_http_options *opts);
+
+/**
+ * Sets the time allowed to establish a connection, in ms (> 0).
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_connect_timeout_ms(mulligan_http_options *opts,
+                                                              int64_t ms);
+
+/**
+ * Sets the bound on one attempt when the policy sets no attempt timeout, in
+ * ms (> 0). Either way it is trimmed to the time left before the deadline.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_attempt_timeout_ms(mulligan_http_options *opts,
+                                                              int64_t ms);
+
+/**
+ * Turns TLS peer and host name verification on (1, the default) or off (0).
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_verify_tls(mulligan_http_options *opts, int verify);
+
+/**
+ * Sets a PEM file of CA certificates used instead of the system bundle;
+ * NULL restores the default. The path is copied.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_ca_bundle(mulligan_http_options *opts,
+                                                     const char *path);
+
+/**
+ * Sets the User-Agent sent when a request has none (copied; no CR or LF).
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_user_agent(mulligan_http_options *opts,
+                                                      const char *user_agent);
+
+/**
+ * Follows 3xx redirects (follow = 1) up to max_redirects (0 to 1000; more is
+ * a terminal failure, MULLIGAN_ERROR_TERMINAL), or returns them as responses
+ * (follow = 0, the default). Only http and https are followed.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_redirects(mulligan_http_options *opts, int follow,
+                                                     int max_redirects);
+
+/**
+ * Strict mode (1): only GET, HEAD and OPTIONS are replayed once bytes were
+ * sent; failures before anything was sent are still retried. Default 0.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_strict_methods(mulligan_http_options *opts,
+                                                          int strict);
+
+/**
+ * Guards each origin (scheme://host:port) with a circuit breaker that opens
+ * after `failure_threshold` consecutive failures (0 turns breakers off, the
+ * default) and admits a probe after `reset_timeout_ms`. The breaker is checked
+ * before every attempt; an open one ends the call with
+ * MULLIGAN_E_CIRCUIT_OPEN. per_attempt = 0 records one result per call (after
+ * its retries), 1 records every attempt.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_breaker(mulligan_http_options *opts,
+                                                   int failure_threshold,
+                                                   int64_t reset_timeout_ms, int per_attempt);
+
+/**
+ * What an on_retry callback is told before each wait. Grows only at the end;
+ * read struct_size before any field added after 0.1.
+ * @since 0.1
+ */
+typedef struct mulligan_http_retry_event {
+  /** sizeof(mulligan_http_retry_event) of the library that filled it. */
+  uint32_t struct_size;
+  /** The attempt that just failed (1 for the first). */
+  int attempt;
+  /** The wait before the next attempt, in ms. */
+  double delay_ms;
+  /** The failure's mulligan_error_kind, MULLIGAN_ERROR_NONE for a response. */
+  int error_kind;
+  /** The response's HTTP status, or 0. */
+  int http_status;
+  /** 1 when the delay came from a Retry-After header. */
+  int from_retry_after;
+} mulligan_http_retry_event;
+
+/**
+ * Called before each wait between attempts, on the requesting thread. Return
+ * 0 to go on; any other value stops the retries at once and the request
+ * returns MULLIGAN_E_CALLBACK. Must not longjmp or throw.
+ * @since 0.1
+ */
+typedef int (*mulligan_http_retry_fn)(const mulligan_http_retry_event *event, void *user_data);
+
+/**
+ * Sets the on_retry callback (NULL removes it). `free_user_data`, when not
+ * NULL, is called with `user_data` once neither these options nor any client
+ * created from them needs it any more.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_on_retry(mulligan_http_options *opts,
+                                                    mulligan_http_retry_fn fn, void *user_data,
+                                                    void (*free_user_data)(void *));
+
+/**
+ * Creates an HTTP client like mulligan_http_client_create(), with `opts`.
+ * @param out  OUT: the new client; NULL on failure.
+ * @param default_policy  the retry policy of every request, copied; NULL for
+ *                        the defaults.
+ * @param opts  the options, copied; NULL for the defaults.
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT, MULLIGAN_E_NO_MEMORY,
+ *         MULLIGAN_E_INTERNAL.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_client_create_v2(mulligan_http_client **out,
+                                                const mulligan_retry_policy *default_policy,
+                                                const mulligan_http_options *opts);
+
 /* ========================================================================== */
 /* Idempotency store (server side)                                            */
 /* ========================================================================== */

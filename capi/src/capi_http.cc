@@ -8,10 +8,15 @@
 // reason come from mulligan::HttpCallInfo, so a C caller can log how many
 // attempts were made before the failure.
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
+
+#include "mulligan/breaker_registry.h"
 
 #include "capi_internal.h"
 
@@ -70,9 +75,206 @@ void NullResponse(const char* func) {
   SetError(MULLIGAN_E_INVALID_ARGUMENT, "%s: resp must not be NULL", func);
 }
 
+// The caller's on_retry callback and its user_data; the destructor runs
+// free_user_data, once the options and every client made from them are gone.
+struct RetryCallback {
+  mulligan_http_retry_fn fn = nullptr;
+  void* user_data = nullptr;
+  void (*free_user_data)(void*) = nullptr;
+  RetryCallback() = default;
+  RetryCallback(const RetryCallback&) = delete;
+  RetryCallback& operator=(const RetryCallback&) = delete;
+  ~RetryCallback() {
+    if (free_user_data != nullptr) free_user_data(user_data);
+  }
+};
+
 }  // namespace
 
+// The C options: the core's options (without the hook and the registry,
+// which are made per client) plus the breaker settings and the callback.
+struct mulligan_http_options {
+  mulligan::HttpClientOptions impl;
+  int breaker_failure_threshold = 0;
+  int64_t breaker_reset_timeout_ms = 30000;
+  bool breaker_per_attempt = false;
+  std::shared_ptr<RetryCallback> on_retry;
+};
+
 extern "C" {
+
+int mulligan_http_options_create(mulligan_http_options** out) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(out);
+  *out = new mulligan_http_options();
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+void mulligan_http_options_destroy(mulligan_http_options* opts) {
+  MULLIGAN_CAPI_BEGIN
+  delete opts;
+  MULLIGAN_CAPI_END_VOID
+}
+
+int mulligan_http_options_set_connect_timeout_ms(mulligan_http_options* opts, int64_t ms) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  if (ms <= 0 || ms > INT64_C(9000000000000)) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "connect timeout must be in (0, 9e12] ms, got %lld",
+                    static_cast<long long>(ms));
+  }
+  opts->impl.connect_timeout = std::chrono::milliseconds(ms);
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_set_attempt_timeout_ms(mulligan_http_options* opts, int64_t ms) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  if (ms <= 0 || ms > INT64_C(9000000000000)) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "attempt timeout must be in (0, 9e12] ms, got %lld",
+                    static_cast<long long>(ms));
+  }
+  opts->impl.attempt_timeout = std::chrono::milliseconds(ms);
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_set_verify_tls(mulligan_http_options* opts, int verify) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  opts->impl.verify_tls = verify != 0;
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_set_ca_bundle(mulligan_http_options* opts, const char* path) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  opts->impl.ca_bundle = path != nullptr ? path : "";
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_set_user_agent(mulligan_http_options* opts, const char* user_agent) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  MULLIGAN_CHECK_NOT_NULL(user_agent);
+  if (std::strpbrk(user_agent, "\r\n") != nullptr) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "user_agent must not contain CR or LF");
+  }
+  opts->impl.user_agent = user_agent;
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_set_redirects(mulligan_http_options* opts, int follow,
+                                        int max_redirects) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  if (max_redirects < 0 || max_redirects > 1000) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "max_redirects must be in [0, 1000], got %d",
+                    max_redirects);
+  }
+  opts->impl.follow_redirects = follow != 0;
+  opts->impl.max_redirects = max_redirects;
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_set_strict_methods(mulligan_http_options* opts, int strict) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  opts->impl.strict_methods = strict != 0;
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_set_breaker(mulligan_http_options* opts, int failure_threshold,
+                                      int64_t reset_timeout_ms, int per_attempt) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  if (failure_threshold < 0 || failure_threshold > 1000000) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
+                    "failure_threshold must be in [0, 1000000], got %d", failure_threshold);
+  }
+  if (reset_timeout_ms <= 0 || reset_timeout_ms > INT64_C(9000000000000)) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "reset timeout must be in (0, 9e12] ms, got %lld",
+                    static_cast<long long>(reset_timeout_ms));
+  }
+  opts->breaker_failure_threshold = failure_threshold;
+  opts->breaker_reset_timeout_ms = reset_timeout_ms;
+  opts->breaker_per_attempt = per_attempt != 0;
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_set_on_retry(mulligan_http_options* opts, mulligan_http_retry_fn fn,
+                                       void* user_data, void (*free_user_data)(void*)) {
+  MULLIGAN_CAPI_BEGIN
+  if (opts == nullptr) {
+    // The reference is ours from here on: release it even on failure.
+    if (free_user_data != nullptr) free_user_data(user_data);
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "%s: opts must not be NULL", __func__);
+  }
+  if (fn == nullptr) {
+    if (free_user_data != nullptr) free_user_data(user_data);
+    opts->on_retry.reset();
+    return MULLIGAN_OK;
+  }
+  auto callback = std::make_shared<RetryCallback>();
+  callback->fn = fn;
+  callback->user_data = user_data;
+  callback->free_user_data = free_user_data;
+  opts->on_retry = std::move(callback);
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_client_create_v2(mulligan_http_client** out,
+                                   const mulligan_retry_policy* default_policy,
+                                   const mulligan_http_options* opts) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(out);
+  *out = nullptr;
+  mulligan::HttpClientOptions options;
+  if (opts != nullptr) {
+    options = opts->impl;
+    if (opts->breaker_failure_threshold > 0) {
+      mulligan::BreakerRegistryOptions registry;
+      registry.breaker.failure_threshold = opts->breaker_failure_threshold;
+      registry.breaker.reset_timeout = std::chrono::milliseconds(opts->breaker_reset_timeout_ms);
+      if (registry.breaker.max_reset_timeout < registry.breaker.reset_timeout) {
+        registry.breaker.max_reset_timeout = registry.breaker.reset_timeout;
+      }
+      auto created = mulligan::BreakerRegistry::Create(registry);
+      if (!created.ok()) return SetError(created.status());
+      options.breakers = std::shared_ptr<mulligan::BreakerRegistry>(std::move(created).value());
+      options.breaker_per_attempt = opts->breaker_per_attempt;
+    }
+    if (std::shared_ptr<RetryCallback> callback = opts->on_retry) {
+      // No C++ exception can come back through fn (a C function); a non-zero
+      // return cancels the call (MULLIGAN_E_CALLBACK).
+      options.on_retry = [callback](mulligan::HttpRetryEvent& e) {
+        mulligan_http_retry_event event;
+        event.struct_size = sizeof event;
+        event.attempt = e.attempt;
+        event.delay_ms = DurationToMs(e.delay);
+        event.error_kind = static_cast<int>(e.error);
+        event.http_status = e.http_status;
+        event.from_retry_after = e.from_retry_after ? 1 : 0;
+        if (callback->fn(&event, callback->user_data) != 0) e.cancel = true;
+      };
+    }
+  }
+  if (default_policy != nullptr) options.retry = default_policy->impl.options();
+  auto client = mulligan::HttpClient::Create(options);
+  if (!client.ok()) return SetError(client.status());
+  *out = new mulligan_http_client{std::move(client).value()};
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
 
 int mulligan_http_client_create(mulligan_http_client** out,
                                 const mulligan_retry_policy* default_policy) {

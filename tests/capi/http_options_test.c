@@ -1,0 +1,296 @@
+/* tests/capi/http_options_test.c — mulligan_http_client_create_v2 and its
+ * options against a real nginx (tests/nginx/nginx_server.py), compiled as
+ * C99: redirects, strict mode, the on_retry callback (its events, cancelling
+ * with MULLIGAN_E_CALLBACK, free_user_data), per-origin circuit breakers and
+ * option validation. Exits 77 (skipped) when nginx cannot start.
+ *
+ * Compile-time definitions: MULLIGAN_TESTS_DIR, MULLIGAN_PYTHON.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capi_check.h"
+#include "mulligan.h"
+
+#define SKIP 77
+
+static char g_base_url[64];
+static char g_workdir[256];
+
+static void sleep_ms(long ms) {
+  struct timespec ts;
+  ts.tv_sec = ms / 1000;
+  ts.tv_nsec = (ms % 1000) * 1000000L;
+  nanosleep(&ts, NULL);
+}
+
+/* Starts the server; returns its pipe or NULL (after printing why). */
+static FILE *start_server(char *tmpdir) {
+  char launcher[512], cmd[2048], port_file[300];
+  FILE *server;
+  int waited, port = 0;
+
+  snprintf(launcher, sizeof launcher, "%s/nginx/nginx_server.py", MULLIGAN_TESTS_DIR);
+  if (access(launcher, R_OK) != 0) {
+    printf("SKIP: %s does not exist (yet)\n", launcher);
+    return NULL;
+  }
+  snprintf(port_file, sizeof port_file, "%s/port", tmpdir);
+  snprintf(g_workdir, sizeof g_workdir, "%s/work", tmpdir);
+  snprintf(cmd, sizeof cmd, "'%s' '%s' serve --port-file '%s' --workdir '%s'", MULLIGAN_PYTHON,
+           launcher, port_file, g_workdir);
+  server = popen(cmd, "w");
+  if (server == NULL) {
+    printf("SKIP: cannot run %s\n", cmd);
+    return NULL;
+  }
+  for (waited = 0; waited < 15000; waited += 50) {
+    FILE *f = fopen(port_file, "r");
+    if (f != NULL) {
+      int n = fscanf(f, "%d", &port);
+      fclose(f);
+      if (n == 1 && port > 0) break;
+    }
+    sleep_ms(50);
+  }
+  if (port <= 0) {
+    printf("SKIP: nginx did not start within 15 s (see the launcher's stderr above)\n");
+    pclose(server);
+    return NULL;
+  }
+  snprintf(g_base_url, sizeof g_base_url, "http://127.0.0.1:%d", port);
+  printf("nginx at %s\n", g_base_url);
+  return server;
+}
+
+/* Counts access-log lines that contain `needle`. */
+static int count_log_lines(const char *needle) {
+  char path[300], line[4096];
+  int count = 0;
+  FILE *f;
+  snprintf(path, sizeof path, "%s/logs/access.log", g_workdir);
+  f = fopen(path, "r");
+  if (f == NULL) return -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strstr(line, needle) != NULL) ++count;
+  }
+  fclose(f);
+  return count;
+}
+
+static int closed_port(void) {
+  struct sockaddr_in addr;
+  socklen_t len = sizeof addr;
+  int port = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return port;
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0 &&
+      getsockname(fd, (struct sockaddr *)&addr, &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+static mulligan_retry_policy *fast_policy(int attempts) {
+  mulligan_retry_options *opts = NULL;
+  mulligan_retry_policy *policy = NULL;
+  CHECK_OK(mulligan_retry_options_create(&opts));
+  CHECK_OK(mulligan_retry_options_set_max_attempts(opts, attempts));
+  CHECK_OK(mulligan_retry_options_set_backoff(opts, MULLIGAN_BACKOFF_CONSTANT));
+  CHECK_OK(mulligan_retry_options_set_base_delay_ms(opts, 1));
+  CHECK_OK(mulligan_retry_options_set_jitter(opts, MULLIGAN_JITTER_NONE));
+  CHECK_OK(mulligan_retry_policy_create(&policy, opts));
+  mulligan_retry_options_destroy(opts);
+  return policy;
+}
+
+struct recorder {
+  int calls;
+  int attempts[8];
+  int statuses[8];
+  int error_kinds[8];
+  int cancel_at; /* return non-zero at this attempt (0: never) */
+  int freed;
+};
+
+static int record_retry(const mulligan_http_retry_event *e, void *user_data) {
+  struct recorder *r = (struct recorder *)user_data;
+  CHECK(e->struct_size >= sizeof *e);
+  if (r->calls < 8) {
+    r->attempts[r->calls] = e->attempt;
+    r->statuses[r->calls] = e->http_status;
+    r->error_kinds[r->calls] = e->error_kind;
+  }
+  ++r->calls;
+  return r->cancel_at != 0 && e->attempt >= r->cancel_at;
+}
+
+static void free_recorder(void *user_data) { ((struct recorder *)user_data)->freed++; }
+
+static mulligan_http_client *make_client(mulligan_http_options *opts, int attempts) {
+  mulligan_retry_policy *policy = fast_policy(attempts);
+  mulligan_http_client *client = NULL;
+  CHECK_OK(mulligan_http_client_create_v2(&client, policy, opts));
+  mulligan_retry_policy_destroy(policy);
+  return client;
+}
+
+static int get(mulligan_http_client *client, const char *method, const char *path,
+               mulligan_http_response **out) {
+  char url[256];
+  snprintf(url, sizeof url, "%s%s", g_base_url, path);
+  return mulligan_http_request(client, method, url, NULL, 0, NULL, 0, NULL, out);
+}
+
+static void test_redirects(void) {
+  mulligan_http_options *opts = NULL;
+  mulligan_http_client *client;
+  mulligan_http_response *resp = NULL;
+  CHECK_OK(mulligan_http_options_create(&opts));
+  client = make_client(opts, 1); /* defaults: not followed */
+  CHECK_OK(get(client, "GET", "/redirect", &resp));
+  CHECK_INT(mulligan_http_response_status(resp), 302);
+  CHECK_STR(mulligan_http_response_header(resp, "location"), "/ok");
+  mulligan_http_response_destroy(resp);
+  mulligan_http_client_destroy(client);
+
+  CHECK_OK(mulligan_http_options_set_redirects(opts, 1, 5));
+  client = make_client(opts, 1);
+  CHECK_OK(get(client, "GET", "/redirect", &resp));
+  CHECK_INT(mulligan_http_response_status(resp), 200);
+  CHECK_STR(mulligan_http_response_body(resp, NULL), "ok\n");
+  mulligan_http_response_destroy(resp);
+  resp = NULL;
+  CHECK_INT(get(client, "GET", "/redirect-loop", &resp), MULLIGAN_E_TRANSPORT);
+  CHECK(resp != NULL);
+  if (resp != NULL) {
+    CHECK_INT(mulligan_http_response_error_kind(resp), MULLIGAN_ERROR_TERMINAL);
+    CHECK_INT(mulligan_http_response_attempts(resp), 1);
+    mulligan_http_response_destroy(resp);
+  }
+  mulligan_http_client_destroy(client);
+  mulligan_http_options_destroy(opts);
+}
+
+static void test_on_retry_and_strict(void) {
+  struct recorder rec;
+  mulligan_http_options *opts = NULL;
+  mulligan_http_client *client;
+  mulligan_http_response *resp = NULL;
+  memset(&rec, 0, sizeof rec);
+  CHECK_OK(mulligan_http_options_create(&opts));
+  CHECK_OK(mulligan_http_options_set_on_retry(opts, record_retry, &rec, free_recorder));
+  client = make_client(opts, 3);
+  mulligan_http_options_destroy(opts); /* the client keeps the callback */
+  CHECK_INT(rec.freed, 0);
+
+  CHECK_OK(get(client, "GET", "/down", &resp));
+  CHECK_INT(mulligan_http_response_attempts(resp), 3);
+  mulligan_http_response_destroy(resp);
+  CHECK_INT(rec.calls, 2);
+  CHECK_INT(rec.attempts[0], 1);
+  CHECK_INT(rec.attempts[1], 2);
+  CHECK_INT(rec.statuses[0], 503);
+  CHECK_INT(rec.error_kinds[0], MULLIGAN_ERROR_NONE);
+
+  /* A non-zero return stops the retries: MULLIGAN_E_CALLBACK after 1 attempt. */
+  rec.calls = 0;
+  rec.cancel_at = 1;
+  resp = NULL;
+  CHECK_INT(get(client, "GET", "/down", &resp), MULLIGAN_E_CALLBACK);
+  CHECK(resp != NULL);
+  if (resp != NULL) {
+    CHECK_INT(mulligan_http_response_attempts(resp), 1);
+    mulligan_http_response_destroy(resp);
+  }
+  CHECK_INT(rec.calls, 1);
+  mulligan_http_client_destroy(client);
+  CHECK_INT(rec.freed, 1); /* released with the last client */
+
+  CHECK_OK(mulligan_http_options_create(&opts));
+  CHECK_OK(mulligan_http_options_set_strict_methods(opts, 1));
+  client = make_client(opts, 3);
+  CHECK_OK(get(client, "PUT", "/down", &resp));
+  CHECK_INT(mulligan_http_response_attempts(resp), 1);
+  CHECK_INT(mulligan_http_response_stop_reason(resp), MULLIGAN_STOP_NOT_REPLAY_SAFE);
+  mulligan_http_response_destroy(resp);
+  mulligan_http_client_destroy(client);
+  mulligan_http_options_destroy(opts);
+}
+
+static void test_breaker(void) {
+  mulligan_http_options *opts = NULL;
+  mulligan_http_client *client;
+  mulligan_http_response *resp = NULL;
+  int before, i;
+  CHECK_OK(mulligan_http_options_create(&opts));
+  CHECK_OK(mulligan_http_options_set_breaker(opts, 2, 30000, 0));
+  client = make_client(opts, 1);
+  mulligan_http_options_destroy(opts);
+  before = count_log_lines("\"/down\"");
+  for (i = 0; i < 2; ++i) {
+    CHECK_OK(get(client, "GET", "/down", &resp));
+    mulligan_http_response_destroy(resp);
+  }
+  resp = NULL;
+  CHECK_INT(get(client, "GET", "/down", &resp), MULLIGAN_E_CIRCUIT_OPEN);
+  CHECK(resp == NULL); /* refused before any attempt */
+  CHECK(strstr(mulligan_last_error(), "circuit open") != NULL);
+  sleep_ms(100);
+  CHECK_INT(count_log_lines("\"/down\"") - before, 2);
+  mulligan_http_client_destroy(client);
+}
+
+static void test_bad_options(void) {
+  mulligan_http_options *opts = NULL;
+  CHECK_OK(mulligan_http_options_create(&opts));
+  CHECK_FAILS(mulligan_http_options_set_connect_timeout_ms(opts, 0), MULLIGAN_E_INVALID_ARGUMENT,
+              "connect timeout");
+  CHECK_FAILS(mulligan_http_options_set_redirects(opts, 1, -1), MULLIGAN_E_INVALID_ARGUMENT,
+              "max_redirects");
+  CHECK_FAILS(mulligan_http_options_set_user_agent(opts, "a\r\nX-Evil: 1"),
+              MULLIGAN_E_INVALID_ARGUMENT, "user_agent");
+  CHECK_FAILS(mulligan_http_options_set_breaker(opts, -1, 1000, 0), MULLIGAN_E_INVALID_ARGUMENT,
+              "failure_threshold");
+  CHECK_FAILS(mulligan_http_options_set_verify_tls(NULL, 1), MULLIGAN_E_INVALID_ARGUMENT, "opts");
+  mulligan_http_options_destroy(opts);
+  mulligan_http_options_destroy(NULL);
+}
+
+int main(void) {
+  char tmpdir[] = "/tmp/mulligan-capi-http2-XXXXXX";
+  FILE *server;
+  int result;
+
+  if (mkdtemp(tmpdir) == NULL) {
+    perror("mkdtemp");
+    return 1;
+  }
+  server = start_server(tmpdir);
+  if (server == NULL) return SKIP;
+  test_redirects();
+  test_on_retry_and_strict();
+  test_breaker();
+  test_bad_options();
+  (void)closed_port;
+  result = CHECK_REPORT();
+  pclose(server);
+  {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+  }
+  return result;
+}
