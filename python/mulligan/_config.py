@@ -47,6 +47,10 @@ __all__ = [
 
 # The process-wide registry (thread-safe in C++; loads release the GIL).
 _REGISTRY = _core.PolicyRegistry()
+# Bumped by every successful load or reload: decorators bound to a policy name
+# (`@mulligan.retry(policy="payments")`) pick the new values up on their next
+# failure path; a call already retrying keeps the session it started with.
+_generation = 0
 
 
 @dataclass(frozen=True)
@@ -205,16 +209,20 @@ def load_config(path: Optional[str] = None) -> ConfigReport:
 
     .. versionadded:: 0.1.0
     """
+    global _generation
     if path is None:
-        return _report(_REGISTRY.load_env())
-    if not isinstance(path, str):
-        import os
-
-        if isinstance(path, os.PathLike):
-            path = os.fspath(path)
+        report = _report(_REGISTRY.load_env())
+    else:
         if not isinstance(path, str):
-            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-    return _report(_REGISTRY.load_file(path))
+            import os
+
+            if isinstance(path, os.PathLike):
+                path = os.fspath(path)
+            if not isinstance(path, str):
+                raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        report = _report(_REGISTRY.load_file(path))
+    _generation += 1
+    return report
 
 
 def reload_config() -> ConfigReport:
@@ -226,7 +234,10 @@ def reload_config() -> ConfigReport:
 
     .. versionadded:: 0.1.0
     """
-    return _report(_REGISTRY.reload())
+    global _generation
+    report = _report(_REGISTRY.reload())
+    _generation += 1
+    return report
 
 
 def policy(name: str) -> Policy:

@@ -31,6 +31,7 @@ import contextvars
 import datetime
 import functools
 import inspect
+import logging
 import math
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -50,7 +51,7 @@ from typing import (
     overload,
 )
 
-from . import _core, _metrics
+from . import _config, _core, _metrics
 from ._state import STATE
 from ._errors import AttemptOutcome, RetriesExhausted
 from ._hooks import RetryDetails, RetryHook, RetryStatistics, log_give_up, log_retry
@@ -101,6 +102,19 @@ _MAX_HINT = 9.0e9
 _MISSING: Any = object()
 
 
+class _Unset:
+    """The default of every stop/wait argument: "not given", so that values of
+    a named policy (``policy="payments"``) apply unless overridden."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+_UNSET: Any = _Unset()
+
+
 def _never_retried(exc: BaseException) -> bool:
     if isinstance(exc, _NEVER_RETRIED):
         return True
@@ -136,6 +150,7 @@ class RetryOptions(TypedDict, total=False):
     on_give_up: Optional[HookSpec]
     raise_on_give_up: bool
     seed: Optional[int]
+    policy: Optional[str]
 
 
 # -- configuration, compiled once ------------------------------------------------
@@ -220,14 +235,27 @@ class _Config:
         "name",
         "metrics",
         "tick",
+        "given",
+        "policy_name",
+        "generation",
     )
 
     def __init__(self, options: dict[str, Any], name: str) -> None:
-        o = dict(_DEFAULTS)
-        o.update(options)
-        unknown = set(o) - set(_DEFAULTS)
+        given = {k: v for k, v in options.items() if v is not _UNSET}
+        policy_name = given.pop("policy", None)
+        unknown = set(given) - set(_DEFAULTS)
         if unknown:
             raise TypeError(f"mulligan.retry: unknown option(s) {sorted(unknown)}")
+        o = dict(_DEFAULTS)
+        if policy_name is not None:
+            if not isinstance(policy_name, str):
+                raise TypeError(f"mulligan.retry: policy must be a str, got {policy_name!r}")
+            # The named policy's values, then what the decorator says.
+            o.update(_config._resolve_retry_kwargs(policy_name))
+        o.update(given)
+        self.given = given
+        self.policy_name: Optional[str] = policy_name
+        self.generation = _config._generation
         self.options = o
         self.name = name
         if o["on"] is None and o["on_result"] is None:
@@ -292,6 +320,28 @@ class _Config:
             f"mulligan.statistics:{name}", default=None
         )
 
+    def refresh(self) -> None:
+        """Rebuilds the engine policy after the named policy was reloaded.
+
+        Called on the failure path only. A reload that made the policy invalid
+        for this decorator keeps the previous one (and the error is logged).
+        """
+        generation = _config._generation
+        if self.policy_name is None or generation == self.generation:
+            return
+        try:
+            fresh = _Config({**self.given, "policy": self.policy_name}, self.name)
+        except (TypeError, ValueError) as exc:
+            logging.getLogger("mulligan").error(
+                "mulligan: keeping the previous retry policy of %s: reloaded policy %r is invalid: %s",
+                self.name, self.policy_name, exc,
+            )
+        else:
+            self.policy = fresh.policy
+            self.timed = fresh.timed
+            self.retry_after_max = fresh.retry_after_max
+        self.generation = generation
+
     def retryable_exception(self, exc: BaseException) -> bool:
         """Whether a caught exception is retryable (never true for the stop exceptions)."""
         if self.check is not None:
@@ -339,6 +389,8 @@ class _Call:
 
     def __init__(self, cfg: _Config, start: Optional[float]) -> None:
         self.cfg = cfg
+        if cfg.policy_name is not None:
+            cfg.refresh()
         if start is None:
             # No deadline: the success path did not read the clock, so the
             # session (and `elapsed`) starts when the first attempt failed.
@@ -730,21 +782,22 @@ def retry(
     *,
     on: Optional[ExceptionSpec] = None,
     on_result: Optional[Callable[[Any], bool]] = None,
-    attempts: int = 3,
-    deadline: Optional[Seconds] = None,
-    backoff: str = "exponential",
-    base_delay: Seconds = 0.2,
-    multiplier: float = 2.0,
-    max_delay: Seconds = 10.0,
-    jitter: str = "full",
-    jitter_fraction: float = 0.2,
-    retry_after_max: Seconds = 60.0,
-    clamp_retry_after: bool = False,
+    attempts: int = _UNSET,
+    deadline: Optional[Seconds] = _UNSET,
+    backoff: str = _UNSET,
+    base_delay: Seconds = _UNSET,
+    multiplier: float = _UNSET,
+    max_delay: Seconds = _UNSET,
+    jitter: str = _UNSET,
+    jitter_fraction: float = _UNSET,
+    retry_after_max: Seconds = _UNSET,
+    clamp_retry_after: bool = _UNSET,
     delay_hint: Optional[Callable[[Any], Optional[float]]] = None,
     on_retry: Optional[HookSpec] = None,
     on_give_up: Optional[HookSpec] = None,
     raise_on_give_up: bool = False,
-    seed: Optional[int] = None,
+    seed: Optional[int] = _UNSET,
+    policy: Optional[str] = None,
 ) -> RetryDecorator:
     """Retries a function, method or coroutine function when an attempt fails.
 
@@ -812,6 +865,13 @@ def retry(
         raise_on_give_up: raise :class:`mulligan.RetriesExhausted` on give-up.
         seed: seed of the jitter generator, for reproducible waits. Default
             None (a fresh seed per call).
+        policy: the name of a policy loaded with :func:`mulligan.load_config`
+            (or from the file named by ``MULLIGAN_CONFIG``); its attempts,
+            deadline, backoff, delays, jitter, retry_after_max and seed apply
+            wherever this call does not give them. After
+            :func:`mulligan.reload_config` the new values apply from the next
+            failure on; a call already retrying keeps the policy it started
+            with. ValueError for an unknown name.
 
     Returns:
         A :class:`RetryDecorator`.
@@ -855,6 +915,7 @@ def retry(
         "on_give_up": on_give_up,
         "raise_on_give_up": raise_on_give_up,
         "seed": seed,
+        "policy": policy,
     }
     _Config(options, "<validation>")  # validate now, at decoration time
     return RetryDecorator(options)
@@ -1016,21 +1077,22 @@ def retrying(
     on: Optional[ExceptionSpec] = None,
     on_result: Optional[Callable[[Any], bool]] = None,
     name: str = "block",
-    attempts: int = 3,
-    deadline: Optional[Seconds] = None,
-    backoff: str = "exponential",
-    base_delay: Seconds = 0.2,
-    multiplier: float = 2.0,
-    max_delay: Seconds = 10.0,
-    jitter: str = "full",
-    jitter_fraction: float = 0.2,
-    retry_after_max: Seconds = 60.0,
-    clamp_retry_after: bool = False,
+    attempts: int = _UNSET,
+    deadline: Optional[Seconds] = _UNSET,
+    backoff: str = _UNSET,
+    base_delay: Seconds = _UNSET,
+    multiplier: float = _UNSET,
+    max_delay: Seconds = _UNSET,
+    jitter: str = _UNSET,
+    jitter_fraction: float = _UNSET,
+    retry_after_max: Seconds = _UNSET,
+    clamp_retry_after: bool = _UNSET,
     delay_hint: Optional[Callable[[Any], Optional[float]]] = None,
     on_retry: Optional[HookSpec] = None,
     on_give_up: Optional[HookSpec] = None,
     raise_on_give_up: bool = False,
-    seed: Optional[int] = None,
+    seed: Optional[int] = _UNSET,
+    policy: Optional[str] = None,
 ) -> RetryBlock:
     """Retries a block of code, synchronously or in a coroutine.
 
@@ -1072,5 +1134,6 @@ def retrying(
         "on_give_up": on_give_up,
         "raise_on_give_up": raise_on_give_up,
         "seed": seed,
+        "policy": policy,
     }
     return RetryBlock(_Config(options, name))
