@@ -1037,6 +1037,18 @@ struct HttpAsyncEngine::Impl {
     self->socket_changes.push_back(SocketWatch{static_cast<int>(fd), events});
     return 0;
   }
+  // Closes a socket libcurl opened, telling the event loop first (events -1)
+  // so that it can drop a watch it kept on an idle connection.
+  static int OnCloseSocket(void* user, curl_socket_t fd) {
+    auto* self = static_cast<Impl*>(user);
+    try {
+      self->socket_changes.push_back(SocketWatch{static_cast<int>(fd), -1});
+    } catch (...) {
+      // Out of memory: the loop's next wait on this fd reports an error.
+    }
+    return close(fd);
+  }
+
   static int OnTimer(CURLM*, long timeout_ms, void* user) {
     static_cast<Impl*>(user)->timer_change = timeout_ms;
     return 0;
@@ -1153,6 +1165,8 @@ Status HttpAsyncEngine::StartAttempt(uint64_t id) {
   c.call.Setup(c.easy, nullptr, c.call.AttemptTimeout(now));
   curl_easy_setopt(c.easy, CURLOPT_PRIVATE,
                    reinterpret_cast<char*>(static_cast<uintptr_t>(id)));
+  curl_easy_setopt(c.easy, CURLOPT_CLOSESOCKETFUNCTION, &Impl::OnCloseSocket);
+  curl_easy_setopt(c.easy, CURLOPT_CLOSESOCKETDATA, &impl);
   if (curl_multi_add_handle(impl.multi, c.easy) != CURLM_OK) {
     return InternalError("curl_multi_add_handle failed");
   }
@@ -1168,6 +1182,13 @@ void HttpAsyncEngine::SocketAction(int fd, int events) {
   int running = 0;
   curl_multi_socket_action(impl.multi, fd < 0 ? CURL_SOCKET_TIMEOUT : fd, fd < 0 ? 0 : mask,
                            &running);
+  if (fd < 0) {
+    // Re-arm after every timer action: libcurl calls the timer callback only
+    // when its deadline changes, so a loop that fired early (or coalesced
+    // timers) would otherwise never hear of the unchanged deadline again.
+    long ms = -1;
+    if (curl_multi_timeout(impl.multi, &ms) == CURLM_OK) impl.timer_change = ms;
+  }
   impl.Drain();
 }
 

@@ -878,7 +878,7 @@ struct PollDriver {
 
   void Apply() {
     for (const auto& w : engine.TakeSocketChanges()) {
-      if (w.events == 0) {
+      if (w.events <= 0) {  // 0: not watched any more; -1: closed
         watches.erase(w.fd);
       } else {
         watches[w.fd] = w.events;

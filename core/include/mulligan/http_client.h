@@ -234,8 +234,10 @@ class HttpClient {
 // thread. Not copyable or movable (libcurl callbacks point at it).
 class HttpAsyncEngine {
  public:
-  // A socket whose watch changed: events is a mask of kRead | kWrite, or 0
-  // to stop watching it.
+  // A socket whose watch changed: events is a mask of kRead | kWrite, 0 to
+  // stop watching it, or -1 when libcurl has just closed it (a loop that
+  // keeps idle sockets registered must drop them then; the number may be
+  // reused by the next socket).
   struct SocketWatch {
     int fd = -1;
     int events = 0;
@@ -274,7 +276,9 @@ class HttpAsyncEngine {
   // The socket watches changed since the last call, in order.
   std::vector<SocketWatch> TakeSocketChanges();
   // The timer change since the last call: nullopt for none, -1 to cancel
-  // the timer, otherwise fire SocketAction(-1, 0) after that many ms.
+  // the timer, otherwise fire SocketAction(-1, 0) after that many ms. Every
+  // SocketAction(-1, 0) reports the current timer, so a loop may fire early
+  // or keep an earlier timer instead of cancelling it: it is re-armed.
   std::optional<long> TakeTimerChange();
   // The events queued since the last call.
   std::vector<Event> TakeEvents();
