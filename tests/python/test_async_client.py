@@ -129,3 +129,46 @@ def test_async_hook_may_be_a_coroutine_and_breaker_opens(server: Any) -> None:
 
     asyncio.run(main())
     assert seen == [1, 2]
+
+
+def test_idle_connection_closed_by_the_peer_is_handled() -> None:
+    """A kept-alive socket the server closes while idle becomes readable while
+    libcurl does not watch it: the loop must drop it (no busy loop) and the
+    next request must succeed on a new connection."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    served = []
+
+    def serve() -> None:
+        for _ in range(2):
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nhi")
+                served.append(1)
+                time.sleep(0.05)  # then close the idle keep-alive connection
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+
+    async def main() -> int:
+        async with mulligan.AsyncClient() as c:
+            assert (await c.get("http://127.0.0.1:%d/" % port)).text == "hi"
+            loop = asyncio.get_running_loop()
+            ticks = 0
+            end = loop.time() + 0.3
+            while loop.time() < end:  # the peer closes the idle socket meanwhile
+                ticks += 1
+                await asyncio.sleep(0.01)
+            r = await c.get("http://127.0.0.1:%d/" % port, attempts=2)
+            assert r.text == "hi"
+            return ticks
+
+    try:
+        ticks = asyncio.run(main())
+    finally:
+        listener.close()
+    assert ticks >= 10
+    assert len(served) == 2
