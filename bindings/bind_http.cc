@@ -185,7 +185,22 @@ void BindHttp(py::module_& m) {
                                if (r.idempotency_key.empty()) return std::nullopt;
                                return Latin1(r.idempotency_key);
                              })
-      .def_property_readonly("url", [](const HttpResponse& r) { return Utf8(r.url); });
+      .def_property_readonly("url", [](const HttpResponse& r) { return Utf8(r.url); })
+      .def(
+          "unpack",
+          [](HttpResponse& r) {
+            // The body moves into the bytes object: the native response keeps
+            // only its headers, for Response.headers to convert on demand.
+            py::bytes body(r.body);
+            std::string().swap(r.body);
+            return py::make_tuple(
+                r.status, std::move(body), r.attempts, DurationToSeconds(r.elapsed), Utf8(r.url),
+                r.idempotency_key.empty() ? py::object(py::none())
+                                          : py::object(Latin1(r.idempotency_key)),
+                StopReasonName(r.stop_reason));
+          },
+          "(status, body, attempts, elapsed, url, idempotency_key, stop_reason); moves the "
+          "body out.");
 
   auto make_client = [](const RetryPolicy* policy, double attempt_timeout, double connect_timeout,
                         bool verify_tls, const std::string& user_agent, bool follow_redirects,

@@ -312,18 +312,24 @@ Status ValidateRequest(const HttpRequest& request) {
                                   "\": contains a space or control character");
     }
   }
-  CURLU* parsed = curl_url();
-  if (parsed == nullptr) return InternalError("curl_url() failed");
-  CURLUcode rc = curl_url_set(parsed, CURLUPART_URL, url.c_str(), 0);
-  char* host = nullptr;
-  if (rc == CURLUE_OK) rc = curl_url_get(parsed, CURLUPART_HOST, &host, 0);
-  const bool has_host = rc == CURLUE_OK && host != nullptr && host[0] != '\0';
-  curl_free(host);
-  curl_url_cleanup(parsed);
-  if (!has_host) {
-    return InvalidArgumentError("invalid URL \"" + url + "\": " +
-                                (rc == CURLUE_OK ? std::string("no host")
-                                                 : std::string(curl_url_strerror(rc))));
+  // Callers often send to the same URL again and again: the last URL this
+  // thread found valid skips the parse.
+  thread_local std::string last_valid_url;
+  if (url != last_valid_url) {
+    CURLU* parsed = curl_url();
+    if (parsed == nullptr) return InternalError("curl_url() failed");
+    CURLUcode rc = curl_url_set(parsed, CURLUPART_URL, url.c_str(), 0);
+    char* host = nullptr;
+    if (rc == CURLUE_OK) rc = curl_url_get(parsed, CURLUPART_HOST, &host, 0);
+    const bool has_host = rc == CURLUE_OK && host != nullptr && host[0] != '\0';
+    curl_free(host);
+    curl_url_cleanup(parsed);
+    if (!has_host) {
+      return InvalidArgumentError("invalid URL \"" + url + "\": " +
+                                  (rc == CURLUE_OK ? std::string("no host")
+                                                   : std::string(curl_url_strerror(rc))));
+    }
+    last_valid_url = url;
   }
   for (const auto& [name, value] : request.headers) {
     if (!IsToken(name)) {

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Coroutine
 from typing import Any, Optional, Union
 
 from . import _core
@@ -186,6 +187,7 @@ class AsyncClient(_ClientBase):
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
+    # The method helpers return request()'s coroutine itself (no extra frame).
     async def request(
         self,
         method: str,
@@ -273,30 +275,30 @@ class AsyncClient(_ClientBase):
             raise self._gave_up(method, url, response)
         return response
 
-    async def get(self, url: str, **kwargs: Any) -> Response:
+    def get(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a GET; see :meth:`request`."""
-        return await self.request("GET", url, **kwargs)
+        return self.request("GET", url, **kwargs)
 
-    async def head(self, url: str, **kwargs: Any) -> Response:
+    def head(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a HEAD; see :meth:`request`."""
-        return await self.request("HEAD", url, **kwargs)
+        return self.request("HEAD", url, **kwargs)
 
-    async def options(self, url: str, **kwargs: Any) -> Response:
+    def options(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends an OPTIONS; see :meth:`request`."""
-        return await self.request("OPTIONS", url, **kwargs)
+        return self.request("OPTIONS", url, **kwargs)
 
-    async def post(self, url: str, **kwargs: Any) -> Response:
+    def post(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a POST (retried only with an idempotency key); see :meth:`request`."""
-        return await self.request("POST", url, **kwargs)
+        return self.request("POST", url, **kwargs)
 
-    async def put(self, url: str, **kwargs: Any) -> Response:
+    def put(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a PUT; see :meth:`request`."""
-        return await self.request("PUT", url, **kwargs)
+        return self.request("PUT", url, **kwargs)
 
-    async def patch(self, url: str, **kwargs: Any) -> Response:
+    def patch(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a PATCH (retried only with an idempotency key); see :meth:`request`."""
-        return await self.request("PATCH", url, **kwargs)
+        return self.request("PATCH", url, **kwargs)
 
-    async def delete(self, url: str, **kwargs: Any) -> Response:
+    def delete(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a DELETE; see :meth:`request`."""
-        return await self.request("DELETE", url, **kwargs)
+        return self.request("DELETE", url, **kwargs)

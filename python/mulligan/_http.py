@@ -176,10 +176,11 @@ class Response:
     """
 
     __slots__ = (
+        "_headers",
+        "_raw",
         "attempts",
         "content",
         "elapsed",
-        "headers",
         "idempotency_key",
         "status_code",
         "stop_reason",
@@ -199,13 +200,29 @@ class Response:
         stop_reason: str = "succeeded",
     ) -> None:
         self.status_code = status_code
-        self.headers = headers
+        self._headers: Optional[Headers] = headers
+        self._raw: Any = None
         self.content = content
         self.attempts = attempts
         self.elapsed = elapsed
         self.url = url
         self.idempotency_key = idempotency_key
         self.stop_reason = stop_reason
+
+    @property
+    def headers(self) -> Headers:
+        """The last attempt's header fields (:class:`Headers`)."""
+        headers = self._headers
+        if headers is None:
+            # Converted from the native response on first use.
+            headers = self._headers = Headers(self._raw.headers)
+            self._raw = None
+        return headers
+
+    @headers.setter
+    def headers(self, value: Headers) -> None:
+        self._headers = value
+        self._raw = None
 
     @property
     def ok(self) -> bool:
@@ -371,16 +388,21 @@ def _with_params(url: str, params: ParamsInput) -> str:
 
 
 def _response_from(raw: Any) -> Response:
-    return Response(
-        raw.status,
-        Headers(raw.headers),
-        raw.body,
-        attempts=raw.attempts,
-        elapsed=raw.elapsed,
-        url=raw.url,
-        idempotency_key=raw.idempotency_key,
-        stop_reason=raw.stop_reason,
-    )
+    # One native call for the scalars and the body (moved out of the native
+    # response); the headers are converted only when read.
+    r = Response.__new__(Response)
+    (
+        r.status_code,
+        r.content,
+        r.attempts,
+        r.elapsed,
+        r.url,
+        r.idempotency_key,
+        r.stop_reason,
+    ) = raw.unpack()
+    r._headers = None
+    r._raw = raw
+    return r
 
 
 def _breaker_args(breaker: Any) -> dict[str, Any]:
