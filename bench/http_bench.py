@@ -23,6 +23,14 @@ connections) shows the ceiling of the server itself.
 
 Each figure is the best of `--repeat` runs; ratios are against mulligan in
 the same mode. A peer that is not installed is skipped and the table says so.
+
+CPU placement: by default (`--pin 0`) nginx runs on CPU 0. Sequential
+clients run on CPU 0 too: on a small VM a ping-pong between two CPUs pays an
+idle vCPU's wake-up on every request, so unpinned sequential figures swing by
+3x with whatever else the machine runs, while on one CPU they are stable
+(each request costs client CPU plus nginx CPU, the same for every client).
+Concurrent clients and wrk run on the other CPUs, as a load generator would.
+`--pin -1` leaves placement to the kernel.
 """
 
 from __future__ import annotations
@@ -176,12 +184,18 @@ def conc_aiohttp(url: str, n: int, conc: int) -> float:
     return asyncio.run(main())
 
 
-def wrk_rate(url: str, conc: int, seconds: int) -> Optional[float]:
+def wrk_rate(url: str, conc: int, seconds: int, cpus: Optional[set[int]]) -> Optional[float]:
     wrk = shutil.which("wrk")
     if wrk is None:
         return None
+
+    def place() -> None:
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
     out = subprocess.run(
-        [wrk, "-t1", "-c%d" % conc, "-d%ds" % seconds, url], capture_output=True, text=True, check=True
+        [wrk, "-t1", "-c%d" % conc, "-d%ds" % seconds, url],
+        capture_output=True, text=True, check=True, preexec_fn=place,
     ).stdout
     m = re.search(r"Requests/sec:\s+([\d.]+)", out)
     return float(m.group(1)) if m else None
@@ -196,8 +210,26 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--wrk-seconds", type=int, default=3)
+    parser.add_argument("--pin", type=int, default=0,
+                        help="CPU for the benchmark and nginx (default 0; -1: no pinning)")
     args = parser.parse_args()
     n, conc, rep = args.requests, args.concurrency, args.repeat
+    seq_cpus: Optional[set[int]] = None
+    other_cpus: Optional[set[int]] = None
+    placement = "unpinned"
+    if args.pin >= 0 and hasattr(os, "sched_setaffinity"):
+        allowed = os.sched_getaffinity(0)
+        if args.pin in allowed:
+            seq_cpus = {args.pin}
+            other_cpus = (allowed - seq_cpus) or seq_cpus
+            placement = ("nginx and sequential clients on CPU %d, concurrent clients and wrk "
+                         "on CPU %s" % (args.pin, ",".join(map(str, sorted(other_cpus)))))
+
+    def place(cpus: Optional[set[int]]) -> None:
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
+    place(seq_cpus)  # nginx, started below, inherits it
 
     seq = [
         ("mulligan.Client (3 attempts)", "mulligan", seq_mulligan),
@@ -217,22 +249,24 @@ def main() -> int:
         # Rounds interleave the clients, so that a busy spell of the machine
         # does not fall on one client only; each keeps its best round.
         for _ in range(rep):
+            place(seq_cpus)
             for label, mod, fn in seq:
                 if have(mod):
                     t = fn(url, n)
                     best[label] = min(t, best.get(label) or t)
+            place(other_cpus)
             for label, mod, cfn in concurrent:
                 if have(mod):
                     t = cfn(url, n, conc)
                     best[label] = min(t, best.get(label) or t)
-        wrk = wrk_rate(url, conc, args.wrk_seconds)
+        wrk = wrk_rate(url, conc, args.wrk_seconds, other_cpus)
     rows: list[tuple[str, str, Optional[float]]] = [
         (label, seq_mode, best.get(label)) for label, _, _ in seq
     ] + [(label, conc_mode, best.get(label)) for label, _, _ in concurrent]
 
     print("HTTP GET /ok on loopback nginx (1 worker); %d requests per run, best of %d; "
-          "Python %s, %s, %d CPUs" % (n, rep, platform.python_version(), platform.machine(),
-                                       os.cpu_count() or 0))
+          "Python %s, %s, %d CPUs (%s)" % (n, rep, platform.python_version(), platform.machine(),
+                                            os.cpu_count() or 0, placement))
     print()
     print("| client | mode | requests/s | µs/request | mulligan's speed-up |")
     print("| --- | --- | ---: | ---: | ---: |")
