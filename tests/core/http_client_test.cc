@@ -833,6 +833,46 @@ TEST_F(HttpClientTest, UnresolvableNameIsADnsFailure) {
   EXPECT_EQ(info.attempts, 2);
 }
 
+TEST_F(HttpClientTest, ConnectTimeoutOnAFullAcceptQueue) {
+  // A loopback listener that never accepts, with its accept queue full:
+  // Linux drops further SYNs, so a connect hangs until the connect timeout.
+  // (No traffic leaves the loopback interface.)
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 0), 0);
+  socklen_t len = sizeof addr;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    fillers.push_back(fd);
+  }
+  std::this_thread::sleep_for(milliseconds(50));
+
+  HttpClientOptions options;
+  options.retry = FastRetry(2);
+  options.connect_timeout = milliseconds(200);
+  auto client = HttpClient::Create(options);
+  ASSERT_TRUE(client.ok());
+  HttpRequest request;
+  request.method = "POST";  // nothing sent: retried even without a key
+  request.url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/";
+  HttpCallInfo info;
+  Result<HttpResponse> r = (*client)->Send(request, &info);
+  for (int fd : fillers) close(fd);
+  close(listener);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kTimeout) << r.status().ToString();
+  EXPECT_EQ(info.last_error, ErrorKind::kConnectTimeout);
+  EXPECT_EQ(info.attempts, 2);
+  EXPECT_GE(info.elapsed, milliseconds(380));
+}
+
 TEST_F(HttpClientTest, PerOriginBreakerOpensForOneOriginOnly) {
   BreakerRegistryOptions reg;
   reg.breaker.failure_threshold = 2;
