@@ -22,7 +22,19 @@ from collections.abc import AsyncIterator
 from typing import Any, Callable, Optional
 
 from ._state import STATE
-from ._retry import Attempt, _BlockRun, _Call, _Config, _never_retried
+from ._errors import CircuitOpenError
+from ._retry import (
+    _BREAKER_FAILURE,
+    _BREAKER_IGNORED,
+    _BREAKER_SUCCESS,
+    _MISSING,
+    Attempt,
+    _BlockRun,
+    _Call,
+    _call_fallback,
+    _Config,
+    _never_retried,
+)
 
 __all__ = ["iterate_async", "wrap_async"]
 
@@ -43,15 +55,24 @@ async def _run_async(
     exc: Optional[BaseException],
     result: Any,
     start: Optional[float],
+    permit: Any = None,
 ) -> Any:
-    """The async slow path: the first attempt failed with `exc` (or a rejected `result`)."""
+    """The async slow path: the first attempt failed with `exc` (or a rejected `result`).
+
+    ``permit`` is the breaker permit the first attempt ran under (with ``breaker=``).
+    """
     if exc is not None and _never_retried(exc):
+        if permit is not None:
+            cfg.breaker._after_attempt(permit, _BREAKER_IGNORED, final=True)  # type: ignore[union-attr]
         raise exc
     if not STATE.active:
+        if permit is not None:
+            failed = _BREAKER_FAILURE if exc is not None else _BREAKER_SUCCESS
+            cfg.breaker._after_attempt(permit, failed, final=True)  # type: ignore[union-attr]
         if exc is not None:
             raise exc
         return result
-    call = _Call(cfg, start)
+    call = _Call(cfg, start, permit)
     catch = cfg.catch
     try:
         while True:
@@ -61,18 +82,24 @@ async def _run_async(
             if delay > 0:
                 await _sleep(delay)  # cancelling the task cancels the wait
             call.wait_over()
+            refused = call.next_permit(exc)
+            if refused is not None:
+                return refused.value
             try:
                 result = await fn(*args, **kwargs)
             except catch as e:
                 if not cfg.retryable_exception(e):
+                    call.breaker_result(_BREAKER_IGNORED, final=True)
                     call.finish("terminal")
                     raise
                 exc, result = e, None
             except BaseException:
+                call.breaker_result(_BREAKER_IGNORED, final=True)
                 call.finish("terminal")
                 raise
             else:
                 if not cfg.rejects(result):
+                    call.breaker_result(_BREAKER_SUCCESS, final=True)
                     call.finish("succeeded")
                     return result
                 exc = None
@@ -84,6 +111,8 @@ async def _run_async(
 def wrap_async(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
     """Returns the retrying ``async def`` wrapper of coroutine function `fn`."""
     catch = cfg.catch
+    if cfg.breaker is not None:
+        return _wrap_async_with_breaker(fn, cfg)
     if cfg.check is None and cfg.on_result is None and not cfg.timed:
 
         tick = cfg.tick
@@ -124,6 +153,51 @@ def wrap_async(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
         return await _run_async(cfg, fn, args, kwargs, exc, None, start)
 
     return general_wrapper
+
+
+def _wrap_async_with_breaker(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
+    """The async wrapper with ``breaker=`` (see _retry._wrap_sync_with_breaker)."""
+    breaker = cfg.breaker
+    assert breaker is not None
+    catch = cfg.catch
+    check = cfg.check
+    on_result = cfg.on_result
+    timed = cfg.timed
+    tick = cfg.tick
+    state = STATE
+    fallback = cfg.fallback
+
+    @functools.wraps(fn)
+    async def breaker_wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = state.now() if timed else None
+        try:
+            permit = breaker._acquire()
+        except CircuitOpenError as refused:
+            cfg.metrics.call_started()
+            cfg.metrics.call_failed(0, 0.0, "terminal")
+            if fallback is _MISSING:
+                raise
+            cfg.metrics.fallback_used()
+            return _call_fallback(fallback, refused)
+        try:
+            result = await fn(*args, **kwargs)
+        except catch as e:
+            if check is not None and not check(e):
+                breaker._after_attempt(permit, _BREAKER_IGNORED, final=True)
+                raise
+            exc = e
+        except BaseException:
+            breaker._after_attempt(permit, _BREAKER_IGNORED, final=True)
+            raise
+        else:
+            if on_result is None or not on_result(result):
+                breaker._after_attempt(permit, _BREAKER_SUCCESS, final=True)
+                tick()
+                return result
+            return await _run_async(cfg, fn, args, kwargs, None, result, start, permit)
+        return await _run_async(cfg, fn, args, kwargs, exc, None, start, permit)
+
+    return breaker_wrapper
 
 
 async def iterate_async(run: _BlockRun) -> AsyncIterator[Attempt]:

@@ -53,7 +53,8 @@ from typing import (
 
 from . import _config, _core, _metrics
 from ._state import STATE
-from ._errors import AttemptOutcome, RetriesExhausted
+from ._circuit import CircuitBreaker
+from ._errors import AttemptOutcome, CircuitOpenError, RetriesExhausted
 from ._hooks import RetryDetails, RetryHook, RetryStatistics, log_give_up, log_retry
 
 if TYPE_CHECKING:
@@ -114,6 +115,26 @@ class _Unset:
 
 _UNSET: Any = _Unset()
 
+# Results reported to a breaker (CircuitBreaker._after_attempt): a retryable
+# failure is a failure, a terminal error (a non-matching exception) is ignored.
+_BREAKER_SUCCESS = 0
+_BREAKER_FAILURE = 1
+_BREAKER_IGNORED = 2
+
+
+class _Fallback:
+    """A fallback's value travelling out of the retry loop."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _call_fallback(fallback: Any, exc: BaseException) -> Any:
+    """A callable fallback is called with the final exception; any other value is returned."""
+    return fallback(exc) if callable(fallback) else fallback
+
 
 def _never_retried(exc: BaseException) -> bool:
     if isinstance(exc, _NEVER_RETRIED):
@@ -151,6 +172,9 @@ class RetryOptions(TypedDict, total=False):
     raise_on_give_up: bool
     seed: Optional[int]
     policy: Optional[str]
+    breaker: Optional[CircuitBreaker]
+    breaker_per_attempt: bool
+    fallback: Any
 
 
 # -- configuration, compiled once ------------------------------------------------
@@ -238,6 +262,9 @@ class _Config:
         "given",
         "policy_name",
         "generation",
+        "breaker",
+        "breaker_per_attempt",
+        "fallback",
     )
 
     def __init__(self, options: dict[str, Any], name: str) -> None:
@@ -253,6 +280,18 @@ class _Config:
             # The named policy's values, then what the decorator says.
             o.update(_config._resolve_retry_kwargs(policy_name))
         o.update(given)
+        breaker = o["breaker"]
+        if breaker is not None and not isinstance(breaker, CircuitBreaker):
+            raise TypeError(
+                f"mulligan.retry: breaker must be a mulligan.CircuitBreaker, got {breaker!r}"
+            )
+        self.breaker: Optional[CircuitBreaker] = breaker
+        if not isinstance(o["breaker_per_attempt"], bool):
+            raise TypeError(
+                f"mulligan.retry: breaker_per_attempt must be a bool, got {o['breaker_per_attempt']!r}"
+            )
+        self.breaker_per_attempt: bool = o["breaker_per_attempt"]
+        self.fallback: Any = o["fallback"]
         self.given = given
         self.policy_name: Optional[str] = policy_name
         self.generation = _config._generation
@@ -371,6 +410,9 @@ _DEFAULTS: dict[str, Any] = {
     "on_give_up": None,
     "raise_on_give_up": False,
     "seed": None,
+    "breaker": None,
+    "breaker_per_attempt": False,
+    "fallback": _MISSING,
 }
 
 
@@ -384,11 +426,14 @@ class _Call:
     """
 
     __slots__ = (
-        "cfg", "session", "start", "attempt", "waited", "outcomes", "hint", "reason", "waiting", "done"
+        "cfg", "session", "start", "attempt", "waited", "outcomes", "hint", "reason", "waiting",
+        "done", "permit",
     )
 
-    def __init__(self, cfg: _Config, start: Optional[float]) -> None:
+    def __init__(self, cfg: _Config, start: Optional[float], permit: Any = None) -> None:
         self.cfg = cfg
+        # The breaker permit of the attempt that is running or just failed.
+        self.permit = permit
         if cfg.policy_name is not None:
             cfg.refresh()
         if start is None:
@@ -436,6 +481,10 @@ class _Call:
         if retry or not decision.retry:
             cfg.metrics.attempt_failed(self.attempt, outcome, decision, now - self.start)
             self.waiting = retry
+        if cfg.breaker is not None:
+            # A retryable failure is a breaker failure; one result per logical
+            # call unless breaker_per_attempt (see CircuitBreaker._after_attempt).
+            self.breaker_result(_BREAKER_FAILURE, final=not retry)
         time_left = self.session.time_left(now) if cfg.timed else None
         details = RetryDetails(
             name=cfg.name,
@@ -474,6 +523,9 @@ class _Call:
                 f"mulligan: gave up after {n} attempt{'' if n == 1 else 's'} (retry_after_too_long:"
                 f" the delay hint of {self.hint:g} s exceeds retry_after_max {self.cfg.retry_after_max:g} s)"
             )
+        if exc is not None and self.cfg.fallback is not _MISSING:
+            _add_note(exc, note)
+            return self.use_fallback(exc)
         if self.cfg.raise_on_give_up:
             raise RetriesExhausted(
                 f"{self.cfg.name}: {note}",
@@ -486,6 +538,40 @@ class _Call:
             raise exc
         return result
 
+    def breaker_result(self, result: int, *, final: bool) -> None:
+        """Reports the attempt under ``self.permit`` to the breaker (if any)."""
+        breaker = self.cfg.breaker
+        if breaker is not None and self.permit is not None:
+            permit, self.permit = self.permit, None
+            breaker._after_attempt(
+                permit, result, final=final, per_attempt=self.cfg.breaker_per_attempt
+            )
+
+    def next_permit(self, exc: Optional[BaseException]) -> Any:
+        """Acquires the breaker before the next attempt.
+
+        Returns None when there is no breaker. When the breaker refuses, the
+        call ends: returns the fallback's value wrapped in ``_Fallback``, or
+        raises CircuitOpenError (chained to the last failure).
+        """
+        breaker = self.cfg.breaker
+        if breaker is None:
+            return None
+        try:
+            self.permit = breaker._acquire()
+        except CircuitOpenError as refused:
+            refused.attempts = self.attempt - 1
+            self.finish("terminal")
+            if self.cfg.fallback is not _MISSING:
+                return _Fallback(self.use_fallback(refused))
+            raise refused from exc
+        return None
+
+    def use_fallback(self, exc: BaseException) -> Any:
+        """Returns the fallback's answer to a call that finally failed with ``exc``."""
+        self.cfg.metrics.fallback_used()
+        return _call_fallback(self.cfg.fallback, exc)
+
     def wait_over(self) -> None:
         """Ends the wait before a retry (also when the wait was interrupted)."""
         if self.waiting:
@@ -496,6 +582,7 @@ class _Call:
         """Ends a call left by an exception that is not an attempt's failure
         (a cancelled wait, KeyboardInterrupt): counted as a terminal failure."""
         self.wait_over()
+        self.breaker_result(_BREAKER_IGNORED, final=True)
         if not self.done:
             self.finish("terminal")
 
@@ -542,16 +629,25 @@ def _run_sync(
     exc: Optional[BaseException],
     result: Any,
     start: Optional[float],
+    permit: Any = None,
 ) -> Any:
-    """The sync slow path: the first attempt failed with `exc` (or a rejected `result`)."""
+    """The sync slow path: the first attempt failed with `exc` (or a rejected `result`).
+
+    ``permit`` is the breaker permit the first attempt ran under (with ``breaker=``).
+    """
     if exc is not None and _never_retried(exc):
+        if permit is not None:
+            cfg.breaker._after_attempt(permit, _BREAKER_IGNORED, final=True)  # type: ignore[union-attr]
         raise exc
     state = STATE
     if not state.active:
+        if permit is not None:
+            failed = _BREAKER_FAILURE if exc is not None else _BREAKER_SUCCESS
+            cfg.breaker._after_attempt(permit, failed, final=True)  # type: ignore[union-attr]
         if exc is not None:
             raise exc
         return result
-    call = _Call(cfg, start)
+    call = _Call(cfg, start, permit)
     catch = cfg.catch
     try:
         while True:
@@ -561,18 +657,24 @@ def _run_sync(
             if delay > 0:
                 state.sleep(delay)
             call.wait_over()
+            refused = call.next_permit(exc)
+            if refused is not None:
+                return refused.value
             try:
                 result = fn(*args, **kwargs)
             except catch as e:
                 if not cfg.retryable_exception(e):
+                    call.breaker_result(_BREAKER_IGNORED, final=True)
                     call.finish("terminal")
                     raise
                 exc, result = e, None
             except BaseException:
+                call.breaker_result(_BREAKER_IGNORED, final=True)
                 call.finish("terminal")
                 raise
             else:
                 if not cfg.rejects(result):
+                    call.breaker_result(_BREAKER_SUCCESS, final=True)
                     call.finish("succeeded")
                     return result
                 exc = None
@@ -666,6 +768,8 @@ def _name_of(fn: Any) -> str:
 
 def _wrap_sync(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
     catch = cfg.catch
+    if cfg.breaker is not None:
+        return _wrap_sync_with_breaker(fn, cfg)
     if cfg.check is None and cfg.on_result is None and not cfg.timed:
         # The common case, kept minimal: exception types, no deadline.
         tick = cfg.tick
@@ -724,6 +828,53 @@ def _wrap_sync(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
         return _run_sync(cfg, fn, args, kwargs, exc, None, start)
 
     return general_wrapper
+
+
+def _wrap_sync_with_breaker(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
+    """The sync wrapper with ``breaker=``: the breaker is checked before every
+    attempt, so an open breaker ends the call at once with CircuitOpenError
+    (or the fallback) and never runs ``fn``."""
+    breaker = cfg.breaker
+    assert breaker is not None
+    catch = cfg.catch
+    check = cfg.check
+    on_result = cfg.on_result
+    timed = cfg.timed
+    tick = cfg.tick
+    state = STATE
+    fallback = cfg.fallback
+
+    @functools.wraps(fn)
+    def breaker_wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = state.now() if timed else None
+        try:
+            permit = breaker._acquire()
+        except CircuitOpenError as refused:
+            cfg.metrics.call_started()
+            cfg.metrics.call_failed(0, 0.0, "terminal")
+            if fallback is _MISSING:
+                raise
+            cfg.metrics.fallback_used()
+            return _call_fallback(fallback, refused)
+        try:
+            result = fn(*args, **kwargs)
+        except catch as e:
+            if check is not None and not check(e):
+                breaker._after_attempt(permit, _BREAKER_IGNORED, final=True)
+                raise
+            exc = e
+        except BaseException:
+            breaker._after_attempt(permit, _BREAKER_IGNORED, final=True)
+            raise
+        else:
+            if on_result is None or not on_result(result):
+                breaker._after_attempt(permit, _BREAKER_SUCCESS, final=True)
+                tick()
+                return result
+            return _run_sync(cfg, fn, args, kwargs, None, result, start, permit)
+        return _run_sync(cfg, fn, args, kwargs, exc, None, start, permit)
+
+    return breaker_wrapper
 
 
 def _decorate(fn: Any, options: dict[str, Any]) -> Any:
@@ -798,6 +949,9 @@ def retry(
     raise_on_give_up: bool = False,
     seed: Optional[int] = _UNSET,
     policy: Optional[str] = None,
+    breaker: Optional[CircuitBreaker] = None,
+    breaker_per_attempt: bool = False,
+    fallback: Any = _MISSING,
 ) -> RetryDecorator:
     """Retries a function, method or coroutine function when an attempt fails.
 
@@ -872,6 +1026,20 @@ def retry(
             :func:`mulligan.reload_config` the new values apply from the next
             failure on; a call already retrying keeps the policy it started
             with. ValueError for an unknown name.
+        breaker: a :class:`mulligan.CircuitBreaker` checked before every
+            attempt. When it refuses, the call ends at once with
+            :class:`mulligan.CircuitOpenError` (never retried; ``.attempts``
+            says how many attempts ran; chained to the last failure) without
+            running the function. By default one result per logical call is
+            recorded: success, failure (gave up on retryable errors), or
+            ignored (a terminal error); a half-open probe records its own
+            result at once, so a failed probe reopens the breaker and the
+            retry is refused (the rule of the C++ ``RetryCall``).
+        breaker_per_attempt: record every attempt in the breaker instead.
+        fallback: returned instead of raising when the call finally fails
+            (gave up, or refused by the breaker). A callable is called with
+            the final exception and its return value is returned; any other
+            object is returned as is. Counted in the ``fallbacks`` metric.
 
     Returns:
         A :class:`RetryDecorator`.
@@ -916,6 +1084,9 @@ def retry(
         "raise_on_give_up": raise_on_give_up,
         "seed": seed,
         "policy": policy,
+        "breaker": breaker,
+        "breaker_per_attempt": breaker_per_attempt,
+        "fallback": fallback,
     }
     _Config(options, "<validation>")  # validate now, at decoration time
     return RetryDecorator(options)
