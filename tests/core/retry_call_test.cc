@@ -105,3 +105,49 @@ TEST(RetryCallTest, ExceptionsPropagateUnlessAccepted) {
 
 }  // namespace
 }  // namespace mulligan
+
+namespace mulligan {
+namespace {
+
+TEST(RetryCallTest, ReportsExactMetrics) {
+  MetricsRegistry registry;
+  RetryOptions options;
+  options.max_attempts = 3;
+  options.backoff.jitter = JitterKind::kNone;
+  RetryPolicy policy = std::move(RetryPolicy::Create(options)).value();
+  FakeClock clock;
+  RetryCallOptions call_options;
+  call_options.clock = &clock;
+  call_options.metrics = registry.Get("profile");
+
+  int calls = 0;
+  Result<int> third = RetryCall(
+      policy,
+      [&]() -> Result<int> {
+        if (++calls < 3) return TransportError("reset");
+        return 7;
+      },
+      call_options);
+  ASSERT_TRUE(third.ok());
+  Status gave_up = RetryCall(policy, [] { return TimeoutError("slow"); }, call_options);
+  EXPECT_TRUE(IsTimeout(gave_up));
+  Result<int> served = RetryCall(
+      policy, []() -> Result<int> { return TransportError("down"); }, call_options,
+      [](const Status&) { return 0; });
+  ASSERT_TRUE(served.ok());
+
+  MetricsSnapshot s = registry.Get("profile")->Snapshot();
+  EXPECT_EQ(s.calls, 3u);
+  EXPECT_EQ(s.attempts, 9u);
+  EXPECT_EQ(s.retries, 6u);
+  EXPECT_EQ(s.retries_by_reason[static_cast<int>(RetryReason::kException)], 6u);
+  EXPECT_EQ(s.successes, 1u);
+  EXPECT_EQ(s.failures, 2u);
+  EXPECT_EQ(s.fallbacks, 1u);
+  EXPECT_EQ(s.in_flight, 0);
+  EXPECT_EQ(s.waiting_to_retry, 0);
+  EXPECT_DOUBLE_EQ(s.retry_delay_seconds.sum, 3 * (0.2 + 0.4));
+}
+
+}  // namespace
+}  // namespace mulligan

@@ -25,6 +25,7 @@
 
 #include "mulligan/circuit_breaker.h"
 #include "mulligan/clock.h"
+#include "mulligan/metrics.h"
 #include "mulligan/outcome.h"
 #include "mulligan/retry_policy.h"
 #include "mulligan/status.h"
@@ -127,6 +128,11 @@ struct RetryCallOptions {
   // attempt counts towards the trip conditions, so with failure_threshold 3
   // an always-failing call is cut off by the breaker after its 3rd attempt).
   bool breaker_record_each_attempt = false;
+
+  // Where the call reports its metrics (metrics.h): typically
+  // MetricsRegistry::Default().Get("payments"), looked up once and kept.
+  // Borrowed; null (the default) reports nothing.
+  Metrics* metrics = nullptr;
 };
 
 namespace internal {
@@ -174,12 +180,23 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
 
   Clock& clock = options.clock ? *options.clock : *SystemClock::Default();
   CircuitBreaker* const breaker = options.breaker;
+  Metrics* const metrics = options.metrics;
   RetrySession session = policy.Begin(clock.Now());
+  if (metrics != nullptr) metrics->CallStarted();
   RetryCallInfo info;
-  auto finish = [&]() {
+  // Ends the call: fills `info` and reports the result to the metrics.
+  auto finish = [&](bool succeeded, StopReason reason) {
     info.attempts = session.attempts();
     info.elapsed = clock.Now() - session.start();
     if (options.info) *options.info = info;
+    if (metrics != nullptr) {
+      if (succeeded) {
+        metrics->CallSucceeded(info.attempts, info.elapsed);
+      } else {
+        metrics->CallFailed(info.attempts, info.elapsed, reason);
+        if (info.fallback_used) metrics->FallbackUsed();
+      }
+    }
   };
   for (;;) {
     const int attempt = session.attempts() + 1;
@@ -194,10 +211,10 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
         Status refused = breaker->OpenStatus(admission);
         if constexpr (kHasFallback) {
           info.fallback_used = true;
-          finish();
+          finish(false, StopReason::kTerminal);
           return R((*fallback)(static_cast<const Status&>(refused)));
         } else {
-          finish();
+          finish(false, StopReason::kTerminal);
           return R(std::move(refused));
         }
       }
@@ -221,6 +238,7 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
           const TimePoint end = clock.Now();
           breaker->Record(permit, CallResult::kIgnored, end - attempt_start, end);
         }
+        finish(false, StopReason::kTerminal);
         throw;
       }
     }
@@ -239,6 +257,9 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
 
     const TimePoint attempt_end = clock.Now();
     const Decision decision = session.OnOutcome(outcome, attempt_end);
+    if (metrics != nullptr && decision.classification != Classification::kSuccess) {
+      metrics->AttemptFailed(decision.attempt, outcome, decision, attempt_end - session.start());
+    }
     if (breaker != nullptr &&
         (options.breaker_record_each_attempt || permit.probe || !decision.retry())) {
       breaker->Record(permit, ResultFor(decision.classification), attempt_end - attempt_start,
@@ -251,11 +272,11 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
           Status error = thrown ? UnavailableError(DescribeException(thrown))
                                 : StatusOf(*returned);
           info.fallback_used = true;
-          finish();
+          finish(false, decision.reason);
           return R((*fallback)(static_cast<const Status&>(error)));
         }
       }
-      finish();
+      finish(decision.reason == StopReason::kSucceeded, decision.reason);
       if (thrown) std::rethrow_exception(thrown);
       return std::move(*returned);
     }
@@ -269,6 +290,7 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
     }
     info.total_delay += decision.delay;
     clock.SleepFor(decision.delay);
+    if (metrics != nullptr) metrics->RetryWaitEnded();
   }
 }
 
