@@ -4,9 +4,8 @@
 // success on 1 and 2 threads (no window and with a count window), ns per
 // registry Get of an existing key, and the memory of one breaker.
 //
-//   c++ -O2 -std=c++17 -Icore/include bench/core_breaker_bench.cc \
-//       core/src/{circuit_breaker,breaker_registry,clock,status}.cc -pthread
-// or build the core_breaker_bench target of bench/CMakeLists.txt.
+// Build the core_breaker_bench target of bench/CMakeLists.txt
+// (cmake -DMULLIGAN_BUILD_BENCH=ON).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -52,12 +51,6 @@ double NsPerCall(CircuitBreaker& breaker, int threads, long calls_per_thread) {
   // Wall time per call of one thread: the latency each caller sees.
   return std::chrono::duration<double, std::nano>(end - start).count() /
          static_cast<double>(calls_per_thread);
-}
-
-double Best(int repeats, double (*run)(void*), void* arg) {
-  double best = 1e300;
-  for (int i = 0; i < repeats; ++i) best = std::min(best, run(arg));
-  return best;
 }
 
 }  // namespace
