@@ -714,6 +714,14 @@ class Call {
     // https_proxy, all_proxy and no_proxy from the environment.
     curl_easy_setopt(easy, CURLOPT_USERAGENT, options.user_agent.c_str());
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    // libcurl silently sends a request again on a new connection when a
+    // kept-alive one turns out dead before any response byte arrived (it
+    // cannot tell "closed while idle" from "closed after reading the
+    // request"). For a request that must not be replayed (a POST or PATCH
+    // without an idempotency key, or anything but GET/HEAD/OPTIONS in strict
+    // mode) that could apply it twice, so such requests never reuse a
+    // connection: one extra connection buys the at-most-once promise.
+    curl_easy_setopt(easy, CURLOPT_FRESH_CONNECT, replay_safe_ ? 0L : 1L);
     // No CURLOPT_ACCEPT_ENCODING: bodies are returned exactly as received.
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers_.get());
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &WriteBody);

@@ -701,6 +701,29 @@ TEST_F(HttpClientTest, PostResetMidResponseIsNotReplayedWithoutAKey) {
   EXPECT_EQ(log[0].status, 444);
 }
 
+TEST_F(HttpClientTest, PostWithoutKeyIsNeverResentOnAReusedConnection) {
+  // libcurl re-sends a request by itself when a reused connection dies before
+  // any response byte: an unkeyed POST must use a fresh connection instead.
+  auto client = MakeClient(FastRetry(3));
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->Send(Get("/ok")).ok());  // a kept-alive connection
+  LogWithCount(1);
+  ClearLog();
+  HttpCallInfo info;
+  Result<HttpResponse> r = client->Send(Post("/reset"), &info);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(info.attempts, 1);
+  auto log = LogWithCount(1);
+  ASSERT_EQ(log.size(), 1u);  // exactly one POST reached the server
+  EXPECT_EQ(log[0].connection_requests, 1);
+  // Replay-safe requests still reuse connections.
+  ASSERT_TRUE(client->Send(Get("/ok")).ok());
+  ASSERT_TRUE(client->Send(Get("/ok")).ok());
+  log = LogWithCount(3);
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[2].connection, log[1].connection);
+}
+
 TEST_F(HttpClientTest, PostResetMidResponseIsReplayedWithAKey) {
   auto client = MakeClient(FastRetry(3));
   ASSERT_NE(client, nullptr);

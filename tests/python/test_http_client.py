@@ -118,7 +118,7 @@ def test_connection_refused_is_retried_even_for_post() -> None:
 
 
 def test_post_reset_mid_response_without_key_is_not_retried(server: Any) -> None:
-    with mulligan.Client() as c:  # a fresh connection (see the report on stale reuse)
+    with mulligan.Client() as c:
         with pytest.raises(mulligan.ConnectionReset) as info:
             c.post(server.url("/reset"), data="pay", attempts=3, **FAST)
     assert info.value.kind == "connection_reset"
@@ -126,6 +126,20 @@ def test_post_reset_mid_response_without_key_is_not_retried(server: Any) -> None
     assert info.value.stop_reason == "not_replay_safe"
     entries = logged(server, "/reset", 1)
     assert len(entries) == 1 and entries[0]["status"] == 444
+
+
+def test_post_without_key_is_never_resent_on_a_reused_connection(server: Any) -> None:
+    # libcurl would re-send a request on a new connection when a kept-alive
+    # one is found dead before any response byte: not for an unkeyed POST.
+    with mulligan.Client() as c:
+        assert c.get(server.url("/ok")).status_code == 200
+        server.wait_for_access_log(1)
+        server.clear_access_log()
+        with pytest.raises(mulligan.ConnectionReset) as info:
+            c.post(server.url("/reset"), data="pay", attempts=3, **FAST)
+        assert info.value.attempts == 1
+    entries = logged(server, "/reset", 1)
+    assert len(entries) == 1
 
 
 def test_post_reset_with_key_is_retried_with_the_same_key(server: Any) -> None:

@@ -5,7 +5,10 @@
 // section 4 (RFC 9110 section 9.2.2): GET, HEAD, OPTIONS, TRACE, PUT and DELETE
 // are retried; POST and PATCH only with an Idempotency-Key (sent unchanged on
 // every attempt) or when nothing was sent (connection refused).
-// Connections are kept alive and reused between attempts and calls.
+// Connections are kept alive and reused between attempts and calls, except
+// by requests that must not be replayed (POST/PATCH without a key): those
+// always open a new connection, since libcurl would otherwise re-send them
+// by itself when a kept-alive connection turns out dead.
 //
 // libcurl is an implementation detail (pimpl): this header never includes it.
 
