@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "curl_global.h"
+#include "mulligan/metrics.h"
 #include "mulligan/retry_after.h"
 
 namespace mulligan {
@@ -568,6 +569,26 @@ bool IsStrictlySafeMethod(std::string_view method) {
 
 // The state of one logical call. Not copyable or movable: libcurl holds
 // pointers into it (error buffer, transfer) while an attempt runs.
+// Returns the metrics a call to `url` reports to: `name` when set, else the
+// URL's origin (null when it has none). The last look-up is cached per
+// thread, because parsing the URL and looking the name up cost more than
+// the counting itself.
+Metrics* MetricsFor(const std::string& name, const std::string& url) {
+  if (!name.empty()) return MetricsRegistry::Default().Get(name);
+  MetricsRegistry& registry = MetricsRegistry::Default();
+  thread_local std::string cached_url;
+  thread_local Metrics* cached = nullptr;
+  thread_local uint64_t cached_clears = 0;
+  const uint64_t clears = registry.clear_count();
+  if (cached != nullptr && clears == cached_clears && url == cached_url) return cached;
+  std::optional<std::string> origin = HttpOrigin(url);
+  if (!origin) return nullptr;
+  cached = registry.Get(*origin);
+  cached_url = url;
+  cached_clears = clears;
+  return cached;
+}
+
 class Call {
  public:
   Call() = default;
@@ -641,12 +662,20 @@ class Call {
   void Begin(TimePoint now) {
     start_ = now;
     session_.emplace(policy_->Begin(now, replay_safe_));
+    if (settings_->options.report_metrics) {
+      metrics_ = MetricsFor(settings_->options.metrics_name, request_->url);
+      if (metrics_ != nullptr) metrics_->CallStarted();
+    }
   }
 
   // Asks the breaker (if any) whether the next attempt may run at `now`.
   // False: the call is over with kCircuitOpen.
   bool Admit(TimePoint now) {
     attempt_start_ = now;
+    if (waiting_) {
+      waiting_ = false;
+      metrics_->RetryWaitEnded();
+    }
     if (!breaker_) return true;
     const bool per_attempt = settings_->options.breaker_per_attempt;
     if (per_attempt || !permit_.valid) {
@@ -805,6 +834,10 @@ class Call {
     }
     last_outcome_ = outcome;
     decision_ = session_->OnOutcome(outcome, now);
+    if (metrics_ != nullptr && decision_.classification != Classification::kSuccess) {
+      metrics_->AttemptFailed(decision_.attempt, outcome, decision_, now - start_);
+      waiting_ = decision_.retry();
+    }
     if (breaker_ && permit_.valid) {
       if (settings_->options.breaker_per_attempt) {
         breaker_->Record(permit_, ResultFor(decision_.classification), now - attempt_start_, now);
@@ -852,6 +885,20 @@ class Call {
     const int attempts = session_ ? session_->attempts() : 0;
     const Duration elapsed = now - start_;
     const bool got_response = attempts > 0 && last_.code == CURLE_OK && !no_memory_;
+    if (metrics_ != nullptr) {
+      if (waiting_) {  // the hook cancelled the wait
+        waiting_ = false;
+        metrics_->RetryWaitEnded();
+      }
+      if (got_response && !circuit_open_ && !cancelled_ &&
+          decision_.reason == StopReason::kSucceeded) {
+        metrics_->CallSucceeded(attempts, elapsed);
+      } else {
+        metrics_->CallFailed(attempts, elapsed,
+                             circuit_open_ || cancelled_ ? StopReason::kTerminal : decision_.reason);
+      }
+      metrics_ = nullptr;  // reported once
+    }
     const ErrorKind last_error =
         attempts == 0 || got_response
             ? ErrorKind::kNone
@@ -929,6 +976,8 @@ class Call {
   bool follow_redirects_ = false;
   int max_redirects_ = 10;
   std::shared_ptr<CircuitBreaker> breaker_;
+  Metrics* metrics_ = nullptr;  // null when not reporting
+  bool waiting_ = false;        // a retry is scheduled and its wait not over
   Permit permit_;
   bool circuit_open_ = false;
   Duration retry_in_ = Duration::zero();

@@ -351,6 +351,7 @@ void MetricsRegistry::Clear() {
   metrics_.clear();
   by_name_.clear();
   overflow_ = nullptr;
+  clears_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 uint64_t MetricsRegistry::AddListener(EventListener listener) {

@@ -10,6 +10,7 @@
 // Only the /limited test sleeps for real (about 1 s per Retry-After).
 
 #include "mulligan/http_client.h"
+#include "mulligan/metrics.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -1051,6 +1052,49 @@ TEST_F(HttpClientTest, AsyncEngineReportsFailuresLikeSend) {
   EXPECT_EQ(r.status().code(), StatusCode::kTransport);
   EXPECT_NE(r.status().message().find("connection refused after 2 attempts"), std::string::npos)
       << r.status().message();
+}
+
+}  // namespace
+}  // namespace mulligan
+
+namespace mulligan {
+namespace {
+
+// Issue 7: exact counters after a scripted run against the real nginx.
+TEST_F(HttpClientTest, ReportsExactMetricsPerOrigin) {
+  HttpClientOptions options;
+  options.retry = FastRetry(3);
+  options.metrics_name = "http-metrics-script";
+  auto client = std::move(HttpClient::Create(options)).value();
+  // 4 healthy calls, 2 calls that give up on 503 after 3 attempts, 1 POST
+  // without a key that is not replayed (1 attempt), 1 call refused (3 attempts).
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(client->Send(Get("/ok"))->status, 200);
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(client->Send(Get("/down"))->status, 503);
+  ASSERT_EQ(client->Send(Post("/down"))->attempts, 1);
+  HttpRequest refused;
+  refused.url = "http://127.0.0.1:" + std::to_string(ClosedPort()) + "/";
+  ASSERT_FALSE(client->Send(refused).ok());
+
+  MetricsSnapshot s = MetricsRegistry::Default().Get("http-metrics-script")->Snapshot();
+  EXPECT_EQ(s.calls, 8u);
+  EXPECT_EQ(s.attempts, 4u + 2u * 3u + 1u + 3u);
+  EXPECT_EQ(s.retries, 2u * 2u + 2u);
+  EXPECT_EQ(s.retries_by_reason[static_cast<int>(RetryReason::kStatus)], 4u);
+  EXPECT_EQ(s.retries_by_reason[static_cast<int>(RetryReason::kTransport)], 2u);
+  EXPECT_EQ(s.successes, 4u);
+  EXPECT_EQ(s.failures, 4u);
+  EXPECT_EQ(s.in_flight, 0);
+  EXPECT_EQ(s.waiting_to_retry, 0);
+  EXPECT_EQ(s.attempts_per_call.counts[0], 5u);  // 4 healthy + the unkeyed POST
+  EXPECT_EQ(s.attempts_per_call.counts[2], 3u);  // 2 x /down + the refused call
+}
+
+TEST_F(HttpClientTest, ReportsUnderTheOriginByDefault) {
+  auto client = MakeClient(FastRetry(2));
+  ASSERT_TRUE(client->Send(Get("/ok")).ok());
+  std::optional<std::string> origin = HttpOrigin(Url("/ok"));
+  ASSERT_TRUE(origin.has_value());
+  EXPECT_GE(MetricsRegistry::Default().Get(*origin)->Snapshot().successes, 1u);
 }
 
 }  // namespace

@@ -181,6 +181,15 @@ struct HttpClientOptions {
   // breaker_per_attempt records every attempt. Default: none.
   std::shared_ptr<BreakerRegistry> breakers;
   bool breaker_per_attempt = false;
+
+  // Report every call (calls, attempts, retries by reason, successes,
+  // failures, retry delays, durations; metrics.h) to
+  // MetricsRegistry::Default(), labelled by the request's origin
+  // (scheme://host:port, as the breakers are), or by metrics_name when it is
+  // set. A call succeeds when its final response is not an error status
+  // (below 400, or not classified terminal or retryable). Default true.
+  bool report_metrics = true;
+  std::string metrics_name;
 };
 
 // A long-lived client with a pool of kept-alive connections.

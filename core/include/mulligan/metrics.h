@@ -237,6 +237,9 @@ class MetricsRegistry {
   // Clears every name (for tests): pointers handed out before stay valid but
   // are detached and no longer exported.
   void Clear();
+  // How many times Clear ran: lets callers that cache Metrics pointers
+  // notice that they were detached.
+  uint64_t clear_count() const { return clears_.load(std::memory_order_acquire); }
 
   // Adds a listener for every event of every name; returns its id. Listeners
   // run synchronously on the thread that caused the event and must be quick
@@ -266,6 +269,7 @@ class MetricsRegistry {
   struct Listeners;
   std::shared_ptr<const Listeners> listeners_;           // guarded by mu_
   std::atomic<bool> has_listeners_{false};
+  std::atomic<uint64_t> clears_{0};
   uint64_t next_listener_id_ = 1;                        // guarded by mu_
 };
 
