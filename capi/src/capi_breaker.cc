@@ -21,6 +21,7 @@
 #include "capi_internal.h"
 #include "mulligan/breaker_registry.h"
 #include "mulligan/circuit_breaker.h"
+#include "mulligan/metrics.h"
 
 struct mulligan_breaker_options {
   mulligan::CircuitBreakerOptions impl;
@@ -50,7 +51,11 @@ using mulligan::capi_internal::SetError;
 // The first published sizes of the caller-owned structs.
 constexpr size_t kPermitSizeV0_1 = sizeof(mulligan_breaker_permit);
 constexpr size_t kCountsSizeV0_1 = sizeof(mulligan_breaker_counts);
-constexpr size_t kCallOptionsSizeV0_1 = sizeof(mulligan_retry_call_options);
+// metrics_name came later (issue 7): callers compiled before pass the smaller
+// size and report no metrics.
+constexpr size_t kCallOptionsSizeV0_1 = offsetof(mulligan_retry_call_options, metrics_name);
+constexpr size_t kCallOptionsSizeWithMetrics =
+    offsetof(mulligan_retry_call_options, metrics_name) + sizeof(const char*);
 constexpr size_t kCallInfoSizeV0_1 = sizeof(mulligan_retry_call_info);
 
 const mulligan::Clock* ClockOf(const mulligan_breaker_options* opts) {
@@ -125,6 +130,24 @@ int CheckResult(int result) {
 // Sets the last error for a refusal and returns MULLIGAN_E_CIRCUIT_OPEN.
 int Refused(const mulligan::CircuitBreaker& breaker, const mulligan::Admission& admission) {
   return SetError(breaker.OpenStatus(admission));
+}
+
+// Reports a failed attempt of mulligan_retry_call to `metrics`, rebuilding
+// the core Outcome and Decision from their (already validated) C forms.
+void ReportFailedAttempt(mulligan::Metrics& metrics, const mulligan_outcome& outcome,
+                         const mulligan_decision& decision, Duration elapsed) {
+  mulligan::Outcome o;
+  o.error = static_cast<mulligan::ErrorKind>(outcome.error_kind);
+  o.http_status = outcome.http_status;
+  if (outcome.retry_after_ms >= 0) o.retry_after = MsToDuration(outcome.retry_after_ms);
+  mulligan::Decision d;
+  d.action = static_cast<mulligan::Decision::Action>(decision.action);
+  d.delay = MsToDuration(decision.delay_ms);
+  d.reason = static_cast<mulligan::StopReason>(decision.reason);
+  d.classification = static_cast<mulligan::Classification>(decision.classification);
+  d.attempt = decision.attempt;
+  d.from_retry_after = decision.from_retry_after != 0;
+  metrics.AttemptFailed(d.attempt, o, d, elapsed);
 }
 
 // Transition listener state: the callback and the caller's user_data, freed
@@ -567,14 +590,38 @@ int mulligan_retry_call(const mulligan_retry_policy* policy,
   if (opts != nullptr && opts->clock != nullptr) clock = &opts->clock->impl;
   mulligan_breaker* const breaker = opts != nullptr ? opts->breaker : nullptr;
   const bool each_attempt = opts != nullptr && opts->breaker_record_each_attempt != 0;
+  mulligan::Metrics* metrics = nullptr;
+  if (opts != nullptr && opts->struct_size >= kCallOptionsSizeWithMetrics &&
+      opts->metrics_name != nullptr) {
+    if (opts->metrics_name[0] == '\0') {
+      return SetError(MULLIGAN_E_INVALID_ARGUMENT,
+                      "opts->metrics_name must not be empty (NULL reports no metrics)");
+    }
+    metrics = mulligan::MetricsRegistry::Default().Get(opts->metrics_name);
+  }
 
   mulligan_retry_session session{policy->impl.Begin(clock->Now()), clock};
+  if (metrics != nullptr) metrics->CallStarted();
   mulligan_retry_call_info result = MULLIGAN_RETRY_CALL_INFO_INIT;
   Duration total_delay = Duration::zero();
+  // Ends the call: fills `info` and reports the result to the metrics (as
+  // the core's RetryCall does: a refusal, an abort or an invalid outcome
+  // ends the call as a terminal failure).
   auto finish = [&](int rc) {
     result.attempts = session.impl.attempts();
     result.total_delay_ms = DurationToMs(total_delay);
-    result.elapsed_ms = DurationToMs(clock->Now() - session.impl.start());
+    const Duration elapsed = clock->Now() - session.impl.start();
+    result.elapsed_ms = DurationToMs(elapsed);
+    if (metrics != nullptr) {
+      if (rc == MULLIGAN_OK) {
+        metrics->CallSucceeded(result.attempts, elapsed);
+      } else {
+        const auto reason = result.stop_reason != MULLIGAN_STOP_NONE
+                                ? static_cast<mulligan::StopReason>(result.stop_reason)
+                                : mulligan::StopReason::kTerminal;
+        metrics->CallFailed(result.attempts, elapsed, reason);
+      }
+    }
     if (info != nullptr) {
       // Copy only what the caller's struct holds (it only grows at the end).
       const uint32_t size = info->struct_size;
@@ -599,6 +646,7 @@ int mulligan_retry_call(const mulligan_retry_policy* policy,
       permit = admission.permit;
     }
 
+    if (metrics != nullptr) metrics->AttemptStarted(number);
     mulligan_outcome outcome = MULLIGAN_OUTCOME_INIT;
     const int rc = attempt(number, &outcome, user_data);
     if (rc != 0) {
@@ -617,6 +665,9 @@ int mulligan_retry_call(const mulligan_retry_policy* policy,
         breaker->impl->Record(permit, mulligan::CallResult::kIgnored, end - attempt_start, end);
       }
       return finish(status);  // the last error names the bad outcome field
+    }
+    if (metrics != nullptr && decision.classification != MULLIGAN_CLASSIFICATION_SUCCESS) {
+      ReportFailedAttempt(*metrics, outcome, decision, clock->Now() - session.impl.start());
     }
     // The recording rule of RetryCallOptions::breaker (core/include/mulligan/retry.h).
     const bool stop = decision.action == MULLIGAN_ACTION_STOP;
@@ -649,6 +700,7 @@ int mulligan_retry_call(const mulligan_retry_policy* policy,
     const Duration delay = MsToDuration(decision.delay_ms);
     total_delay += delay;
     clock->SleepFor(delay);
+    if (metrics != nullptr) metrics->RetryWaitEnded();
   }
   MULLIGAN_CAPI_END
 }
