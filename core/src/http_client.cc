@@ -676,6 +676,7 @@ class Call {
       waiting_ = false;
       metrics_->RetryWaitEnded();
     }
+    if (metrics_ != nullptr) metrics_->AttemptStarted(session_->attempts() + 1);
     if (!breaker_) return true;
     const bool per_attempt = settings_->options.breaker_per_attempt;
     if (per_attempt || !permit_.valid) {

@@ -19,7 +19,8 @@ import inspect
 from collections.abc import Coroutine
 from typing import Any, Optional, Union
 
-from . import _core
+from . import _core, _metrics
+from ._errors import CircuitOpenError, RetriesExhausted, TransportError
 from ._http import (
     HeadersInput,
     ParamsInput,
@@ -27,7 +28,13 @@ from ._http import (
     RetryEvent,
     _HttpRetryHook,
     _UNSET,
+    _GAVE_UP_REASONS,
     _ClientBase,
+    _call_fallback,
+    _log_give_up,
+    _log_retry,
+    _merge_named,
+    _origin_label,
     _response_from,
 )
 
@@ -155,8 +162,8 @@ class AsyncClient(_ClientBase):
     .. versionadded:: 0.2.0
     """
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, *, policy: Optional[str] = None, **kwargs: Any) -> None:
+        super().__init__(**_merge_named(policy, kwargs))
         self._driver: Optional[_LoopDriver] = None
 
     def _get_driver(self) -> _LoopDriver:
@@ -211,6 +218,7 @@ class AsyncClient(_ClientBase):
         strict: Optional[bool] = None,
         on_retry: Optional[_HttpRetryHook] = None,
         raise_on_give_up: bool = False,
+        fallback: Any = _UNSET,
     ) -> Response:
         """Sends one logical request; see :meth:`mulligan.Client.request`.
 
@@ -242,6 +250,34 @@ class AsyncClient(_ClientBase):
                     "retry_on": retry_on,
                 }
             )
+        try:
+            return await self._send(
+                method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
+                on_retry, raise_on_give_up,
+            )
+        except (TransportError, CircuitOpenError, RetriesExhausted) as exc:
+            if not isinstance(exc, RetriesExhausted):
+                _log_give_up(method, url, getattr(exc, "attempts", 0),
+                             getattr(exc, "stop_reason", None) or type(exc).__name__, str(exc))
+            if fallback is _UNSET:
+                raise
+            _metrics._metrics_for(_origin_label(url)).fallback_used()
+            return _call_fallback(fallback, exc)  # type: ignore[no-any-return]
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        pairs: Any,
+        body: bytes,
+        key: Optional[str],
+        policy: Any,
+        follow_redirects: Optional[bool],
+        max_redirects: Optional[int],
+        strict: Optional[bool],
+        on_retry: Optional[_HttpRetryHook],
+        raise_on_give_up: bool,
+    ) -> Response:
         hook = on_retry if on_retry is not None else self._on_retry
         driver = self._get_driver()
         engine = driver.engine
@@ -258,8 +294,10 @@ class AsyncClient(_ClientBase):
                 _, retry, info = await fut
                 if not retry:
                     break
+                event = RetryEvent(info[0], info[1], info[2], info[3], info[4], method, url)
+                _log_retry(event)
                 if hook is not None:
-                    result = hook(RetryEvent(info[0], info[1], info[2], info[3], info[4], method, url))
+                    result = hook(event)
                     if inspect.isawaitable(result):
                         await result
                 await asyncio.sleep(info[1])
@@ -271,8 +309,11 @@ class AsyncClient(_ClientBase):
                 if self._driver is driver:
                     driver.apply(engine.cancel(call))
         response = _response_from(raw)
-        if raise_on_give_up and response.stop_reason not in ("succeeded", "terminal"):
-            raise self._gave_up(method, url, response)
+        if response.stop_reason in _GAVE_UP_REASONS:
+            _log_give_up(method, url, response.attempts, response.stop_reason,
+                         f"last status {response.status_code}")
+            if raise_on_give_up:
+                raise self._gave_up(method, url, response)
         return response
 
     def get(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:

@@ -16,6 +16,10 @@ __all__ = ["RetryDetails", "RetryHook", "RetryStatistics", "LOGGER"]
 
 #: Every retry and every give-up is logged here at WARNING.
 LOGGER = logging.getLogger("mulligan")
+# A library adds no handler but NullHandler (the logging HOWTO, "Configuring
+# Logging for a Library"): the application decides where retries are logged,
+# and an unconfigured program does not get them on stderr.
+LOGGER.addHandler(logging.NullHandler())
 
 
 @dataclass(frozen=True, slots=True)

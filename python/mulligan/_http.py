@@ -15,14 +15,15 @@ import codecs
 import dataclasses
 import functools
 import json as _json
+import logging
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Optional, Union
 
-from . import _core
-from ._errors import HTTPStatusError, RetriesExhausted
+from . import _core, _metrics
+from ._errors import CircuitOpenError, HTTPStatusError, RetriesExhausted, TransportError
 
 __all__ = [
     "Client",
@@ -365,6 +366,84 @@ class RetryEvent:
 
 
 _HttpRetryHook = Callable[[RetryEvent], Any]
+
+_logger = logging.getLogger("mulligan")
+
+
+def _log_retry(event: RetryEvent) -> None:
+    """Logs one scheduled HTTP retry on the ``mulligan`` logger (WARNING)."""
+    if not _logger.isEnabledFor(logging.WARNING):
+        return
+    what = event.kind if event.kind is not None else f"HTTP {event.status}"
+    _logger.warning(
+        "mulligan: %s %s attempt %d failed (%s); retrying in %.3f s%s",
+        event.method, event.url, event.attempt, what, event.delay,
+        " (Retry-After)" if event.from_retry_after else "",
+        extra={
+            "mulligan_event": "retry_scheduled",
+            "mulligan_method": event.method,
+            "mulligan_url": event.url,
+            "mulligan_attempt": event.attempt,
+            "mulligan_delay": event.delay,
+            "mulligan_error_kind": event.kind,
+            "mulligan_http_status": event.status,
+            "mulligan_from_retry_after": event.from_retry_after,
+        },
+    )
+
+
+def _log_give_up(method: str, url: str, attempts: int, reason: str, what: str) -> None:
+    """Logs an HTTP call whose retries gave up (WARNING)."""
+    _logger.warning(
+        "mulligan: %s %s gave up after %d attempt%s (%s): %s",
+        method, url, attempts, "" if attempts == 1 else "s", reason, what,
+        extra={
+            "mulligan_event": "gave_up",
+            "mulligan_method": method,
+            "mulligan_url": url,
+            "mulligan_attempts": attempts,
+            "mulligan_stop_reason": reason,
+        },
+    )
+
+
+_GAVE_UP_REASONS = frozenset(("attempts_exhausted", "deadline", "retry_after_too_long"))
+
+
+def _call_fallback(fallback: Any, exc: BaseException) -> Any:
+    """A callable fallback is called with the final exception; any other value is returned."""
+    return fallback(exc) if callable(fallback) else fallback
+
+
+def _origin_label(url: str) -> str:
+    """The metrics label of a request: its origin, as the engine reports it."""
+    origin: Optional[str] = _core.http_origin(url)
+    return origin if origin is not None else url
+
+
+def _merge_named(policy: Optional[str], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Client keyword arguments: a named client or policy from the
+    configuration (mulligan.load_config), then what the caller passed."""
+    if policy is None:
+        return kwargs
+    if not isinstance(policy, str):
+        raise TypeError(f"policy must be a str, got {type(policy).__name__}")
+    from . import _config
+
+    named = _config._resolve_client_kwargs(policy)
+    breaker = named.pop("breaker", None)
+    if breaker is not None and "breaker" not in kwargs:
+        # The per-origin breakers take the named breaker's trip threshold and
+        # reset timeout (their other options are those of per-origin breakers).
+        named["breaker"] = {
+            "failure_threshold": breaker.get("failure_threshold", 5),
+            "reset_timeout": breaker.get("reset_timeout", 30.0),
+        }
+    if "verify" in kwargs:
+        named.pop("verify_tls", None)
+    if named.get("user_agent") is None:
+        named.pop("user_agent", None)
+    return {**named, **kwargs}
 ParamsInput = Union[Mapping[str, Any], Iterable[tuple[str, Any]], str, None]
 _UNSET: Any = object()
 _COMMON_METHODS = frozenset(("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"))
@@ -603,6 +682,11 @@ class Client(_ClientBase):
             :class:`mulligan.CircuitOpenError` at once. Default None (off).
         headers: default headers of every request.
         user_agent: the User-Agent sent when a request sets none.
+        policy: the name of a client (or policy) loaded with
+            :func:`mulligan.load_config`: its timeouts, TLS setting, user
+            agent, retry policy and breaker threshold become this client's
+            defaults; arguments given here override them. ValueError for an
+            unknown name.
 
     .. versionadded:: 0.1.0
     .. versionchanged:: 0.2.0
@@ -610,8 +694,8 @@ class Client(_ClientBase):
        strict mode, ``on_retry``, breakers, ``params=``, every method.
     """
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, *, policy: Optional[str] = None, **kwargs: Any) -> None:
+        super().__init__(**_merge_named(policy, kwargs))
         self._client: Any = _core.HttpClient(**self._native_args)
 
     def close(self) -> None:
@@ -648,6 +732,7 @@ class Client(_ClientBase):
         strict: Optional[bool] = None,
         on_retry: Optional[_HttpRetryHook] = None,
         raise_on_give_up: bool = False,
+        fallback: Any = _UNSET,
     ) -> Response:
         """Sends one logical request, retrying per the engine's rules.
 
@@ -677,9 +762,20 @@ class Client(_ClientBase):
             raise_on_give_up: raise :class:`mulligan.RetriesExhausted` instead
                 of returning the last response when the retries give up on a
                 retryable status. Default False.
+            fallback: returned instead of raising when the call finally fails
+                (a transport error, a timeout, an open circuit, or
+                RetriesExhausted with ``raise_on_give_up``). A callable is
+                called with the exception and its result returned; any other
+                object is returned as is. Counted in the origin's
+                ``fallbacks`` metric.
+
+        Every retry is logged on the ``mulligan`` logger at WARNING (with
+        ``extra`` fields ``mulligan_method``, ``mulligan_url``,
+        ``mulligan_attempt``, ``mulligan_delay`` ...), and so is a give-up.
 
         Returns:
-            The final :class:`Response` (also for 4xx/5xx statuses).
+            The final :class:`Response` (also for 4xx/5xx statuses), or the
+            fallback's value.
 
         Raises:
             ValueError: malformed URL, header or argument (before any request).
@@ -717,22 +813,36 @@ class Client(_ClientBase):
                 }
             )
         hook = on_retry if on_retry is not None else self._on_retry
-        native_hook = None
-        if hook is not None:
 
-            def native_hook(event: tuple[int, float, Optional[str], int, bool]) -> None:
-                hook(RetryEvent(*event, method, url))
+        def native_hook(event: tuple[int, float, Optional[str], int, bool]) -> None:
+            retry_event = RetryEvent(*event, method, url)
+            _log_retry(retry_event)
+            if hook is not None:
+                hook(retry_event)
 
         client = self._client
         if client is None:
             raise RuntimeError("this client is closed")
-        raw = client.request(
-            method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict, native_hook
-        )
-        response = _response_from(raw)
-        if raise_on_give_up and response.stop_reason not in ("succeeded", "terminal"):
-            raise self._gave_up(method, url, response)
-        return response
+        try:
+            raw = client.request(
+                method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
+                native_hook,
+            )
+            response = _response_from(raw)
+            if response.stop_reason in _GAVE_UP_REASONS:
+                _log_give_up(method, url, response.attempts, response.stop_reason,
+                             f"last status {response.status_code}")
+                if raise_on_give_up:
+                    raise self._gave_up(method, url, response)
+            return response
+        except (TransportError, CircuitOpenError, RetriesExhausted) as exc:
+            if not isinstance(exc, RetriesExhausted):
+                _log_give_up(method, url, getattr(exc, "attempts", 0),
+                             getattr(exc, "stop_reason", None) or type(exc).__name__, str(exc))
+            if fallback is _UNSET:
+                raise
+            _metrics._metrics_for(_origin_label(url)).fallback_used()
+            return _call_fallback(fallback, exc)  # type: ignore[no-any-return]
 
     def get(self, url: str, **kwargs: Any) -> Response:
         """Sends a GET; see :meth:`request` for the keyword arguments."""

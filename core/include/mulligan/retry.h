@@ -200,6 +200,7 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
   };
   for (;;) {
     const int attempt = session.attempts() + 1;
+    if (metrics != nullptr) metrics->AttemptStarted(attempt);
     Permit permit;
     TimePoint attempt_start;
     if (breaker != nullptr) {
