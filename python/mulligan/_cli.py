@@ -2,6 +2,8 @@
 
     mulligan get URL [options]
     mulligan request [-X METHOD] [-d DATA|@file] [-H 'Name: value']... URL [options]
+    mulligan dashboard [--port N] [--host ADDR]
+    mulligan config check FILE...
 
 The body of the final response goes to stdout (or ``-o FILE``); ``-v`` tells
 each attempt, its outcome and the wait on stderr; ``--metrics`` prints a JSON
@@ -149,6 +151,23 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("-d", "--data", default=None, metavar="DATA|@FILE",
                    help="the body: text, @FILE for a file's bytes, @- for stdin")
     _add_common(r)
+    d = sub.add_parser(
+        "dashboard",
+        help="serve the live dashboard, /metrics (Prometheus) and /metrics.json",
+        description="Serves the dashboard page, /metrics in the Prometheus text format and "
+                    "/metrics.json until interrupted. It shows the metrics of this process; "
+                    "inside an application call mulligan.start_dashboard() instead.",
+    )
+    d.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 = any)")
+    d.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1; the page has no authentication)")
+    c = sub.add_parser("config", help="work with configuration files")
+    config_sub = c.add_subparsers(dest="config_command", metavar="ACTION")
+    config_sub.required = True
+    check = config_sub.add_parser(
+        "check", help="validate configuration files (exit 0 when every file is valid, 1 if not)"
+    )
+    check.add_argument("files", nargs="+", metavar="FILE")
     return parser
 
 
@@ -187,6 +206,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     bare = {"--idempotency-key": "--idempotency-key=auto", "--breaker": "--breaker=5"}
     argv = [bare.get(a, a) for a in argv]
     args = parser.parse_args(argv)  # exits 2 on a usage error
+    if args.command == "config":
+        from ._config import check_main
+
+        return check_main(list(args.files))
+    if args.command == "dashboard":
+        return _dashboard(args)
     try:
         return _run(args)
     except _UsageError as e:
@@ -194,6 +219,29 @@ def main(argv: Optional[list[str]] = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    from ._dashboard import start_dashboard
+
+    if not 0 <= args.port <= 65535:
+        print(f"mulligan dashboard: --port must be in 0..65535, got {args.port}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        dashboard = start_dashboard(port=args.port, host=args.host)
+    except OSError as e:
+        print(f"mulligan dashboard: cannot listen on {args.host}:{args.port}: {e.strerror}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    print(f"mulligan dashboard at {dashboard.url} (Prometheus: {dashboard.url}metrics); "
+          "Ctrl-C to stop", file=sys.stderr, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return EXIT_OK
+    finally:
+        dashboard.stop()
 
 
 def _run(args: argparse.Namespace) -> int:

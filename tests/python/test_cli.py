@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import urllib.request
 import socket
 import subprocess
 import sys
@@ -15,8 +18,12 @@ FAST = ["--backoff", "0.01", "--max-delay", "0.05"]
 
 
 def mulligan_cmd() -> list[str]:
-    found = shutil.which("mulligan")
-    # Fall back to `python -m mulligan` when the script directory is not on PATH.
+    # The script installed with this interpreter's package (not another one on
+    # PATH); `python -m mulligan` when it is not there.
+    beside = os.path.join(os.path.dirname(sys.executable), "mulligan")
+    found = beside if os.access(beside, os.X_OK) else shutil.which("mulligan")
+    if found and os.path.dirname(found) != os.path.dirname(sys.executable):
+        found = None
     return [found] if found else [sys.executable, "-m", "mulligan"]
 
 
@@ -118,3 +125,40 @@ def test_retry_on_and_redirects(server: Any) -> None:
     assert p.returncode == 3
     p = run("get", "-L", server.url("/redirect"))
     assert (p.returncode, p.stdout) == (0, b"ok\n")
+
+
+def test_config_check_accepts_a_good_file_and_names_every_error(tmp_path: Any) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"policies": {"payments": {"max_attempts": 5, "base_delay": "100ms"}}}))
+    p = run("config", "check", str(good))
+    assert p.returncode == 0
+    assert p.stdout.decode().startswith(f"OK {good}: policies: payments")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"policies": {"payments": {"max_delay": -3, "colour": "red"}}}))
+    p = run("config", "check", str(bad))
+    assert p.returncode == 1
+    err = p.stderr.decode()
+    assert f'{bad}: policies.payments.max_delay: expected a duration such as "10s", got -3' in err
+    assert "policies.payments.colour" in err
+    assert run("config", "check").returncode == 2
+
+
+def test_dashboard_serves_until_interrupted() -> None:
+    proc = subprocess.Popen(mulligan_cmd() + ["dashboard", "--port", "0"], stderr=subprocess.PIPE)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline().decode()
+        assert line.startswith("mulligan dashboard at http://127.0.0.1:")
+        url = line.split()[3]
+        with urllib.request.urlopen(url + "metrics", timeout=5) as response:
+            assert response.status == 200
+            assert b"# TYPE mulligan_calls_total counter" in response.read()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+    assert run("dashboard", "--port", "70000").returncode == 2
