@@ -267,7 +267,9 @@ class _Config:
         "fallback",
     )
 
-    def __init__(self, options: dict[str, Any], name: str) -> None:
+    def __init__(self, options: dict[str, Any], name: str, *, report: bool = True) -> None:
+        """Validates and compiles ``options``; ``report=False`` only validates
+        (no metrics are registered under ``name``)."""
         given = {k: v for k, v in options.items() if v is not _UNSET}
         policy_name = given.pop("policy", None)
         unknown = set(given) - set(_DEFAULTS)
@@ -353,8 +355,9 @@ class _Config:
         self.timed = deadline is not None
         # Metrics under the callable's name: first-attempt successes tick a
         # Python counter (no native call); the failure path reports to the engine.
-        self.metrics = _metrics._metrics_for(name)
-        self.tick = _metrics._success_ticker(name)
+        if report:
+            self.metrics = _metrics._metrics_for(name)
+            self.tick = _metrics._success_ticker(name)
         self.statistics: contextvars.ContextVar[Optional[RetryStatistics]] = contextvars.ContextVar(
             f"mulligan.statistics:{name}", default=None
         )
@@ -369,7 +372,7 @@ class _Config:
         if self.policy_name is None or generation == self.generation:
             return
         try:
-            fresh = _Config({**self.given, "policy": self.policy_name}, self.name)
+            fresh = _Config({**self.given, "policy": self.policy_name}, self.name, report=False)
         except (TypeError, ValueError) as exc:
             logging.getLogger("mulligan").error(
                 "mulligan: keeping the previous retry policy of %s: reloaded policy %r is invalid: %s",
@@ -1088,7 +1091,7 @@ def retry(
         "breaker_per_attempt": breaker_per_attempt,
         "fallback": fallback,
     }
-    _Config(options, "<validation>")  # validate now, at decoration time
+    _Config(options, "<validation>", report=False)  # validate now, at decoration time
     return RetryDecorator(options)
 
 

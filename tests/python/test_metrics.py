@@ -185,3 +185,13 @@ def test_a_listener_that_raises_does_not_break_the_call(monkeypatch: pytest.Monk
     finally:
         mulligan.remove_event_listener(listener)
     assert [str(e) for e in reported] == ["listener bug"]
+
+
+def test_only_decorated_callables_get_metrics_names() -> None:
+    @mulligan.retry(on=KeyError)
+    def only_me() -> int:
+        return 1
+
+    mulligan.retry(on=KeyError, attempts=2)  # a decorator never applied
+    assert only_me() == 1
+    assert [s["name"] for s in mulligan.metrics_snapshot()] == [only_me.__qualname__]
