@@ -27,13 +27,12 @@ from ._retry import (
     _BREAKER_FAILURE,
     _BREAKER_IGNORED,
     _BREAKER_SUCCESS,
-    _MISSING,
     Attempt,
     _BlockRun,
     _Call,
-    _call_fallback,
     _Config,
     _never_retried,
+    _refused_first_attempt,
 )
 
 __all__ = ["iterate_async", "wrap_async"]
@@ -165,7 +164,6 @@ def _wrap_async_with_breaker(fn: Callable[..., Any], cfg: _Config) -> Callable[.
     timed = cfg.timed
     tick = cfg.tick
     state = STATE
-    fallback = cfg.fallback
 
     @functools.wraps(fn)
     async def breaker_wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -173,12 +171,7 @@ def _wrap_async_with_breaker(fn: Callable[..., Any], cfg: _Config) -> Callable[.
         try:
             permit = breaker._acquire()
         except CircuitOpenError as refused:
-            cfg.metrics.call_started()
-            cfg.metrics.call_failed(0, 0.0, "terminal")
-            if fallback is _MISSING:
-                raise
-            cfg.metrics.fallback_used()
-            return _call_fallback(fallback, refused)
+            return _refused_first_attempt(cfg, refused)
         try:
             result = await fn(*args, **kwargs)
         except catch as e:

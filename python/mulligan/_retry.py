@@ -136,6 +136,17 @@ def _call_fallback(fallback: Any, exc: BaseException) -> Any:
     return fallback(exc) if callable(fallback) else fallback
 
 
+def _refused_first_attempt(cfg: "_Config", refused: CircuitOpenError) -> Any:
+    """Ends a call whose breaker refused its first attempt: the fallback's
+    answer, or the CircuitOpenError raised again. Counted as a failed call."""
+    cfg.metrics.call_started()
+    cfg.metrics.call_failed(0, 0.0, "terminal")
+    if cfg.fallback is _MISSING:
+        raise refused
+    cfg.metrics.fallback_used()
+    return _call_fallback(cfg.fallback, refused)
+
+
 def _never_retried(exc: BaseException) -> bool:
     if isinstance(exc, _NEVER_RETRIED):
         return True
@@ -845,7 +856,6 @@ def _wrap_sync_with_breaker(fn: Callable[..., Any], cfg: _Config) -> Callable[..
     timed = cfg.timed
     tick = cfg.tick
     state = STATE
-    fallback = cfg.fallback
 
     @functools.wraps(fn)
     def breaker_wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -853,12 +863,7 @@ def _wrap_sync_with_breaker(fn: Callable[..., Any], cfg: _Config) -> Callable[..
         try:
             permit = breaker._acquire()
         except CircuitOpenError as refused:
-            cfg.metrics.call_started()
-            cfg.metrics.call_failed(0, 0.0, "terminal")
-            if fallback is _MISSING:
-                raise
-            cfg.metrics.fallback_used()
-            return _call_fallback(fallback, refused)
+            return _refused_first_attempt(cfg, refused)
         try:
             result = fn(*args, **kwargs)
         except catch as e:

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -55,6 +56,20 @@ def nginx() -> Iterator[Any]:
 
 @pytest.fixture
 def server(nginx: Any) -> Any:
-    """The session's nginx with an empty access log."""
+    """The session's nginx with an empty access log.
+
+    nginx writes a request's log line just after sending the response, so the
+    previous test's last line may still be on its way: wait until the log has
+    stopped growing (two quiet 20 ms polls) before emptying it.
+    """
+    path = nginx.access_log_path
+    size, quiet = -1, 0
+    for _ in range(100):
+        current = os.path.getsize(path) if os.path.exists(path) else 0
+        quiet = quiet + 1 if current == size else 0
+        if quiet >= 2:
+            break
+        size = current
+        time.sleep(0.02)
     nginx.clear_access_log()
     return nginx
