@@ -321,6 +321,23 @@ class NginxServer:
             entries = self.access_log()
         return entries
 
+    def wait_for_requests(
+        self, path: str, count: int, timeout: float = 5.0, settle: float = 0.05
+    ) -> List[Dict[str, Any]]:
+        """Returns the access log's entries for `path` (query ignored) once
+        `count` of them are there or `timeout` seconds passed, after waiting
+        `settle` more seconds to show that no further line appears. nginx
+        writes a line just after answering, so a client can be faster."""
+        deadline = time.monotonic() + timeout
+
+        def matching() -> List[Dict[str, Any]]:
+            return [e for e in self.access_log() if e["uri"].split("?")[0] == path]
+
+        while len(matching()) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(settle)
+        return matching()
+
     def clear_access_log(self) -> None:
         """Empties the access log (nginx appends, so truncating is safe)."""
         if os.path.exists(self.access_log_path):

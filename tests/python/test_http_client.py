@@ -31,9 +31,7 @@ def closed_port() -> int:
 
 
 def logged(server: Any, path: str, count: int) -> list[dict[str, Any]]:
-    entries = server.wait_for_access_log(count)
-    time.sleep(0.05)  # and show that no further line appears
-    return [e for e in server.access_log() if e["uri"].split("?")[0] == path]
+    return list(server.wait_for_requests(path, count))
 
 
 def inspect(body: str) -> dict[str, str]:

@@ -18,8 +18,7 @@ FAST = {"base_delay": 0.01, "max_delay": 0.05}
 
 
 def logged(server: Any, path: str, count: int) -> list[dict[str, Any]]:
-    entries = server.wait_for_access_log(count)
-    return [e for e in entries if e["uri"].split("?")[0] == path]
+    return list(server.wait_for_requests(path, count))
 
 
 def test_healthy_get(server: Any) -> None:
