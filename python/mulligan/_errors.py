@@ -95,16 +95,23 @@ def _rebuild_transport_error(
     return exc
 
 
-class ConnectionRefused(TransportError):
-    """Nothing listened at the address (ECONNREFUSED); nothing was sent."""
+class ConnectionRefused(TransportError, ConnectionRefusedError):
+    """Nothing listened at the address (ECONNREFUSED); nothing was sent.
+
+    Also a built-in :class:`ConnectionRefusedError` (so ``ConnectionError``
+    and ``OSError`` handlers see it, as with requests and httpx).
+    """
 
 
-class ConnectionReset(TransportError):
-    """The peer reset or closed the connection in the middle of the exchange."""
+class ConnectionReset(TransportError, ConnectionResetError):
+    """The peer reset or closed the connection in the middle of the exchange.
+
+    Also a built-in :class:`ConnectionResetError`.
+    """
 
 
-class DnsFailure(TransportError):
-    """The host name did not resolve."""
+class DnsFailure(TransportError, ConnectionError):
+    """The host name did not resolve. Also a built-in :class:`ConnectionError`."""
 
 
 class ConnectTimeout(TransportError, TimeoutError):
@@ -129,8 +136,11 @@ class DeadlineExceeded(TransportError, TimeoutError):
     """
 
 
-class TlsError(TransportError):
-    """The TLS handshake or certificate verification failed (not retried)."""
+class TlsError(TransportError, ConnectionError):
+    """The TLS handshake or certificate verification failed (not retried).
+
+    Also a built-in :class:`ConnectionError` (as requests' SSLError is).
+    """
 
 
 class InvalidURL(TransportError, ValueError):

@@ -27,6 +27,7 @@ attempt does *not* update it: ``fn.statistics.last`` is the most recent call
 
 from __future__ import annotations
 
+import builtins
 import contextvars
 import datetime
 import functools
@@ -115,6 +116,9 @@ class _Unset:
 
 _UNSET: Any = _Unset()
 
+# The engine counts attempts in a C int.
+_MAX_ATTEMPTS = 2**31 - 1
+
 # Results reported to a breaker (CircuitBreaker._after_attempt): a retryable
 # failure is a failure, a terminal error (a non-matching exception) is ignored.
 _BREAKER_SUCCESS = 0
@@ -153,7 +157,14 @@ def _never_retried(exc: BaseException) -> bool:
     # asyncio.CancelledError is a BaseException; it can only exist if asyncio
     # was imported, so don't import asyncio here just to test for it.
     asyncio = sys.modules.get("asyncio")
-    return asyncio is not None and isinstance(exc, asyncio.CancelledError)
+    if asyncio is not None and isinstance(exc, asyncio.CancelledError):
+        return True
+    # A group (TaskGroup, ExceptionGroup; Python 3.11+) that carries one of
+    # them, e.g. a KeyboardInterrupt next to a task's failure, stops too.
+    group = getattr(exc, "exceptions", None)
+    if isinstance(group, tuple) and isinstance(exc, getattr(builtins, "BaseExceptionGroup", ())):
+        return any(_never_retried(inner) for inner in group)
+    return False
 
 
 def _add_note(exc: BaseException, note: str) -> None:
@@ -338,6 +349,10 @@ class _Config:
         attempts = o["attempts"]
         if isinstance(attempts, bool) or not isinstance(attempts, int):
             raise TypeError(f"mulligan.retry: attempts must be an int, got {attempts!r}")
+        if not 1 <= attempts <= _MAX_ATTEMPTS:
+            raise ValueError(
+                f"mulligan.retry: attempts must be in [1, {_MAX_ATTEMPTS}], got {attempts}"
+            )
         for name_ in ("multiplier", "jitter_fraction"):
             v = o[name_]
             if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -345,6 +360,8 @@ class _Config:
         seed = o["seed"]
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise TypeError(f"mulligan.retry: seed must be an int or None, got {seed!r}")
+        if seed is not None and not 0 <= seed < 2**64:
+            raise ValueError(f"mulligan.retry: seed must be in [0, 2**64), got {seed}")
         deadline = _seconds("deadline", o["deadline"], optional=True)
         retry_after_max = _seconds("retry_after_max", o["retry_after_max"])
         assert retry_after_max is not None
@@ -630,9 +647,11 @@ def _sanitize_hint(hint: Any) -> Optional[float]:
     if isinstance(hint, bool) or not isinstance(hint, (int, float)):
         raise TypeError(f"mulligan.retry: delay_hint must return seconds or None, got {hint!r}")
     seconds = float(hint)
-    if math.isnan(seconds):
-        return None  # like an invalid Retry-After: the backoff applies
-    return min(max(seconds, 0.0), _MAX_HINT)
+    if math.isnan(seconds) or seconds < 0:
+        # Like an invalid Retry-After ("-5", RFC 9110 section 10.2.3): absent,
+        # so the backoff applies.
+        return None
+    return min(seconds, _MAX_HINT)
 
 
 def _run_sync(

@@ -108,3 +108,23 @@ def test_client_takes_a_named_policy_from_the_configuration(server, tmp_path: pa
         assert client.get(server.url("/down")).attempts == 4
     with pytest.raises(ValueError, match="nope"):
         mulligan.Client(policy="nope")
+
+
+def test_transport_errors_are_builtin_connection_errors_too() -> None:
+    """`@mulligan.retry(on=ConnectionError)` around the client retries refused connections."""
+    url = f"http://127.0.0.1:{closed_port()}/"
+    calls = []
+
+    @mulligan.retry(on=ConnectionError, attempts=3, base_delay=0.0)
+    def fetch() -> None:
+        calls.append(1)
+        mulligan.get(url, attempts=1)
+
+    with FakeClock(), pytest.raises(mulligan.ConnectionRefused) as refused:
+        fetch()
+    assert len(calls) == 3
+    assert isinstance(refused.value, ConnectionRefusedError)
+    assert issubclass(mulligan.ConnectionReset, ConnectionResetError)
+    assert issubclass(mulligan.DnsFailure, ConnectionError)
+    assert issubclass(mulligan.TlsError, ConnectionError)
+    assert issubclass(mulligan.AttemptTimeout, TimeoutError)

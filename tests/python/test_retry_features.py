@@ -284,7 +284,11 @@ def test_huge_and_negative_hints_saturate(clock: FakeClock) -> None:
         on=Throttled, attempts=5, delay_hint=lambda e: e.retry_after, clamp_retry_after=True
     )(fn)
     assert wrapped() == 3
-    assert clock.sleeps == [60.0]  # -5 -> retry now (no sleep); inf -> clamped to 60
+    # -5 is invalid (like Retry-After: -5): the backoff applies (full jitter of
+    # the 0.2 s base); inf is clamped to retry_after_max, 60 s.
+    assert len(clock.sleeps) == 2
+    assert 0.0 <= clock.sleeps[0] <= 0.2
+    assert clock.sleeps[1] == 60.0
 
 
 def test_delay_hint_must_return_a_number(clock: FakeClock) -> None:
@@ -505,7 +509,7 @@ def test_retry_with_returns_a_variant(clock: FakeClock) -> None:
     with pytest.raises(ValueError):
         slow()
     assert clock.sleeps == [2.0]
-    with pytest.raises(ValueError, match="max_attempts"):
+    with pytest.raises(ValueError, match="attempts must be in"):
         wrapped.retry_with(attempts=0)
 
 
@@ -621,3 +625,47 @@ def test_two_threads_see_their_own_attempt_counts() -> None:
     assert results["a"][1].attempts == 2 and results["b"][1].attempts == 4
     assert per_thread == {"a": [1], "b": [1, 2, 3]}
     assert work.statistics.last is None  # the main thread made no call
+
+
+# -- input found by review ----------------------------------------------------------
+
+
+def test_attempts_and_seed_out_of_range_are_value_errors() -> None:
+    for bad in (0, -1, 2**31, 2**40):
+        with pytest.raises(ValueError, match="attempts must be in"):
+            mulligan.retry(on=ValueError, attempts=bad)
+    for bad_seed in (-1, 2**64, 2**70):
+        with pytest.raises(ValueError, match="seed must be in"):
+            mulligan.retry(on=ValueError, seed=bad_seed)
+    mulligan.retry(on=ValueError, attempts=2**31 - 1, seed=2**64 - 1)  # the bounds themselves
+
+
+def test_an_exception_group_carrying_keyboard_interrupt_is_never_retried() -> None:
+    calls = []
+
+    @mulligan.retry(on=BaseException, attempts=3, base_delay=0.0)
+    def boom() -> None:
+        calls.append(1)
+        raise BaseExceptionGroup("g", [ValueError("x"), KeyboardInterrupt()])
+
+    with pytest.raises(BaseExceptionGroup):
+        boom()
+    assert calls == [1]
+
+
+def test_a_negative_delay_hint_is_ignored_like_an_invalid_retry_after() -> None:
+    from mulligan.testing import FakeClock
+
+    calls = []
+
+    @mulligan.retry(on=ValueError, attempts=2, base_delay=0.5, jitter="none",
+                    delay_hint=lambda e: -5)
+    def flaky() -> int:
+        calls.append(1)
+        if len(calls) < 2:
+            raise ValueError("again")
+        return 1
+
+    with FakeClock() as clock:
+        assert flaky() == 1
+    assert clock.sleeps == [0.5]  # the backoff, not a zero wait
