@@ -247,9 +247,7 @@ int mulligan_idempotency_store_complete(mulligan_idempotency_store* store,
                                         const void* body, size_t body_len) {
   MULLIGAN_CAPI_BEGIN
   if (int rc = CheckLease(__func__, store, reservation); rc != MULLIGAN_OK) return rc;
-  if (status < 100 || status > 599) {
-    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "status must be in [100, 599], got %d", status);
-  }
+  // The status and the header fields are validated by IdempotencyStore::Complete.
   if (header_count > 0 && (header_names == nullptr || header_values == nullptr)) {
     return SetError(MULLIGAN_E_INVALID_ARGUMENT,
                     "header_names and header_values must not be NULL when header_count is %zu",

@@ -21,6 +21,60 @@ namespace {
 
 bool IsPrintableAscii(char c) { return c >= 0x20 && c <= 0x7e; }
 
+// RFC 9110 section 5.6.2: tchar.
+bool IsTokenChar(char c) {
+  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
+  switch (c) {
+    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
+    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A field name or value quoted for an error message: printable ASCII kept,
+// other bytes as \xNN, cut after 64 bytes.
+std::string Quoted(std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size() && i < 64; ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (IsPrintableAscii(static_cast<char>(c)) && c != '"' && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xf]);
+    }
+  }
+  if (s.size() > 64) out += "...";
+  out += "\"";
+  return out;
+}
+
+// Checks that `r` can be sent again as an HTTP response: the status is in
+// [100, 599], every field name is an RFC 9110 token, and no field value holds
+// CR, LF or NUL (which would let a stored response inject fields on replay).
+Status ValidateResponse(const StoredResponse& r) {
+  if (r.status < 100 || r.status > 599) {
+    return InvalidArgumentError("status must be in [100, 599], got " + std::to_string(r.status));
+  }
+  for (size_t i = 0; i < r.headers.size(); ++i) {
+    const std::string& name = r.headers[i].first;
+    const std::string& value = r.headers[i].second;
+    if (name.empty() || !std::all_of(name.begin(), name.end(), IsTokenChar)) {
+      return InvalidArgumentError("header field " + std::to_string(i) + " has an invalid name " +
+                                  Quoted(name) + " (it must be an RFC 9110 token)");
+    }
+    if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+      return InvalidArgumentError("header field " + std::to_string(i) + " (" + Quoted(name) +
+                                  ") has a value holding CR, LF or NUL: " + Quoted(value));
+    }
+  }
+  return OkStatus();
+}
+
 // now + d without overflow.
 TimePoint SaturatingAdd(TimePoint now, Duration d) {
   if (d > TimePoint::max() - now) return TimePoint::max();
@@ -336,6 +390,9 @@ Result<Reservation> IdempotencyStore::Reserve(std::string_view scope, std::strin
 
 Status IdempotencyStore::Complete(const IdempotencyLease& lease, StoredResponse response,
                                   TimePoint now) {
+  // Checked before the lease: an invalid response leaves the lease held, so
+  // the caller can still Release() it (or Complete() with a valid response).
+  if (Status valid = ValidateResponse(response); !valid.ok()) return valid;
   const std::string& id = MakeId(lease.scope, lease.key);
   Shard& s = impl_->ShardFor(id);
   // Built outside the lock: the allocation and the move of the body.

@@ -97,6 +97,30 @@ static void test_reserve_complete_replay(void) {
 
   CHECK_FAILS(mulligan_idempotency_store_complete(store, first, 99, NULL, NULL, 0, NULL, 0),
               MULLIGAN_E_INVALID_ARGUMENT, "status");
+  CHECK_FAILS(mulligan_idempotency_store_complete(store, first, 600, NULL, NULL, 0, NULL, 0),
+              MULLIGAN_E_INVALID_ARGUMENT, "status must be in [100, 599], got 600");
+  CHECK_FAILS(mulligan_idempotency_store_complete(store, first, -1, NULL, NULL, 0, NULL, 0),
+              MULLIGAN_E_INVALID_ARGUMENT, "status");
+  {
+    /* Header injection through a stored response is refused; the lease stays
+     * held, so the valid completion below still succeeds. */
+    const char *bad_names[] = {"X-A\r\nSet-Cookie: evil=1", "X A", "", "X:A"};
+    const char *ok_value[] = {"v"};
+    const char *ok_name[] = {"X-A"};
+    const char *bad_values[] = {"v\r\nX-B: 1", "v\r", "v\n"};
+    size_t i;
+    for (i = 0; i < sizeof bad_names / sizeof bad_names[0]; ++i) {
+      CHECK_FAILS(mulligan_idempotency_store_complete(store, first, 200, &bad_names[i], ok_value,
+                                                      1, NULL, 0),
+                  MULLIGAN_E_INVALID_ARGUMENT, "invalid name");
+    }
+    for (i = 0; i < sizeof bad_values / sizeof bad_values[0]; ++i) {
+      CHECK_FAILS(mulligan_idempotency_store_complete(store, first, 200, ok_name,
+                                                      &bad_values[i], 1, NULL, 0),
+                  MULLIGAN_E_INVALID_ARGUMENT, "CR, LF or NUL");
+    }
+    CHECK_INT(mulligan_idempotency_store_in_flight(store), 1);
+  }
   CHECK_OK(mulligan_idempotency_store_complete(store, first, 201, names, values, 2,
                                                "{\"id\":7}", 8));
   /* Completing twice is refused: the lease is spent. */

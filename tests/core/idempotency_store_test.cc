@@ -339,6 +339,64 @@ TEST(IdempotencyStoreTest, AResponseLargerThanTheBudgetReleasesTheKey) {
   EXPECT_EQ(store->Reserve("", "k", "fp", clock.Now()).value().state, ReserveState::kReserved);
 }
 
+TEST(IdempotencyStoreTest, RejectsResponsesThatCannotBeReplayedAndKeepsTheLease) {
+  FakeClock clock;
+  auto store = MakeStore();
+  Reservation r = store->Reserve("", "k", "fp", clock.Now()).value();
+  ASSERT_EQ(r.state, ReserveState::kReserved);
+  auto expect_rejected = [&](StoredResponse response, const std::string& fragment) {
+    Status s = store->Complete(r.lease, std::move(response), clock.Now());
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << fragment;
+    EXPECT_NE(s.message().find(fragment), std::string::npos) << s.message();
+    // Nothing stored, and the key is still held by the same lease.
+    EXPECT_EQ(store->Reserve("", "k", "fp", clock.Now()).value().state, ReserveState::kInFlight);
+  };
+  for (int status : {0, -1, 99, 600, 1000, 2147483647}) {
+    expect_rejected(Response(status, "x"), "status must be in [100, 599], got " +
+                                               std::to_string(status));
+  }
+  const std::vector<std::string> bad_names = {
+      "", "X-A\r\nSet-Cookie: evil=1", "X A", "X:A", "X-A\n", std::string("X\0A", 3),
+      "caf\xc3\xa9", "(x)", "x\"y", "a/b"};
+  for (const std::string& name : bad_names) {
+    StoredResponse response = Response(200, "x");
+    response.headers.emplace_back(name, "v");
+    expect_rejected(std::move(response), "header field 1 has an invalid name");
+  }
+  for (const std::string& value :
+       {std::string("v\r\nX-B: 1"), std::string("v\r"), std::string("v\n"),
+        std::string("v\0w", 3)}) {
+    StoredResponse response = Response(200, "x");
+    response.headers.emplace_back("X-A", value);
+    expect_rejected(std::move(response), "CR, LF or NUL");
+  }
+  // The message escapes what it quotes.
+  StoredResponse injected = Response(200, "x");
+  injected.headers = {{"X-A\r\nSet-Cookie: evil=1", "v"}};
+  Status s = store->Complete(r.lease, std::move(injected), clock.Now());
+  EXPECT_NE(s.message().find("\"X-A\\x0d\\x0aSet-Cookie: evil=1\""), std::string::npos)
+      << s.message();
+  EXPECT_EQ(store->Stats().completed, 0u);
+
+  // The lease is still valid: it can be released...
+  ASSERT_TRUE(store->Release(r.lease).ok());
+  // ...or, on a new reservation, completed with a valid response. The edges
+  // of the ranges and every tchar are accepted; values may hold tabs,
+  // spaces, obs-text and other bytes but CR, LF and NUL.
+  for (int status : {100, 599}) {
+    Reservation ok = store->Reserve("", "edge" + std::to_string(status), "", clock.Now()).value();
+    StoredResponse response = Response(status, "");
+    response.headers.emplace_back("!#$%&'*+-.^_`|~09azAZ", "a\tb c\x7f\xff");
+    response.headers.emplace_back("X-Empty", "");
+    ASSERT_TRUE(store->Complete(ok.lease, std::move(response), clock.Now()).ok());
+    Reservation replay =
+        store->Reserve("", "edge" + std::to_string(status), "", clock.Now()).value();
+    ASSERT_EQ(replay.state, ReserveState::kReplay);
+    EXPECT_EQ(replay.response->status, status);
+    EXPECT_EQ(replay.response->headers[1].second, "a\tb c\x7f\xff");
+  }
+}
+
 // Resident set size in bytes from /proc/self/statm (0 if unavailable).
 size_t ResidentBytes() {
   FILE* f = std::fopen("/proc/self/statm", "r");

@@ -181,7 +181,11 @@ class IdempotencyStore {
 
   // Stores `response` for the lease's key until now + ttl and frees the key
   // for replays. Completed entries are evicted oldest first to make room.
-  // Errors: kInvalidArgument when the lease is not held any more (released,
+  // Errors: kInvalidArgument when the response cannot be replayed as HTTP
+  // (status outside [100, 599], a header field name that is not an RFC 9110
+  // token, a field value holding CR, LF or NUL): nothing is stored and the
+  // lease stays held (Release() it, or Complete() again with a valid
+  // response); kInvalidArgument when the lease is not held any more (released,
   // completed, or taken over after it expired): nothing is stored;
   // kUnavailable when the response alone exceeds a shard's byte budget: the
   // key is released (documented fallback: a retry runs the handler again).
