@@ -281,6 +281,12 @@ Outcome TransportOutcome(CURLcode code, bool connected, bool request_sent) {
       // A redirect loop does not heal by trying again.
       kind = ErrorKind::kTerminal;
       break;
+    case CURLE_OUT_OF_MEMORY:
+      // libcurl could not build or hold the request (e.g. a head over its
+      // buffer limit): the same request fails the same way again.
+      kind = ErrorKind::kTerminal;
+      sent = request_sent;
+      break;
     case CURLE_URL_MALFORMAT:
     case CURLE_UNSUPPORTED_PROTOCOL:
       kind = ErrorKind::kInvalidUrl;
@@ -336,6 +342,12 @@ Status ValidateRequest(const HttpRequest& request) {
     if (!IsToken(name)) {
       return InvalidArgumentError("invalid header name \"" + name + "\": must be a token");
     }
+    if (IsClientManagedHeader(name)) {
+      return InvalidArgumentError("header \"" + name +
+                                  "\" is set by the client itself and must not be given "
+                                  "(Content-Length, Transfer-Encoding, TE and Upgrade are "
+                                  "managed by the client)");
+    }
     if (!IsSafeFieldValue(value)) {
       return InvalidArgumentError("invalid value of header \"" + name +
                                   "\": contains CR, LF or NUL");
@@ -372,6 +384,11 @@ std::optional<std::string> FindHeader(const HttpHeaders& headers, std::string_vi
     if (EqualsIgnoreCase(field.first, name)) return field.second;
   }
   return std::nullopt;
+}
+
+bool IsClientManagedHeader(std::string_view name) {
+  return EqualsIgnoreCase(name, "Content-Length") || EqualsIgnoreCase(name, "Transfer-Encoding") ||
+         EqualsIgnoreCase(name, "TE") || EqualsIgnoreCase(name, "Upgrade");
 }
 
 bool IsIdempotentMethod(std::string_view method) {
@@ -595,13 +612,32 @@ class Call {
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
 
-  // Validates `request` and prepares what every attempt sends.
+  // Validates `request` and prepares what every attempt sends. With
+  // `abortable` false the should_abort hooks are not polled (the async
+  // engine's caller cancels calls itself).
   // REQUIRES: `request`, its policy and `settings` outlive the call.
-  Status Init(const Settings& settings, const HttpRequest& request) {
+  Status Init(const Settings& settings, const HttpRequest& request, bool abortable = true) {
     settings_ = &settings;
     request_ = &request;
     Status valid = ValidateRequest(request);
     if (!valid.ok()) return valid;
+    // What libcurl writes besides these (request line, Host, Accept, the
+    // framing fields) is small; kMaxRequestHeadBytes leaves it ample room.
+    size_t head = request.url.size() + settings.options.user_agent.size() + 16;
+    for (const auto& [name, value] : request.headers) head += name.size() + value.size() + 4;
+    if (request.idempotency_key) head += request.idempotency_key->size() + 19;
+    if (head > kMaxRequestHeadBytes) {
+      return InvalidArgumentError("request head too large: the URL and header fields take " +
+                                  std::to_string(head) + " bytes, more than the limit of " +
+                                  std::to_string(kMaxRequestHeadBytes));
+    }
+    if (abortable) {
+      if (request.should_abort) {
+        abort_ = &request.should_abort;
+      } else if (settings.options.should_abort) {
+        abort_ = &settings.options.should_abort;
+      }
+    }
     if (request.max_redirects && (*request.max_redirects < 0 || *request.max_redirects > 1000)) {
       return InvalidArgumentError("max_redirects must be in [0, 1000], got " +
                                   std::to_string(*request.max_redirects));
@@ -758,6 +794,11 @@ class Call {
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, &last_.transfer);
     curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &WriteHeader);
     curl_easy_setopt(easy, CURLOPT_HEADERDATA, &last_.transfer);
+    if (abort_ != nullptr) {
+      curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
+      curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, &Call::OnProgress);
+      curl_easy_setopt(easy, CURLOPT_XFERINFODATA, this);
+    }
 
     const std::string& method = request.method;
     if (method == "HEAD") {
@@ -800,8 +841,48 @@ class Call {
         r.error.pop_back();
       }
     }
+    if (r.code == CURLE_ABORTED_BY_CALLBACK && aborted_) aborted_in_transfer_ = true;
     // Nothing may keep pointing at this call once the handle is reused.
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, static_cast<char*>(nullptr));
+    if (abort_ != nullptr) {
+      curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 1L);
+      curl_easy_setopt(easy, CURLOPT_XFERINFODATA, static_cast<void*>(nullptr));
+    }
+  }
+
+  // Polls the should_abort hook (if any); true once it asked to abort.
+  bool PollAbort() {
+    if (aborted_) return true;
+    if (abort_ == nullptr) return false;
+    bool abort = false;
+    try {
+      abort = (*abort_)();
+    } catch (...) {
+      // A hook must not throw (http_client.h): counts as "go on".
+    }
+    aborted_ = abort;
+    return aborted_;
+  }
+  bool aborted() const { return aborted_; }
+
+  // Sleeps `delay` through `clock`, in slices of at most kAbortPollInterval
+  // when a should_abort hook is set; false when the hook aborted the call.
+  bool Wait(Clock& clock, Duration delay) {
+    if (abort_ == nullptr) {
+      clock.SleepFor(delay);
+      return true;
+    }
+    Duration left = delay;
+    while (left > Duration::zero()) {
+      if (PollAbort()) return false;
+      const Duration slice = std::min(left, kAbortPollInterval);
+      const TimePoint before = clock.Now();
+      clock.SleepFor(slice);
+      // An overslept slice counts in full; every slice counts at least its
+      // length, so the loop ends whatever the clock does.
+      left -= std::max(clock.Now() - before, slice);
+    }
+    return !PollAbort();
   }
 
   // Lets the session (and the breaker) judge the attempt that just finished.
@@ -881,11 +962,25 @@ class Call {
   ErrorKind last_error() const { return last_outcome_.error; }
   int last_status() const { return last_outcome_.http_status; }
 
+  // libcurl's progress callback: a non-zero return aborts the transfer with
+  // CURLE_ABORTED_BY_CALLBACK.
+  static int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    return static_cast<Call*>(user)->PollAbort() ? 1 : 0;
+  }
+
   // The call's result once it stopped.
   Result<HttpResponse> Finish(TimePoint now, HttpCallInfo* info) {
-    const int attempts = session_ ? session_->attempts() : 0;
+    // An attempt aborted mid-transfer never reached the session.
+    const int attempts = (session_ ? session_->attempts() : 0) + (aborted_in_transfer_ ? 1 : 0);
     const Duration elapsed = now - start_;
-    const bool got_response = attempts > 0 && last_.code == CURLE_OK && !no_memory_;
+    const bool got_response =
+        attempts > 0 && last_.code == CURLE_OK && !no_memory_ && !aborted_;
+    if (breaker_ && permit_.valid) {
+      // Cancelled or aborted mid-chain: says nothing about the origin's
+      // health, but frees a half-open probe slot.
+      breaker_->Record(permit_, CallResult::kIgnored, now - start_, now);
+      permit_ = Permit{};
+    }
     if (metrics_ != nullptr) {
       if (waiting_) {  // the hook cancelled the wait
         waiting_ = false;
@@ -896,7 +991,8 @@ class Call {
         metrics_->CallSucceeded(attempts, elapsed);
       } else {
         metrics_->CallFailed(attempts, elapsed,
-                             circuit_open_ || cancelled_ ? StopReason::kTerminal : decision_.reason);
+                             circuit_open_ || cancelled_ || aborted_ ? StopReason::kTerminal
+                                                                      : decision_.reason);
       }
       metrics_ = nullptr;  // reported once
     }
@@ -909,7 +1005,7 @@ class Call {
       info->attempts = attempts;
       info->elapsed = elapsed;
       info->last_error = no_memory_ ? ErrorKind::kTransport : last_error;
-      info->stop_reason = circuit_open_ ? StopReason::kNone : decision_.reason;
+      info->stop_reason = circuit_open_ || aborted_ ? StopReason::kNone : decision_.reason;
       info->idempotency_key = key_;
       info->last_status = got_response ? last_.status : 0;
       if (circuit_open_) {
@@ -921,6 +1017,13 @@ class Call {
     std::string what = request.method + " " + request.url + ": ";
     if (no_memory_) {
       return Status(StatusCode::kNoMemory, "out of memory while receiving the response");
+    }
+    if (aborted_) {
+      return Status(StatusCode::kCallback,
+                    what + "aborted by the should_abort hook " +
+                        (aborted_in_transfer_ ? "during attempt " + std::to_string(attempts)
+                                              : "after " + std::to_string(attempts) +
+                                                    (attempts == 1 ? " attempt" : " attempts")));
     }
     if (cancelled_) {
       return Status(StatusCode::kCallback,
@@ -984,6 +1087,9 @@ class Call {
   Duration retry_in_ = Duration::zero();
   bool no_memory_ = false;
   bool cancelled_ = false;
+  const HttpAbortHook* abort_ = nullptr;  // null: never aborted
+  bool aborted_ = false;
+  bool aborted_in_transfer_ = false;
   std::optional<RetrySession> session_;
   TimePoint start_;
   TimePoint attempt_start_;
@@ -1056,14 +1162,16 @@ Result<HttpResponse> HttpClient::Send(const HttpRequest& request, HttpCallInfo* 
 
   call.Begin(clock.Now());
   for (;;) {
+    if (call.PollAbort()) break;
     const TimePoint now = clock.Now();
     if (!call.Admit(now)) break;
     call.Setup(easy.get(), impl.handles.share(), call.AttemptTimeout(now));
     call.Collect(easy.get(), curl_easy_perform(easy.get()));
+    if (call.aborted()) break;
     Decision decision = call.OnAttemptDone(clock.Now());
     if (!decision.retry()) break;
     if (!call.NotifyRetry()) break;
-    clock.SleepFor(decision.delay);
+    if (!call.Wait(clock, decision.delay)) break;
   }
   return call.Finish(clock.Now(), info);
 }
@@ -1191,11 +1299,12 @@ Result<uint64_t> HttpAsyncEngine::Begin(const HttpRequest& request) {
   auto c = std::make_unique<Impl::AsyncCall>();
   c->request = request;
   c->request.on_retry = nullptr;
+  c->request.should_abort = nullptr;
   if (request.policy != nullptr) {
     c->policy.emplace(*request.policy);
     c->request.policy = &*c->policy;
   }
-  Status s = c->call.Init(*impl.settings, c->request);
+  Status s = c->call.Init(*impl.settings, c->request, /*abortable=*/false);
   if (!s.ok()) return s;
   c->call.Begin(impl.settings->clock->Now());
   const uint64_t id = impl.next_id++;

@@ -73,6 +73,42 @@ struct HttpRetryEvent {
 // written as `void(const HttpRetryEvent&)` fit too.
 using HttpRetryHook = std::function<void(HttpRetryEvent&)>;
 
+// Polled while a call runs; returning true ends the call at once with
+// kCallback ("aborted"): the transfer in flight is dropped (its connection
+// closed) and no further attempt or wait follows. This is how a caller
+// interrupts a blocking Send from outside (a Python binding checks for
+// Ctrl-C here). It is polled on the sending thread
+//   - during each transfer, through libcurl's progress callback
+//     (CURLOPT_XFERINFOFUNCTION): at least about once a second, usually much
+//     more often while data moves;
+//   - before each attempt, and during each wait between attempts, which is
+//     slept through the Clock in slices of at most kAbortPollInterval.
+// It may be called many times a second, so it should be cheap (rate-limit
+// any expensive check inside it). Must not throw (an exception escaping it
+// counts as false).
+using HttpAbortHook = std::function<bool()>;
+
+// The longest slice of a wait between attempts before the abort hook is
+// polled again.
+inline constexpr Duration kAbortPollInterval = std::chrono::milliseconds(50);
+
+// Header fields the client frames the message with itself; a request that
+// sets one of them is rejected with kInvalidArgument (no attempt is made),
+// because a value that disagrees with the body actually sent makes the
+// server wait for bytes that never come (Content-Length, Transfer-Encoding)
+// or switches the connection to another protocol (Upgrade, TE). Compared
+// case-insensitively: Content-Length, Transfer-Encoding, TE, Upgrade.
+// Host, Connection, Expect and the rest pass through unchanged.
+bool IsClientManagedHeader(std::string_view name);
+
+// The most bytes the head of a request may take: the URL, the user agent and
+// every header field (name, value and 4 bytes of framing each), the
+// idempotency key included. Larger requests are rejected with
+// kInvalidArgument before any attempt: libcurl builds the request head in a
+// buffer of at most 1 MiB (small bodies go into it too), and servers refuse
+// far smaller heads anyway (nginx: 32 KiB by default).
+inline constexpr size_t kMaxRequestHeadBytes = 512 * 1024;
+
 // Returns the origin of an absolute http(s) URL, "scheme://host:port" with
 // the scheme and host in lower case and the port always present (the default
 // port of the scheme when the URL has none), or nullopt for a malformed URL.
@@ -101,6 +137,10 @@ struct HttpRequest {
   // Called before each wait of this request; when set it replaces the
   // client's on_retry for this request.
   HttpRetryHook on_retry;
+  // Polled during transfers and waits (see HttpAbortHook); when set it
+  // replaces the client's should_abort for this request. HttpAsyncEngine
+  // ignores it (its caller owns the loop and calls Cancel).
+  HttpAbortHook should_abort;
 };
 
 struct HttpResponse {
@@ -173,6 +213,9 @@ struct HttpClientOptions {
   bool strict_methods = false;
   // Called before each wait between attempts (see HttpRetryEvent).
   HttpRetryHook on_retry;
+  // Polled during every call's transfers and waits (see HttpAbortHook).
+  // Default: none (a call cannot be aborted).
+  HttpAbortHook should_abort;
   // Per-origin circuit breakers: when set, each request's origin
   // (HttpOrigin) gets a breaker from this registry. The breaker is checked
   // before every attempt; an open breaker ends the call at once with
@@ -209,12 +252,15 @@ class HttpClient {
   // Sends `request`, retrying per the policy, waiting through the clock.
   // Returns the final response, also when the retries gave up on a retryable
   // status such as 503 (see HttpResponse::stop_reason). Errors:
-  //   kInvalidArgument  malformed URL, method, header or key (no attempt made)
+  //   kInvalidArgument  malformed URL, method, header or key, a header the
+  //                     client manages (IsClientManagedHeader), or a head
+  //                     over kMaxRequestHeadBytes (no attempt made)
   //   kTransport        the last attempt failed to connect or exchange
   //   kTimeout          the last attempt timed out
   //   kDeadlineExceeded the deadline ended the chain after a failed attempt
   //   kCircuitOpen      the origin's circuit breaker refused an attempt
-  //   kCallback         an on_retry hook set HttpRetryEvent::cancel
+  //   kCallback         an on_retry hook set HttpRetryEvent::cancel, or the
+  //                     should_abort hook returned true ("aborted")
   // `info`, when non-null, is filled in either way.
   Result<HttpResponse> Send(const HttpRequest& request, HttpCallInfo* info = nullptr);
 
