@@ -4,8 +4,13 @@
 // transfers and the waits between attempts), so other Python threads run
 // meanwhile; an on_retry callable is called with the GIL re-acquired, and an
 // exception it raises stops the retries (HttpRetryEvent::cancel) and is
-// re-raised once Send has returned: it never crosses into C++. Header values cross as bytes (ISO-8859-1, as
-// http.client does), so nothing a server sends can make a conversion fail.
+// re-raised once Send has returned: it never crosses into C++. Ctrl-C works
+// the same way: the request's should_abort hook takes the GIL at most every
+// kSignalPollInterval and runs PyErr_CheckSignals(); when a signal handler
+// raised (KeyboardInterrupt), the call is aborted and that exception is
+// re-raised as itself once Send has returned. Header values cross as bytes
+// (ISO-8859-1, as http.client does), so nothing a server sends can make a
+// conversion fail.
 //
 // HttpAsyncEngine is driven by mulligan._async_http from the asyncio event
 // loop thread. Its methods are short and never block (libcurl's multi
@@ -13,6 +18,7 @@
 // Each driving method returns (socket_changes, timer_ms, events) so the loop
 // applies everything that changed with one call into C++.
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -77,6 +83,9 @@ HttpRequest MakeRequest(std::string method, std::string url, HttpHeaders headers
   return request;
 }
 
+// How often a blocking request takes the GIL to run Python signal handlers.
+constexpr auto kSignalPollInterval = std::chrono::milliseconds(50);
+
 py::tuple RetryEventTuple(int attempt, Duration delay, ErrorKind error, int status,
                           bool from_retry_after) {
   return py::make_tuple(attempt, DurationToSeconds(delay),
@@ -128,6 +137,23 @@ HttpResponse Request(HttpClient& client, std::string method, std::string url,
       }
     };
   }
+  // The exception a signal handler raised (KeyboardInterrupt), re-raised
+  // after the call. The hook is polled on this thread, which released the
+  // GIL; it re-acquires it only every kSignalPollInterval.
+  std::optional<py::error_already_set> signal_error;
+  auto last_check = std::chrono::steady_clock::now();
+  request.should_abort = [&signal_error, &last_check]() -> bool {
+    if (signal_error) return true;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_check < kSignalPollInterval) return false;
+    last_check = now;
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {
+      signal_error.emplace();  // fetches the pending exception
+      return true;
+    }
+    return false;
+  };
   HttpCallInfo info;
   std::optional<Result<HttpResponse>> result;
   {
@@ -136,6 +162,7 @@ HttpResponse Request(HttpClient& client, std::string method, std::string url,
     py::gil_scoped_release release;
     result.emplace(client.Send(request, &info));
   }
+  if (signal_error) throw std::move(*signal_error);
   if (hook_error) throw std::move(*hook_error);
   if (!result->ok()) ThrowCallStatus(result->status(), info);
   return std::move(*result).value();

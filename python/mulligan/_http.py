@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import datetime
 import functools
 import json as _json
 import logging
@@ -42,11 +43,18 @@ __all__ = [
     "request",
 ]
 
+# A duration argument: seconds (int or float) or a datetime.timedelta.
+_Seconds = Union[float, datetime.timedelta]
 HeadersInput = Union[Mapping[str, str], Iterable[tuple[str, str]], None]
 
 _USER_AGENT = "mulligan-python"
 # Characters that would let a value smuggle another header or end the head.
 _FORBIDDEN_IN_VALUE = ("\r", "\n", "\0")
+# Framing fields the client sets itself (the core rejects them too); a
+# caller's value would disagree with the body actually sent and leave the
+# server waiting for bytes that never come.
+_MANAGED_HEADERS = frozenset(("content-length", "transfer-encoding", "te", "upgrade"))
+_MAX_ATTEMPTS = 2**31 - 1
 _TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 
@@ -301,6 +309,11 @@ def _check_headers(headers: HeadersInput) -> list[tuple[str, bytes]]:
             )
         if not name or not all(c in _TOKEN_CHARS for c in name):
             raise ValueError(f"invalid header name {name!r}")
+        if name.lower() in _MANAGED_HEADERS:
+            raise ValueError(
+                f"header {name!r} is managed by the client and must not be set "
+                "(Content-Length, Transfer-Encoding, TE and Upgrade are not accepted)"
+            )
         if any(c in value for c in _FORBIDDEN_IN_VALUE):
             raise ValueError(f"invalid header value for {name!r}: contains CR, LF or NUL")
         try:
@@ -311,6 +324,37 @@ def _check_headers(headers: HeadersInput) -> list[tuple[str, bytes]]:
             ) from None
         out.append((name, encoded))
     return out
+
+
+def _seconds(name: str, value: Any, *, optional: bool = False) -> Optional[float]:
+    """A duration argument as float seconds: an int, a float or a datetime.timedelta."""
+    if value is None and optional:
+        return None
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(
+            f"{name} must be a number of seconds or a datetime.timedelta"
+            f"{' or None' if optional else ''}, got {value!r}"
+        )
+    return float(value)
+
+
+def _retry_on(value: Any) -> Optional[tuple[int, ...]]:
+    """retry_on as a tuple of HTTP statuses in [400, 599], or None for the default."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
+        raise TypeError(f"retry_on must be an iterable of int HTTP statuses, got {value!r}")
+    statuses = tuple(value)
+    for status in statuses:
+        if isinstance(status, bool) or not isinstance(status, int):
+            raise TypeError(f"retry_on entries must be int HTTP statuses, got {status!r}")
+        if not 400 <= status <= 599:
+            raise ValueError(
+                f"retry_on entries must be error statuses in [400, 599], got {status}"
+            )
+    return statuses
 
 
 @functools.lru_cache(maxsize=64)
@@ -509,14 +553,14 @@ class _ClientBase:
         *,
         verify: Union[bool, str] = True,
         verify_tls: Optional[bool] = None,
-        connect_timeout: float = 10.0,
-        timeout: Optional[float] = 30.0,
+        connect_timeout: _Seconds = 10.0,
+        timeout: Optional[_Seconds] = 30.0,
         attempts: int = 3,
-        deadline: Optional[float] = None,
+        deadline: Optional[_Seconds] = None,
         backoff: str = "exponential",
-        base_delay: float = 0.2,
-        max_delay: float = 10.0,
-        retry_after_max: float = 60.0,
+        base_delay: _Seconds = 0.2,
+        max_delay: _Seconds = 10.0,
+        retry_after_max: _Seconds = 60.0,
         retry_on: Optional[Iterable[int]] = None,
         follow_redirects: bool = False,
         max_redirects: int = 10,
@@ -553,7 +597,7 @@ class _ClientBase:
         self._default_policy = self._policy_for({})
         self._native_args: dict[str, Any] = dict(
             attempt_timeout=30.0,
-            connect_timeout=float(connect_timeout),
+            connect_timeout=_seconds("connect_timeout", connect_timeout),
             verify_tls=verify_flag,
             user_agent=user_agent,
             follow_redirects=bool(follow_redirects),
@@ -571,16 +615,20 @@ class _ClientBase:
         attempts = o["attempts"]
         if isinstance(attempts, bool) or not isinstance(attempts, int):
             raise TypeError(f"attempts must be an int, got {attempts!r}")
-        retry_on = o["retry_on"]
+        if not 1 <= attempts <= _MAX_ATTEMPTS:
+            raise ValueError(f"attempts must be in [1, {_MAX_ATTEMPTS}], got {attempts}")
+        backoff = o["backoff"]
+        if not isinstance(backoff, str):
+            raise TypeError(f"backoff must be a str, got {backoff!r}")
         return _policy(
             attempts,
-            None if o["timeout"] is None else float(o["timeout"]),
-            None if o["deadline"] is None else float(o["deadline"]),
-            str(o["backoff"]),
-            float(o["base_delay"]),
-            float(o["max_delay"]),
-            float(o["retry_after_max"]),
-            None if retry_on is None else tuple(int(x) for x in retry_on),
+            _seconds("timeout", o["timeout"], optional=True),
+            _seconds("deadline", o["deadline"], optional=True),
+            backoff,
+            _seconds("base_delay", o["base_delay"]),
+            _seconds("max_delay", o["max_delay"]),
+            _seconds("retry_after_max", o["retry_after_max"]),
+            _retry_on(o["retry_on"]),
         )
 
     def _prepare(
@@ -651,7 +699,9 @@ class Client(_ClientBase):
     :meth:`close`) to release the pool. The module-level :func:`get`,
     :func:`post` and :func:`request` use one default client, created on first
     use. Every retry setting below is a default that each request may
-    override with the keyword of the same name.
+    override with the keyword of the same name. Every duration is seconds
+    (int or float) or a :class:`datetime.timedelta`; other types (a str)
+    raise TypeError.
 
     Args:
         verify: verify TLS certificates and host names (default True); False
@@ -662,14 +712,16 @@ class Client(_ClientBase):
         connect_timeout: seconds allowed to establish a connection. Default 10.0.
         timeout: seconds allowed for each attempt (trimmed to the deadline).
             Default 30.0.
-        attempts: total attempts including the first. Default 3.
+        attempts: total attempts including the first, in [1, 2**31 - 1]. Default 3.
         deadline: total seconds for a whole call, retries included. Default None.
         backoff: ``"exponential"`` (default), ``"constant"``, ``"linear"``
             or ``"decorrelated"``; full jitter.
         base_delay: base of the backoff, seconds. Default 0.2.
         max_delay: cap on each wait, seconds. Default 10.0.
         retry_after_max: longest Retry-After honoured, seconds. Default 60.0.
-        retry_on: the retryable HTTP statuses. Default 408, 429, 500, 502, 503, 504.
+        retry_on: the retryable HTTP statuses, an iterable of ints in
+            [400, 599] (a str raises TypeError). Default 408, 429, 500, 502,
+            503, 504.
         follow_redirects: follow 3xx redirects. Default False.
         max_redirects: the most redirects followed (then a terminal error). Default 10.
         strict: retry only GET, HEAD and OPTIONS once bytes were sent.
@@ -680,7 +732,9 @@ class Client(_ClientBase):
             ``failure_threshold``, ``reset_timeout`` (seconds) and
             ``per_attempt``. An open breaker raises
             :class:`mulligan.CircuitOpenError` at once. Default None (off).
-        headers: default headers of every request.
+        headers: default headers of every request. Content-Length,
+            Transfer-Encoding, TE and Upgrade are set by the client itself
+            and raise ValueError here and in a request's ``headers``.
         user_agent: the User-Agent sent when a request sets none.
         policy: the name of a client (or policy) loaded with
             :func:`mulligan.load_config`: its timeouts, TLS setting, user
