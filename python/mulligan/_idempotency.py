@@ -27,8 +27,10 @@ import hashlib
 import inspect
 import json
 import math
+import numbers
 import pickle
 import time
+import warnings
 from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any, Callable, Optional, TypeVar, Union, cast
 
@@ -41,12 +43,15 @@ __all__ = [
     "IdempotencyStore",
     "IdempotencyStoreFull",
     "IdempotencyReservation",
+    "IdempotencyResultNotReplayable",
     "parse_idempotency_key",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 PathRule = Union[None, str, Sequence[str], Callable[[str], bool]]
+# What reserve() and complete() take for bytes (copied into bytes).
+BytesLike = Union[bytes, bytearray, memoryview]
 
 # Responses the client may retry (mulligan's defaults): storing one would make
 # every retry with the same key replay the failure.
@@ -67,6 +72,12 @@ _DROPPED_HEADERS = frozenset(
     }
 )
 _PROBLEM_BASE = "tag:mulligan,2024:problem:"
+# Marks an entry stored by @store.idempotent for a call that completed but
+# whose return value could not be stored (not picklable, or too big): a
+# repeat raises IdempotencyResultNotReplayable instead of running again. A
+# pickled result is stored without header fields, so the two never mix.
+_NOT_REPLAYABLE = b"mulligan-result-not-replayable"
+_SIZE_MAX = 2**64 - 1
 
 
 class IdempotencyConflict(MulliganError):
@@ -83,6 +94,28 @@ class IdempotencyConflict(MulliganError):
         super().__init__(message)
         self.key = key
         self.retry_after = retry_after
+
+
+class IdempotencyResultNotReplayable(IdempotencyConflict):
+    """A call with this idempotency key already ran to completion, but its
+    return value could not be stored (it is not picklable, or too big for the
+    store), so a repeat can neither replay it nor run the function again.
+
+    Raised by functions decorated with :meth:`IdempotencyStore.idempotent`.
+    A subclass of :class:`IdempotencyConflict`; ``retry_after`` is the time
+    left until the entry expires (after which the key runs afresh).
+
+    Attributes:
+        key: the idempotency key.
+        retry_after: seconds until the key is forgotten.
+        reason: why the result was not stored.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, message: str, *, key: str, retry_after: float, reason: str) -> None:
+        super().__init__(message, key=key, retry_after=retry_after)
+        self.reason = reason
 
 
 class IdempotencyKeyMismatch(MulliganError, ValueError):
@@ -141,6 +174,57 @@ def request_fingerprint(method: str, target: str, body: bytes) -> bytes:
     h.update(b"\0")
     h.update(body)
     return h.digest()
+
+
+def _check_int(name: str, value: Any, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}: {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    if value > high:
+        raise ValueError(f"{name} must be <= {high}, got {value}")
+
+
+def _check_seconds(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{name} must be a number of seconds, got {type(value).__name__}: {value!r}"
+        )
+
+
+def _bytes_arg(name: str, value: Any) -> bytes:
+    """bytes as is; bytearray and memoryview copied; anything else TypeError."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(
+        f"{name} must be bytes (or bytearray or memoryview), got {type(value).__name__}: "
+        f"{value!r:.80}"
+    )
+
+
+def _header_list(headers: Any) -> list[tuple[bytes, bytes]]:
+    if isinstance(headers, (str, bytes, bytearray, memoryview)):
+        raise TypeError(
+            f"headers must be an iterable of (name, value) pairs of bytes, got "
+            f"{type(headers).__name__}"
+        )
+    try:
+        items = list(headers)
+    except TypeError:
+        raise TypeError(
+            f"headers must be an iterable of (name, value) pairs of bytes, got "
+            f"{type(headers).__name__}"
+        ) from None
+    out: list[tuple[bytes, bytes]] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise TypeError(f"headers[{i}] must be a (name, value) pair of bytes, got {item!r:.80}")
+        name = _bytes_arg(f"headers[{i}] name", item[0])
+        value = _bytes_arg(f"headers[{i}] value", item[1])
+        out.append((name, value))
+    return out
 
 
 class IdempotencyReservation:
@@ -230,16 +314,21 @@ class IdempotencyStore:
         shards: int = 16,
         clock: Optional[Callable[[], float]] = None,
     ) -> None:
-        for name, value in (
-            ("max_entries", max_entries),
-            ("max_bytes", max_bytes),
-            ("max_key_length", max_key_length),
-            ("shards", shards),
+        for name, value, high in (
+            ("max_entries", max_entries, _SIZE_MAX),
+            ("max_bytes", max_bytes, _SIZE_MAX),
+            ("max_key_length", max_key_length, _SIZE_MAX),
+            ("shards", shards, 1024),
         ):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {value!r}")
-            if value < 1:
-                raise ValueError(f"{name} must be >= 1, got {value}")
+            _check_int(name, value, 1, high)
+        for field, seconds in (
+            ("ttl", ttl),
+            ("lease", lease),
+            ("in_flight_retry_after", in_flight_retry_after),
+        ):
+            _check_seconds(field, seconds)
+        if clock is not None and not callable(clock):
+            raise TypeError(f"clock must be a callable returning seconds, got {clock!r}")
         self._store = _core.IdempotencyStore(
             ttl=float(ttl),
             lease=float(lease),
@@ -250,26 +339,46 @@ class IdempotencyStore:
             shards=shards,
         )
         self._clock: Callable[[], float] = clock if clock is not None else time.monotonic
+        self._ttl = float(ttl)
         self.max_key_length = max_key_length
 
-    def reserve(self, key: str, fingerprint: bytes = b"", *, scope: str = "") -> IdempotencyReservation:
+    def reserve(
+        self, key: str, fingerprint: BytesLike = b"", *, scope: str = ""
+    ) -> IdempotencyReservation:
         """Looks up (scope, key) and reserves it when free.
 
         Args:
-            key: the idempotency key (already parsed).
+            key: the idempotency key (already parsed), a str.
             fingerprint: bytes identifying the request; a repeat with other
-                bytes is a mismatch. Default empty.
+                bytes is a mismatch. A bytearray or memoryview is copied into
+                bytes. Default empty.
             scope: who the key belongs to (e.g. the user), so one user's key
-                never replays another's response. Default ``""``.
+                never replays another's response. A str; None is refused
+                (it is more likely a bug than "no scope", which is ``""``).
+                Default ``""``.
 
         Returns:
             A :class:`IdempotencyReservation`.
 
         Raises:
-            ValueError: the key is empty, too long or not printable ASCII.
+            TypeError: key or scope is not a str, or fingerprint is not
+                bytes-like.
+            ValueError: the key is empty, too long or not printable ASCII, or
+                the scope is not encodable as UTF-8.
             IdempotencyStoreFull: the key is new and the store is full of
                 in-flight keys.
         """
+        if not isinstance(key, str):
+            raise TypeError(f"key must be a str, got {type(key).__name__}: {key!r}")
+        if not key.isascii():
+            raise ValueError(f"key must be printable ASCII, got {key!r}")
+        fingerprint = _bytes_arg("fingerprint", fingerprint)
+        if not isinstance(scope, str):
+            raise TypeError(f"scope must be a str, got {type(scope).__name__}: {scope!r}")
+        try:
+            scope.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"scope must be encodable as UTF-8, got {scope!r}") from None
         try:
             raw = self._store.reserve(scope, key, fingerprint, self._clock())
         except MulliganError as e:  # kUnavailable / kNoMemory from the core
@@ -281,19 +390,39 @@ class IdempotencyStore:
         reservation: IdempotencyReservation,
         *,
         status: int = 200,
-        headers: Iterable[tuple[bytes, bytes]] = (),
-        body: bytes = b"",
+        headers: Iterable[tuple[BytesLike, BytesLike]] = (),
+        body: BytesLike = b"",
     ) -> None:
         """Stores the response of a ``"reserved"`` reservation for ``ttl``.
 
+        Args:
+            reservation: what :meth:`reserve` returned.
+            status: the HTTP status, an int in [100, 599].
+            headers: (name, value) pairs of bytes (bytearray and memoryview
+                are copied); names must be RFC 9110 tokens and values must
+                not hold CR, LF or NUL, so that a replay cannot inject fields.
+            body: the body, bytes-like.
+
         Raises:
+            TypeError: an argument has the wrong type (a bool status
+                included).
+            ValueError: the status is outside [100, 599] or a header field is
+                invalid: nothing is stored and the lease is still held, so
+                :meth:`release` it (or complete again with a valid response).
             ValueError: the lease is not held any more (completed, released,
                 or expired and taken over): nothing is stored.
             IdempotencyStoreFull: the response does not fit the byte budget;
                 the key was released.
         """
+        if not isinstance(reservation, IdempotencyReservation):
+            raise TypeError(
+                f"reservation must be an IdempotencyReservation, got {type(reservation).__name__}"
+            )
+        _check_int("status", status, 100, 599)
+        fields = _header_list(headers)
+        body = _bytes_arg("body", body)
         try:
-            self._store.complete(reservation._raw, status, list(headers), body, self._clock())
+            self._store.complete(reservation._raw, status, fields, body, self._clock())
         except MulliganError as e:
             raise IdempotencyStoreFull(str(e)) from None
 
@@ -302,8 +431,13 @@ class IdempotencyStore:
         failed), so that a retry runs again.
 
         Raises:
+            TypeError: reservation is not an IdempotencyReservation.
             ValueError: the lease is not held any more.
         """
+        if not isinstance(reservation, IdempotencyReservation):
+            raise TypeError(
+                f"reservation must be an IdempotencyReservation, got {type(reservation).__name__}"
+            )
         self._store.release(reservation._raw)
 
     def sweep(self) -> None:
@@ -329,10 +463,23 @@ class IdempotencyStore:
         value (pickled) for ``ttl``; later calls with the key return a copy of
         it without running the function. A call that raises releases the key.
 
+        A call that returns normally is never run again for its key, even when
+        its return value cannot be stored (it cannot be pickled, or does not
+        fit the store's byte budget): the key is then completed with a marker,
+        the first call still returns its value (with a :class:`RuntimeWarning`
+        saying that it will not be replayed), and a repeat raises
+        :class:`IdempotencyResultNotReplayable` until the entry expires.
+
         Args:
-            key: the name of the keyword argument holding the key, or a
-                function of the call's arguments returning it. A None key
-                runs the function normally.
+            key: the name of the parameter holding the key, or a function of
+                the call's arguments returning it. A name is looked up in the
+                function's signature when decorating (TypeError if there is no
+                such parameter and no ``**kwargs``) and read from the call's
+                bound arguments, so the key may be passed by position or by
+                keyword; a parameter left at its default uses the default, and
+                a call that omits a required key parameter raises TypeError
+                like any call missing an argument (nothing is reserved). A
+                None key runs the function normally, without deduplication.
             fingerprint: a function of the call's arguments returning bytes
                 (or str) that identify the request; a repeat with another
                 fingerprint raises :class:`IdempotencyKeyMismatch`. Default:
@@ -341,40 +488,76 @@ class IdempotencyStore:
 
         Raises (from the decorated function):
             IdempotencyConflict: the same key is still running elsewhere.
+            IdempotencyResultNotReplayable: (a subclass of
+                IdempotencyConflict) the key already ran to completion but its
+                result could not be stored.
             IdempotencyKeyMismatch: the key was used with another fingerprint.
             IdempotencyStoreFull: the store is full of in-flight keys.
+            TypeError: the call does not bind to the function's signature, or
+                the key is not a str.
 
         Example::
 
             store = mulligan.IdempotencyStore()
 
             @store.idempotent(key="request_id")
-            def charge(amount: int, *, request_id: str) -> dict: ...
+            def charge(amount: int, request_id: str) -> dict: ...
+
+            charge(5, "r-1")               # runs
+            charge(5, request_id="r-1")    # replays the first result
 
         .. versionadded:: 0.1.0
         """
         if isinstance(key, str):
             name = key
-
-            def key_of(*args: Any, **kwargs: Any) -> Optional[str]:
-                return cast(Optional[str], kwargs.get(name))
-
-        elif callable(key):
-            key_of = key
-        else:
+        elif not callable(key):
             raise TypeError(f"key must be a parameter name or a callable, got {key!r}")
 
-        def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Optional[IdempotencyReservation]:
-            k = key_of(*args, **kwargs)
+        def key_reader(fn: Callable[..., Any]) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+            """Returns a function of (args, kwargs) giving the key of a call to fn."""
+            if not isinstance(key, str):
+                key_fn = key
+                return lambda args, kwargs: key_fn(*args, **kwargs)
+            try:
+                sig = inspect.signature(fn)
+            except (TypeError, ValueError):
+                # No introspectable signature (some builtins): keyword only.
+                return lambda args, kwargs: kwargs.get(name)
+            param = sig.parameters.get(name)
+            if param is not None and param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                default = None if param.default is param.empty else param.default
+
+                def read_bound(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+                    # Raises TypeError (before anything is reserved) when the
+                    # call does not fit the signature, e.g. omits the key.
+                    return sig.bind(*args, **kwargs).arguments.get(name, default)
+
+                return read_bound
+            if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+                return lambda args, kwargs: kwargs.get(name)
+            raise TypeError(
+                f"@idempotent(key={name!r}): {getattr(fn, '__qualname__', fn)!r} has no "
+                f"parameter {name!r} (and no **kwargs)"
+            )
+
+        def begin(
+            key_of: Callable[[tuple[Any, ...], dict[str, Any]], Any],
+            args: tuple[Any, ...],
+            kwargs: dict[str, Any],
+        ) -> Optional[tuple[IdempotencyReservation, bytes]]:
+            k = key_of(args, kwargs)
             if k is None:
                 return None
             fp: Union[bytes, str] = fingerprint(*args, **kwargs) if fingerprint else b""
             fp_bytes = fp.encode("utf-8") if isinstance(fp, str) else bytes(fp)
             s = scope(*args, **kwargs) if scope else ""
-            return self.reserve(k, fp_bytes, scope=s)
+            return self.reserve(k, fp_bytes, scope=s), fp_bytes
 
         def settle(r: IdempotencyReservation) -> Any:
             if r.state == "replay":
+                headers = r.headers
+                if headers and any(n == _NOT_REPLAYABLE for n, _ in headers):
+                    raise self._not_replayable(r)
                 return pickle.loads(r.body)
             if r.state == "in_flight":
                 raise IdempotencyConflict(
@@ -387,46 +570,131 @@ class IdempotencyStore:
                 f"idempotency key {r.key!r} was already used with different arguments", key=r.key
             )
 
+        def finish(r: IdempotencyReservation, fp: bytes, result: Any) -> Any:
+            """Stores the result of a call that returned; never releases the
+            key, so that the call never runs twice."""
+            try:
+                body = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            except BaseException as e:
+                reason = (
+                    f"its return value ({type(result).__name__}) could not be pickled: "
+                    f"{type(e).__name__}: {e}"
+                )
+                self._store_not_replayable(r, fp, reason, lease_held=True)
+                if not isinstance(e, Exception):
+                    raise
+                warnings.warn(
+                    f"idempotency key {r.key!r}: {reason}; a repeat of this call will raise "
+                    "IdempotencyResultNotReplayable instead of running again",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+                return result
+            try:
+                self.complete(r, body=body)
+            except IdempotencyStoreFull as e:
+                # The core released the key: mark it again with the small marker.
+                reason = f"its pickled return value ({len(body)} bytes) was not stored: {e}"
+                self._store_not_replayable(r, fp, reason, lease_held=False)
+                warnings.warn(
+                    f"idempotency key {r.key!r}: {reason}; a repeat of this call will raise "
+                    "IdempotencyResultNotReplayable instead of running again",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+            except ValueError as e:
+                # The lease ran out while the function ran and another call
+                # took the key over: nothing can be stored for this call.
+                warnings.warn(
+                    f"idempotency key {r.key!r}: the result was not stored: {e}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+            return result
+
         def decorate(fn: F) -> F:
+            key_of = key_reader(fn)
             if inspect.iscoroutinefunction(fn):
 
                 @functools.wraps(fn)
                 async def run_async(*args: Any, **kwargs: Any) -> Any:
-                    r = begin(args, kwargs)
-                    if r is None:
+                    begun = begin(key_of, args, kwargs)
+                    if begun is None:
                         return await cast(Callable[..., Awaitable[Any]], fn)(*args, **kwargs)
+                    r, fp = begun
                     if r.state != "reserved":
                         return settle(r)
                     try:
                         result = await cast(Callable[..., Awaitable[Any]], fn)(*args, **kwargs)
-                        body = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
                     except BaseException:
                         self.release(r)
                         raise
-                    self.complete(r, body=body)
-                    return result
+                    return finish(r, fp, result)
 
                 return cast(F, run_async)
 
             @functools.wraps(fn)
             def run(*args: Any, **kwargs: Any) -> Any:
-                r = begin(args, kwargs)
-                if r is None:
+                begun = begin(key_of, args, kwargs)
+                if begun is None:
                     return fn(*args, **kwargs)
+                r, fp = begun
                 if r.state != "reserved":
                     return settle(r)
                 try:
                     result = fn(*args, **kwargs)
-                    body = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
                 except BaseException:
                     self.release(r)
                     raise
-                self.complete(r, body=body)
-                return result
+                return finish(r, fp, result)
 
             return cast(F, run)
 
         return decorate
+
+    def _store_not_replayable(
+        self, r: IdempotencyReservation, fp: bytes, reason: str, *, lease_held: bool
+    ) -> None:
+        """Completes r's key with the not-replayable marker (see _NOT_REPLAYABLE).
+
+        When the lease is not held any more because the core released the key
+        (the result did not fit), the key is reserved again for the marker; a
+        repeat that slipped in between runs the function (a narrow race).
+        """
+        body = json.dumps(
+            {"completed_at": self._clock(), "reason": reason}, separators=(",", ":")
+        ).encode("utf-8")
+        marker = [(_NOT_REPLAYABLE, b"1")]
+        if lease_held:
+            try:
+                self.complete(r, headers=marker, body=body)
+                return
+            except ValueError:
+                return  # the lease was taken over: the key is someone else's now
+            except IdempotencyStoreFull:
+                pass  # the key was released: take it again below
+        try:
+            again = self.reserve(r.key, fp, scope=r.scope)
+            if again.state == "reserved":
+                self.complete(again, headers=marker, body=body)
+        except (ValueError, IdempotencyStoreFull):
+            pass
+
+    def _not_replayable(self, r: IdempotencyReservation) -> IdempotencyResultNotReplayable:
+        try:
+            info = json.loads(r.body)
+            reason = str(info["reason"])
+            retry_after = max(0.0, float(info["completed_at"]) + self._ttl - self._clock())
+        except (ValueError, KeyError, TypeError):
+            reason, retry_after = "unknown", self._ttl
+        return IdempotencyResultNotReplayable(
+            f"a call with idempotency key {r.key!r} already completed, but its result is not "
+            f"replayable ({reason}); it will not run again until the key expires in "
+            f"{retry_after:g} s",
+            key=r.key,
+            retry_after=retry_after,
+            reason=reason,
+        )
 
 
 # ---------------------------------------------------------------------------
