@@ -1350,9 +1350,12 @@ MULLIGAN_API int mulligan_idempotency_store_reserve(mulligan_idempotency_store *
  * @param body_len  its length.
  * @return MULLIGAN_OK; MULLIGAN_E_INVALID_ARGUMENT when the lease is not held
  *         any more (already completed or released, or expired and taken
- *         over: nothing is stored) or an argument is bad;
- *         MULLIGAN_E_UNAVAILABLE when the response does not fit the byte
- *         budget (the key is released); MULLIGAN_E_NO_MEMORY.
+ *         over: nothing is stored) or an argument is bad: a status outside
+ *         [100, 599], a header name that is not an RFC 9110 token, or a
+ *         header value containing CR, LF or NUL (then the lease stays held:
+ *         release the reservation, or complete it again with a valid
+ *         response); MULLIGAN_E_UNAVAILABLE when the response does not fit the
+ *         byte budget (the key is released); MULLIGAN_E_NO_MEMORY.
  * @since 0.1
  */
 MULLIGAN_API int mulligan_idempotency_store_complete(

@@ -197,10 +197,16 @@ def _settle(
                 reservation, status=status, headers=_storable_headers(headers), body=b"".join(parts)
             )
         except (IdempotencyStoreFull, ValueError):
-            # Too big for the store (the key was released), or the lease ran
-            # out and another request took the key over: the response still
-            # goes to this client; only the replay is lost.
-            pass
+            # Too big for the store (the key was released), the lease ran out
+            # and another request took the key over, or the store refused the
+            # response (a status or header it cannot replay, with the lease
+            # still held): the response still goes to this client; only the
+            # replay is lost. Free the key so that it is not blocked with 409s
+            # until the lease expires (a taken-over lease refuses this too).
+            try:
+                store.release(reservation)
+            except ValueError:
+                pass
     else:
         store.release(reservation)
 
