@@ -151,7 +151,12 @@ class WSGIIdempotencyMiddleware:
                     body=out,
                 )
             except (IdempotencyStoreFull, ValueError):
-                pass  # not stored (see the ASGI middleware); the client still gets it
+                # Not stored (see _asgi._settle); the client still gets it, and
+                # the key is freed rather than blocked until the lease expires.
+                try:
+                    store.release(reservation)
+                except ValueError:
+                    pass
         else:
             store.release(reservation)
         start_response(status_line, str_headers)

@@ -389,3 +389,39 @@ def test_complete_and_release_want_a_reservation() -> None:
         store.complete("k")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="reservation must be an IdempotencyReservation"):
         store.release(None)  # type: ignore[arg-type]
+
+
+def test_wsgi_middleware_frees_the_key_when_the_store_refuses_the_response() -> None:
+    """A response the store cannot replay (a header value with CR/LF) must not
+    block its key with 409s until the lease expires."""
+    import io
+    import wsgiref.util
+
+    import mulligan
+
+    runs: list[int] = []
+
+    def app(environ, start_response):  # type: ignore[no-untyped-def]
+        runs.append(1)
+        start_response("201 Created", [("X-Bad", "a\r\nInjected: 1")])
+        return [b"created"]
+
+    wrapped = mulligan.WSGIIdempotencyMiddleware(app, store=mulligan.IdempotencyStore())
+
+    def post() -> str:
+        environ: dict = {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": "/orders",
+            "HTTP_IDEMPOTENCY_KEY": "k-refused",
+            "CONTENT_LENGTH": "2",
+            "wsgi.input": io.BytesIO(b"{}"),
+        }
+        wsgiref.util.setup_testing_defaults(environ)
+        seen: list[str] = []
+        body = b"".join(wrapped(environ, lambda status, headers, exc_info=None: seen.append(status)))
+        assert body
+        return seen[0]
+
+    assert post().startswith("201")
+    assert post().startswith("201")  # runs again: not a 409, the key was freed
+    assert runs == [1, 1]
