@@ -1118,6 +1118,9 @@ Result<std::shared_ptr<const ConfigSnapshot>> ParseConfig(std::string_view text,
                                                           std::string_view source,
                                                           const LoadOptions& options) {
   Context ctx(std::string(source), options);
+  // A UTF-8 byte order mark (editors on Windows write one) is not JSON
+  // (RFC 8259 section 8.1 lets parsers ignore it): skip it.
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   json::parser parser;
   boost::system::error_code ec;
   const size_t consumed = parser.write(text.data(), text.size(), ec);
@@ -1152,10 +1155,20 @@ Result<std::shared_ptr<const ConfigSnapshot>> ParseConfigFile(const std::string&
     return InvalidArgumentError(path + ": cannot read the configuration file: " +
                                 std::strerror(errno));
   }
+  // A configuration file is small: refuse anything beyond kMaxConfigBytes
+  // rather than reading forever from a device or a named pipe.
+  constexpr size_t kMaxConfigBytes = 16 * 1024 * 1024;
   std::string text;
   char buf[65536];
   size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
+    text.append(buf, n);
+    if (text.size() > kMaxConfigBytes) {
+      std::fclose(f);
+      return InvalidArgumentError(path + ": cannot read the configuration file: larger than " +
+                                  std::to_string(kMaxConfigBytes / (1024 * 1024)) + " MiB");
+    }
+  }
   const int read_errno = std::ferror(f) ? errno : 0;
   std::fclose(f);
   if (read_errno != 0) {

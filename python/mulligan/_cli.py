@@ -252,6 +252,14 @@ def _run(args: argparse.Namespace) -> int:
         body = _body(args.data)
         method = args.method or ("POST" if body is not None else "GET")
     headers = _headers(args.header)
+    if args.output:
+        # Before anything is sent: a POST must not run for a body that cannot
+        # be written. Appending creates the file without truncating it yet.
+        try:
+            with open(args.output, "ab"):
+                pass
+        except OSError as e:
+            raise _UsageError(f"cannot write {args.output!r}: {e.strerror}") from None
     waits: list[dict[str, Any]] = []
 
     def on_retry(e: RetryEvent) -> None:

@@ -455,8 +455,19 @@ _GAVE_UP_REASONS = frozenset(("attempts_exhausted", "deadline", "retry_after_too
 
 
 def _call_fallback(fallback: Any, exc: BaseException) -> Any:
-    """A callable fallback is called with the final exception; any other value is returned."""
-    return fallback(exc) if callable(fallback) else fallback
+    """A callable fallback is called with the final exception; any other value is returned.
+
+    An exception the fallback raises is chained to the final one (``__cause__``),
+    so the original failure stays in the traceback.
+    """
+    if not callable(fallback):
+        return fallback
+    try:
+        return fallback(exc)
+    except Exception as fallback_error:
+        if fallback_error is not exc and fallback_error.__cause__ is None:
+            raise fallback_error from exc
+        raise
 
 
 def _origin_label(url: str) -> str:

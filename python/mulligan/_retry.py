@@ -136,8 +136,19 @@ class _Fallback:
 
 
 def _call_fallback(fallback: Any, exc: BaseException) -> Any:
-    """A callable fallback is called with the final exception; any other value is returned."""
-    return fallback(exc) if callable(fallback) else fallback
+    """A callable fallback is called with the final exception; any other value is returned.
+
+    An exception the fallback raises is chained to the final one (``__cause__``),
+    so the original failure stays in the traceback.
+    """
+    if not callable(fallback):
+        return fallback
+    try:
+        return fallback(exc)
+    except Exception as fallback_error:
+        if fallback_error is not exc and fallback_error.__cause__ is None:
+            raise fallback_error from exc
+        raise
 
 
 def _refused_first_attempt(cfg: "_Config", refused: CircuitOpenError) -> Any:

@@ -475,3 +475,23 @@ TEST(ConfigReload, CallsNeverSeeAHalfUpdatedPolicy) {
 
 }  // namespace
 }  // namespace mulligan
+
+namespace mulligan {
+namespace {
+
+TEST(ConfigInput, AUtf8ByteOrderMarkIsSkipped) {
+  Result<std::shared_ptr<const ConfigSnapshot>> r = ParseConfig(
+      "\xEF\xBB\xBF{\"policies\": {\"payments\": {\"max_attempts\": 4}}}", "bom.json", Env({}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->policies.at("payments")->options().max_attempts, 4);
+}
+
+TEST(ConfigInput, AnEndlessFileIsRefusedInsteadOfReadForever) {
+  Result<std::shared_ptr<const ConfigSnapshot>> r = ParseConfigFile("/dev/zero", Env({}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "/dev/zero: cannot read the configuration file: larger than 16 MiB");
+}
+
+}  // namespace
+}  // namespace mulligan

@@ -162,3 +162,11 @@ def test_dashboard_serves_until_interrupted() -> None:
         if proc.stderr is not None:
             proc.stderr.close()
     assert run("dashboard", "--port", "70000").returncode == 2
+
+
+def test_an_unwritable_output_is_a_usage_error_before_anything_is_sent(server: Any) -> None:
+    p = run("request", "-X", "POST", "-d", "x", "--idempotency-key", "-o", "/nonexistent/dir/out",
+            server.url("/echo"))
+    assert p.returncode == 2
+    assert b"cannot write '/nonexistent/dir/out'" in p.stderr
+    assert server.wait_for_requests("/echo", 1, timeout=0.3) == []

@@ -155,3 +155,16 @@ def test_terminal_errors_are_ignored_by_the_breaker() -> None:
 def test_breaker_must_be_a_circuit_breaker() -> None:
     with pytest.raises(TypeError, match="breaker must be a mulligan.CircuitBreaker"):
         mulligan.retry(on=ConnectionError, breaker="payments")  # type: ignore[arg-type]
+
+
+def test_a_failing_fallback_keeps_the_original_failure_as_its_cause() -> None:
+    def broken_fallback(exc: BaseException) -> None:
+        raise RuntimeError("fallback failed too")
+
+    @mulligan.retry(on=ConnectionError, attempts=2, base_delay=0.0, fallback=broken_fallback)
+    def down() -> None:
+        raise ConnectionError("down")
+
+    with FakeClock(), pytest.raises(RuntimeError) as info:
+        down()
+    assert isinstance(info.value.__cause__, ConnectionError)
