@@ -470,6 +470,21 @@ MULLIGAN_API int mulligan_retry_options_set_retryable_errors(mulligan_retry_opti
                                                              const int *kinds, size_t count);
 
 /**
+ * Replaces the gRPC status codes that are retryable (default: 14,
+ * UNAVAILABLE), for outcomes that carry a grpc_status (mulligan_outcome).
+ * gRPC's own retry design (gRFC A6) lists the retryable codes per method the
+ * same way.
+ * @param opts  the options.
+ * @param codes  `count` gRPC status codes in [1, 16] (0, OK, is always a
+ *               success); copied. May be NULL when count is 0.
+ * @param count  number of entries.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_retry_options_set_retryable_grpc_codes(mulligan_retry_options *opts,
+                                                                const int *codes, size_t count);
+
+/**
  * Seeds the jitter generator: every session of the policy then starts from
  * this seed, so its delays are reproducible (default: a fresh random seed per
  * session).
@@ -615,12 +630,19 @@ typedef struct mulligan_outcome {
    *  non-replay-safe request may be retried), -1 to derive it from
    *  error_kind (refused, DNS failure and connect timeout send nothing). */
   int request_sent;
+  /** A gRPC status code in [0, 16] (14 = UNAVAILABLE), or -1 when the attempt
+   *  was not a gRPC call. With error_kind MULLIGAN_ERROR_NONE, 0 (OK) is a
+   *  success and the codes of mulligan_retry_options_set_retryable_grpc_codes
+   *  (default UNAVAILABLE) are retryable; every other code is terminal. Read
+   *  only when struct_size covers it. @since 0.1 */
+  int grpc_status;
 } mulligan_outcome;
 
-/** Initialiser for mulligan_outcome: success, no hint, request_sent derived.
+/** Initialiser for mulligan_outcome: success, no hint, request_sent derived,
+ *  no gRPC status.
  *  @since 0.1 */
 #define MULLIGAN_OUTCOME_INIT \
-  { (uint32_t)sizeof(mulligan_outcome), MULLIGAN_ERROR_NONE, 0, -1.0, -1 }
+  { (uint32_t)sizeof(mulligan_outcome), MULLIGAN_ERROR_NONE, 0, -1.0, -1, -1 }
 
 /**
  * The engine's decision, filled in by mulligan_retry_session_on_outcome().

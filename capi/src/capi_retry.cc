@@ -236,6 +236,29 @@ int mulligan_retry_options_set_retryable_statuses(mulligan_retry_options* opts,
   MULLIGAN_CAPI_END
 }
 
+int mulligan_retry_options_set_retryable_grpc_codes(mulligan_retry_options* opts,
+                                                    const int* codes, size_t count) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  if (codes == nullptr && count != 0) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
+                    "retryable_grpc_codes: codes is NULL but count is %zu", count);
+  }
+  std::vector<int> list;
+  list.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (codes[i] < 1 || codes[i] > 16) {
+      return SetError(MULLIGAN_E_INVALID_ARGUMENT,
+                      "retryable_grpc_codes[%zu] must be a gRPC status in [1, 16], got %d", i,
+                      codes[i]);
+    }
+    list.push_back(codes[i]);
+  }
+  opts->impl.retryable_grpc_codes = std::move(list);
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
 int mulligan_retry_options_set_retryable_errors(mulligan_retry_options* opts, const int* kinds,
                                                 size_t count) {
   MULLIGAN_CAPI_BEGIN
@@ -381,10 +404,19 @@ int mulligan_retry_session_on_outcome(mulligan_retry_session* session,
     return SetError(MULLIGAN_E_INVALID_ARGUMENT,
                     "outcome->request_sent must be -1, 0 or 1, got %d", outcome->request_sent);
   }
+  // grpc_status was appended: read it only from callers compiled with it.
+  const bool has_grpc = outcome->struct_size >= offsetof(mulligan_outcome, grpc_status) + sizeof(int);
+  const int grpc_status = has_grpc ? outcome->grpc_status : -1;
+  if (grpc_status < -1 || grpc_status > 16) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
+                    "outcome->grpc_status must be -1 or a gRPC status in [0, 16], got %d",
+                    grpc_status);
+  }
 
   mulligan::Outcome o;
   o.error = static_cast<mulligan::ErrorKind>(kind);
   o.http_status = outcome->http_status;
+  o.grpc_status = grpc_status;
   if (outcome->retry_after_ms >= 0) o.retry_after = MsToDuration(outcome->retry_after_ms);
   if (outcome->request_sent == -1) {
     // The core knows which kinds fail before sending (refused, DNS, connect).
