@@ -226,30 +226,9 @@ class AsyncClient(_ClientBase):
         at once.
         """
         url, pairs, body, key = self._prepare(method, url, params, data, json, headers, idempotency_key)
-        if (
-            attempts is _UNSET
-            and timeout is _UNSET
-            and deadline is _UNSET
-            and backoff is _UNSET
-            and base_delay is _UNSET
-            and max_delay is _UNSET
-            and retry_after_max is _UNSET
-            and retry_on is _UNSET
-        ):
-            policy = self._default_policy
-        else:
-            policy = self._policy_for(
-                {
-                    "attempts": attempts,
-                    "timeout": timeout,
-                    "deadline": deadline,
-                    "backoff": backoff,
-                    "base_delay": base_delay,
-                    "max_delay": max_delay,
-                    "retry_after_max": retry_after_max,
-                    "retry_on": retry_on,
-                }
-            )
+        policy = self._request_policy(
+            attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on
+        )
         try:
             return await self._send(
                 method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,

@@ -619,6 +619,43 @@ class _ClientBase:
         )
         self._closed = False
 
+    def _request_policy(
+        self,
+        attempts: Any,
+        timeout: Any,
+        deadline: Any,
+        backoff: Any,
+        base_delay: Any,
+        max_delay: Any,
+        retry_after_max: Any,
+        retry_on: Any,
+    ) -> Any:
+        """The engine policy of one request: the client's own when the request
+        overrides nothing (no dict is built on that common path)."""
+        if (
+            attempts is _UNSET
+            and timeout is _UNSET
+            and deadline is _UNSET
+            and backoff is _UNSET
+            and base_delay is _UNSET
+            and max_delay is _UNSET
+            and retry_after_max is _UNSET
+            and retry_on is _UNSET
+        ):
+            return self._default_policy
+        return self._policy_for(
+            {
+                "attempts": attempts,
+                "timeout": timeout,
+                "deadline": deadline,
+                "backoff": backoff,
+                "base_delay": base_delay,
+                "max_delay": max_delay,
+                "retry_after_max": retry_after_max,
+                "retry_on": retry_on,
+            }
+        )
+
     def _policy_for(self, overrides: dict[str, Any]) -> Any:
         if self._default_policy is not None and all(v is _UNSET for v in overrides.values()):
             return self._default_policy
@@ -853,30 +890,9 @@ class Client(_ClientBase):
             mulligan.RetriesExhausted: only with ``raise_on_give_up=True``.
         """
         url, pairs, body, key = self._prepare(method, url, params, data, json, headers, idempotency_key)
-        if (
-            attempts is _UNSET
-            and timeout is _UNSET
-            and deadline is _UNSET
-            and backoff is _UNSET
-            and base_delay is _UNSET
-            and max_delay is _UNSET
-            and retry_after_max is _UNSET
-            and retry_on is _UNSET
-        ):
-            policy = self._default_policy
-        else:
-            policy = self._policy_for(
-                {
-                    "attempts": attempts,
-                    "timeout": timeout,
-                    "deadline": deadline,
-                    "backoff": backoff,
-                    "base_delay": base_delay,
-                    "max_delay": max_delay,
-                    "retry_after_max": retry_after_max,
-                    "retry_on": retry_on,
-                }
-            )
+        policy = self._request_policy(
+            attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on
+        )
         hook = on_retry if on_retry is not None else self._on_retry
 
         def native_hook(event: tuple[int, float, Optional[str], int, bool]) -> None:
