@@ -64,7 +64,7 @@ def test_gave_up_verbose_and_metrics(server: Any) -> None:
     assert metrics["attempts"] == 3 and metrics["retries"] == 2
     assert metrics["outcome"] == "gave_up" and metrics["exit_code"] == 3
     assert len(metrics["waits"]) == 2 and metrics["status"] == 503
-    assert len([e for e in server.wait_for_access_log(3) if e["uri"] == "/down"]) == 3
+    assert len(server.wait_for_requests("/down", 3)) == 3
 
 
 def test_request_post_with_file_body_key_and_headers(server: Any, tmp_path: Any) -> None:
@@ -84,7 +84,7 @@ def test_post_with_key_is_retried_with_the_same_key(server: Any) -> None:
     p = run("request", "-X", "POST", "-d", "x", "--idempotency-key", "--attempts", "3",
             *FAST, server.url("/reset"))
     assert p.returncode == 6
-    keys = {e["idempotency_key"] for e in server.wait_for_access_log(3) if e["uri"] == "/reset"}
+    keys = {e["idempotency_key"] for e in server.wait_for_requests("/reset", 3)}
     assert len(keys) == 1 and len(keys.pop()) == 36
 
 
