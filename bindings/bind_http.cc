@@ -12,11 +12,8 @@
 // (ISO-8859-1, as http.client does), so nothing a server sends can make a
 // conversion fail.
 //
-// HttpAsyncEngine is driven by mulligan._async_http from the asyncio event
-// loop thread. Its methods are short and never block (libcurl's multi
-// interface; DNS runs in libcurl's resolver thread), so they keep the GIL.
-// Each driving method returns (socket_changes, timer_ms, events) so the loop
-// applies everything that changed with one call into C++.
+// The asyncio driver of HttpAsyncEngine lives in bind_http_loop.cc; the
+// helpers both files use are declared in http_common.h.
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -28,13 +25,13 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "http_common.h"
 #include "mulligan/breaker_registry.h"
 #include "mulligan/http_client.h"
 #include "mulligan/retry_policy.h"
 
 namespace mulligan {
 namespace python {
-namespace {
 
 HttpClientOptions MakeOptions(const RetryPolicy* policy, double attempt_timeout,
                               double connect_timeout, bool verify_tls,
@@ -115,7 +112,25 @@ py::tuple RetryEventTuple(int attempt, Duration delay, ErrorKind error, int stat
   ThrowStatus(status, &info);
 }
 
-HttpResponse Request(HttpClient& client, std::string method, std::string url,
+py::tuple ResponseTuple(HttpResponse&& response) {
+  // The body moves into the bytes object: the native response keeps only
+  // its headers, for Response.headers to convert on demand.
+  py::bytes body(response.body);
+  std::string().swap(response.body);
+  py::object key = response.idempotency_key.empty() ? py::object(py::none())
+                                                     : py::object(Latin1(response.idempotency_key));
+  const int status = response.status;
+  const int attempts = response.attempts;
+  const double elapsed = DurationToSeconds(response.elapsed);
+  py::str url = Utf8(response.url);
+  const char* stop_reason = StopReasonName(response.stop_reason);
+  return py::make_tuple(status, std::move(body), attempts, elapsed, std::move(url), std::move(key),
+                        stop_reason, py::cast(std::move(response)));
+}
+
+namespace {
+
+py::tuple Request(HttpClient& client, std::string method, std::string url,
                      HttpHeaders headers, std::string body,
                      std::optional<std::string> idempotency_key, const RetryPolicy* policy,
                      std::optional<bool> follow_redirects, std::optional<int> max_redirects,
@@ -165,22 +180,7 @@ HttpResponse Request(HttpClient& client, std::string method, std::string url,
   if (signal_error) throw std::move(*signal_error);
   if (hook_error) throw std::move(*hook_error);
   if (!result->ok()) ThrowCallStatus(result->status(), info);
-  return std::move(*result).value();
-}
-
-// (socket changes, timer change or None, events) since the last call.
-py::tuple Drain(HttpAsyncEngine& engine) {
-  py::list changes;
-  for (const auto& w : engine.TakeSocketChanges()) changes.append(py::make_tuple(w.fd, w.events));
-  std::optional<long> timer = engine.TakeTimerChange();
-  py::list events;
-  for (const auto& e : engine.TakeEvents()) {
-    events.append(py::make_tuple(e.id, e.retry,
-                                 RetryEventTuple(e.decision.attempt, e.decision.delay, e.error,
-                                                 e.http_status, e.decision.from_retry_after)));
-  }
-  return py::make_tuple(changes, timer ? py::object(py::int_(*timer)) : py::object(py::none()),
-                        events);
+  return ResponseTuple(std::move(*result).value());
 }
 
 }  // namespace
@@ -212,22 +212,7 @@ void BindHttp(py::module_& m) {
                                if (r.idempotency_key.empty()) return std::nullopt;
                                return Latin1(r.idempotency_key);
                              })
-      .def_property_readonly("url", [](const HttpResponse& r) { return Utf8(r.url); })
-      .def(
-          "unpack",
-          [](HttpResponse& r) {
-            // The body moves into the bytes object: the native response keeps
-            // only its headers, for Response.headers to convert on demand.
-            py::bytes body(r.body);
-            std::string().swap(r.body);
-            return py::make_tuple(
-                r.status, std::move(body), r.attempts, DurationToSeconds(r.elapsed), Utf8(r.url),
-                r.idempotency_key.empty() ? py::object(py::none())
-                                          : py::object(Latin1(r.idempotency_key)),
-                StopReasonName(r.stop_reason));
-          },
-          "(status, body, attempts, elapsed, url, idempotency_key, stop_reason); moves the "
-          "body out.");
+      .def_property_readonly("url", [](const HttpResponse& r) { return Utf8(r.url); });
 
   auto make_client = [](const RetryPolicy* policy, double attempt_timeout, double connect_timeout,
                         bool verify_tls, const std::string& user_agent, bool follow_redirects,
@@ -239,17 +224,6 @@ void BindHttp(py::module_& m) {
                     follow_redirects, max_redirects, ca_bundle, strict,
                     breaker_failure_threshold, breaker_reset_timeout, breaker_per_attempt)));
   };
-  auto make_engine = [](const RetryPolicy* policy, double attempt_timeout, double connect_timeout,
-                        bool verify_tls, const std::string& user_agent, bool follow_redirects,
-                        int max_redirects, const std::string& ca_bundle, bool strict,
-                        std::optional<int> breaker_failure_threshold,
-                        double breaker_reset_timeout, bool breaker_per_attempt) {
-    return Unwrap(HttpAsyncEngine::Create(
-        MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
-                    follow_redirects, max_redirects, ca_bundle, strict,
-                    breaker_failure_threshold, breaker_reset_timeout, breaker_per_attempt)));
-  };
-
   py::class_<HttpClient, std::unique_ptr<HttpClient>>(
       m, "HttpClient", "A resilient HTTP client; request() may be called from many threads.")
       .def(py::init(make_client), py::kw_only(), py::arg("policy") = py::none(),
@@ -264,65 +238,6 @@ void BindHttp(py::module_& m) {
            py::arg("policy") = py::none(), py::arg("follow_redirects") = py::none(),
            py::arg("max_redirects") = py::none(), py::arg("strict") = py::none(),
            py::arg("on_retry") = py::none());
-
-  py::class_<HttpAsyncEngine, std::unique_ptr<HttpAsyncEngine>>(
-      m, "HttpAsyncEngine",
-      "libcurl's multi interface for one event loop thread (not thread-safe).")
-      .def(py::init(make_engine), py::kw_only(), py::arg("policy") = py::none(),
-           py::arg("attempt_timeout") = 30.0, py::arg("connect_timeout") = 10.0,
-           py::arg("verify_tls") = true, py::arg("user_agent") = "mulligan",
-           py::arg("follow_redirects") = false, py::arg("max_redirects") = 10,
-           py::arg("ca_bundle") = "", py::arg("strict") = false,
-           py::arg("breaker_failure_threshold") = py::none(),
-           py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false)
-      .def(
-          "begin",
-          [](HttpAsyncEngine& engine, std::string method, std::string url, HttpHeaders headers,
-             std::string body, std::optional<std::string> idempotency_key,
-             const RetryPolicy* policy, std::optional<bool> follow_redirects,
-             std::optional<int> max_redirects, std::optional<bool> strict) {
-            // The engine copies the request and the policy.
-            return Unwrap(engine.Begin(MakeRequest(std::move(method), std::move(url),
-                                                   std::move(headers), std::move(body),
-                                                   std::move(idempotency_key), policy,
-                                                   follow_redirects, max_redirects, strict)));
-          },
-          py::arg("method"), py::arg("url"), py::arg("headers"), py::arg("body"),
-          py::arg("idempotency_key") = py::none(), py::arg("policy") = py::none(),
-          py::arg("follow_redirects") = py::none(), py::arg("max_redirects") = py::none(),
-          py::arg("strict") = py::none())
-      .def(
-          "start",
-          [](HttpAsyncEngine& engine, uint64_t id) {
-            Status s = engine.StartAttempt(id);
-            if (!s.ok()) ThrowStatus(s);
-            return Drain(engine);
-          },
-          py::arg("id"))
-      .def(
-          "socket_action",
-          [](HttpAsyncEngine& engine, int fd, int events) {
-            engine.SocketAction(fd, events);
-            return Drain(engine);
-          },
-          py::arg("fd"), py::arg("events"))
-      .def(
-          "finish",
-          [](HttpAsyncEngine& engine, uint64_t id) {
-            HttpCallInfo info;
-            Result<HttpResponse> result = engine.Finish(id, &info);
-            if (!result.ok()) ThrowCallStatus(result.status(), info);
-            return std::move(result).value();
-          },
-          py::arg("id"))
-      .def(
-          "cancel",
-          [](HttpAsyncEngine& engine, uint64_t id) {
-            engine.Cancel(id);
-            return Drain(engine);
-          },
-          py::arg("id"))
-      .def("__len__", &HttpAsyncEngine::size);
 }
 
 }  // namespace python

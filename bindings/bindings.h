@@ -28,6 +28,7 @@ void BindRetry(py::module_& m);
 void BindRetryAfter(py::module_& m);
 void BindConfig(py::module_& m);
 void BindHttp(py::module_& m);
+void BindHttpLoop(py::module_& m);
 void BindBreaker(py::module_& m);
 void BindMetrics(py::module_& m);
 void BindIdempotency(py::module_& m);

@@ -11,6 +11,7 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindRetryAfter(m);
   mulligan::python::BindConfig(m);
   mulligan::python::BindHttp(m);
+  mulligan::python::BindHttpLoop(m);
   mulligan::python::BindBreaker(m);
   mulligan::python::BindMetrics(m);
   mulligan::python::BindIdempotency(m);

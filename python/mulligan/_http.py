@@ -521,9 +521,10 @@ def _with_params(url: str, params: ParamsInput) -> str:
     return base + joiner + query + (sep + fragment if sep else "")
 
 
-def _response_from(raw: Any) -> Response:
-    # One native call for the scalars and the body (moved out of the native
-    # response); the headers are converted only when read.
+def _response_from(raw: tuple[Any, ...]) -> Response:
+    # The native call's one tuple: the scalars, the body (moved out of the
+    # native response) and that response, whose headers are converted only
+    # when read.
     r = Response.__new__(Response)
     (
         r.status_code,
@@ -533,9 +534,9 @@ def _response_from(raw: Any) -> Response:
         r.url,
         r.idempotency_key,
         r.stop_reason,
-    ) = raw.unpack()
+        r._raw,
+    ) = raw
     r._headers = None
-    r._raw = raw
     return r
 
 

@@ -1,0 +1,336 @@
+// bindings/bind_http_loop.cc — HttpLoopDriver: an HttpAsyncEngine driven by
+// an asyncio event loop, for mulligan.AsyncClient.
+//
+// The loop watches the sockets libcurl asks for (loop.add_reader /
+// add_writer) and libcurl's timer (loop.call_soon / call_at) and calls back
+// into this driver; the driver runs libcurl and resolves each attempt's
+// asyncio future. All of that glue is here, in C++, because it runs several
+// times per request: a Python version cost about a quarter of AsyncClient's
+// time per request. Python keeps what users see (arguments, errors,
+// logging, hooks, the waits between attempts with asyncio.sleep).
+//
+// Readers are dropped lazily: libcurl stops watching a kept-alive socket
+// after every transfer and watches it again for the next one, so a reader
+// stays registered until libcurl closes the socket (events -1) or the socket
+// becomes readable while libcurl does not want it (the server closed the
+// idle connection). That saves two epoll_ctl calls and an asyncio Handle per
+// request. Writers, almost always ready, are dropped at once.
+//
+// Thread-safety: none. Every method runs on the loop's thread with the GIL
+// held; the methods never block (libcurl's multi interface; DNS runs in
+// libcurl's resolver thread).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "http_common.h"
+#include "mulligan/http_client.h"
+#include "mulligan/retry_policy.h"
+
+namespace mulligan {
+namespace python {
+namespace {
+
+// Interned attribute names, made once (the driver calls these per request).
+struct Names {
+  py::str done = py::reinterpret_steal<py::str>(PyUnicode_InternFromString("done"));
+  py::str set_result = py::reinterpret_steal<py::str>(PyUnicode_InternFromString("set_result"));
+  py::str cancel = py::reinterpret_steal<py::str>(PyUnicode_InternFromString("cancel"));
+};
+
+const Names& names() {
+  // Leaked on purpose: destroying Python objects after the interpreter has
+  // finalised would crash at exit.
+  static const Names* n = new Names();
+  return *n;
+}
+
+class LoopDriver {
+ public:
+  LoopDriver(py::object loop, std::unique_ptr<HttpAsyncEngine> engine)
+      : loop_(std::move(loop)), engine_(std::move(engine)) {
+    add_reader_ = loop_.attr("add_reader");
+    remove_reader_ = loop_.attr("remove_reader");
+    add_writer_ = loop_.attr("add_writer");
+    remove_writer_ = loop_.attr("remove_writer");
+    call_soon_ = loop_.attr("call_soon");
+    call_at_ = loop_.attr("call_at");
+    time_ = loop_.attr("time");
+  }
+  LoopDriver(const LoopDriver&) = delete;
+  LoopDriver& operator=(const LoopDriver&) = delete;
+
+  const py::object& loop() const { return loop_; }
+
+  // Begins a call and starts its first attempt; `future` gets its result
+  // when the attempt ends (see Start). Returns the call's id.
+  uint64_t Begin(py::object future, const HttpRequest& request) {
+    CheckOpen();
+    const uint64_t id = Unwrap(engine_->Begin(request));
+    StartOrForget(id, std::move(future));
+    return id;
+  }
+
+  // Starts the next attempt of call `id`. When it ends, `future` gets None
+  // (the call is over: Finish it) or a retry tuple (attempt, delay, kind,
+  // status, from_retry_after): wait `delay` seconds, then Start again.
+  void Start(uint64_t id, py::object future) {
+    CheckOpen();
+    StartOrForget(id, std::move(future));
+  }
+
+  // The finished call's response tuple (ResponseTuple); raises the call's
+  // error (mulligan.TransportError, CircuitOpenError, ...) otherwise.
+  py::tuple Finish(uint64_t id) {
+    waiters_.erase(id);
+    HttpCallInfo info;
+    Result<HttpResponse> result = engine_->Finish(id, &info);
+    if (!result.ok()) ThrowCallStatus(result.status(), info);
+    return ResponseTuple(std::move(result).value());
+  }
+
+  // Abandons call `id` (removing its transfer in flight); no-op when unknown
+  // or when the driver is closed.
+  void Cancel(uint64_t id) {
+    waiters_.erase(id);
+    if (closed_) return;
+    engine_->Cancel(id);
+    Apply();
+  }
+
+  void OnReadable(int fd) {
+    if (closed_) return;
+    uint8_t& state = Slot(fd);
+    if (!(state & kWantRead)) {
+      // An idle socket libcurl does not watch became readable (the peer
+      // closed it): stop watching; libcurl notices at its next use.
+      state &= static_cast<uint8_t>(~kHasReader);
+      remove_reader_(fd);
+      return;
+    }
+    engine_->SocketAction(fd, HttpAsyncEngine::kRead);
+    Apply();
+  }
+
+  void OnWritable(int fd) {
+    if (closed_) return;
+    engine_->SocketAction(fd, HttpAsyncEngine::kWrite);
+    Apply();
+  }
+
+  void OnTimer() {
+    timer_ = py::none();
+    if (closed_) return;
+    engine_->SocketAction(-1, 0);
+    Apply();
+  }
+
+  void OnSoon() {
+    soon_ = py::none();
+    if (closed_) return;
+    engine_->SocketAction(-1, 0);
+    Apply();
+  }
+
+  // Stops watching every socket and the timer and cancels every future
+  // still waiting. Transfers in flight are abandoned when the driver is
+  // destroyed. Idempotent.
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    if (!timer_.is_none()) timer_.attr(names().cancel)();
+    if (!soon_.is_none()) soon_.attr(names().cancel)();
+    timer_ = py::none();
+    soon_ = py::none();
+    for (size_t fd = 0; fd < fds_.size(); ++fd) {
+      if (fds_[fd] & kHasReader) remove_reader_(fd);
+      if (fds_[fd] & kHasWriter) remove_writer_(fd);
+      fds_[fd] = 0;
+    }
+    std::unordered_map<uint64_t, py::object> waiters;
+    waiters.swap(waiters_);
+    for (auto& [id, future] : waiters) {
+      if (!future.attr(names().done)().cast<bool>()) future.attr(names().cancel)();
+    }
+  }
+
+  bool closed() const { return closed_; }
+  size_t size() const { return engine_->size(); }
+
+ private:
+  // Per-fd state bits: what libcurl watches, what the loop has registered.
+  static constexpr uint8_t kWantRead = 1;
+  static constexpr uint8_t kWantWrite = 2;
+  static constexpr uint8_t kHasReader = 4;
+  static constexpr uint8_t kHasWriter = 8;
+
+  void CheckOpen() const {
+    if (closed_) {
+      PyErr_SetString(PyExc_RuntimeError, "this client is closed");
+      throw py::error_already_set();
+    }
+  }
+
+  uint8_t& Slot(int fd) {
+    const auto i = static_cast<size_t>(fd);
+    if (i >= fds_.size()) fds_.resize(i + 1, 0);
+    return fds_[i];
+  }
+
+  // The Python object wrapping this driver (its bound methods are the loop
+  // callbacks). Not cached: a cached bound method would be a reference
+  // cycle through a type the garbage collector cannot traverse.
+  py::object Self() { return py::cast(this, py::return_value_policy::reference); }
+
+  // Starts an attempt and registers its future; on any failure the call is
+  // forgotten (so no id leaks) and the error raised.
+  void StartOrForget(uint64_t id, py::object future) {
+    waiters_[id] = std::move(future);
+    Status started = engine_->StartAttempt(id);
+    if (!started.ok()) {
+      waiters_.erase(id);
+      engine_->Cancel(id);
+      ThrowStatus(started);
+    }
+    try {
+      Apply();
+    } catch (...) {
+      waiters_.erase(id);
+      engine_->Cancel(id);
+      throw;
+    }
+  }
+
+  // Applies what the engine asked for since the last call: socket watches,
+  // the timer, and the ends of attempts (futures resolved).
+  void Apply() {
+    for (const HttpAsyncEngine::SocketWatch& w : engine_->TakeSocketChanges()) {
+      if (w.fd < 0) continue;
+      uint8_t& state = Slot(w.fd);
+      if (w.events < 0) {  // closed by libcurl: the number may come back
+        if (state & kHasWriter) remove_writer_(w.fd);
+        if (state & kHasReader) remove_reader_(w.fd);
+        state = 0;
+        continue;
+      }
+      const bool read = (w.events & HttpAsyncEngine::kRead) != 0;
+      const bool write = (w.events & HttpAsyncEngine::kWrite) != 0;
+      state = static_cast<uint8_t>((state & (kHasReader | kHasWriter)) | (read ? kWantRead : 0) |
+                                   (write ? kWantWrite : 0));
+      if (read && !(state & kHasReader)) {
+        add_reader_(w.fd, Self().attr("_on_readable"), w.fd);
+        state |= kHasReader;
+      }
+      if (write && !(state & kHasWriter)) {
+        add_writer_(w.fd, Self().attr("_on_writable"), w.fd);
+        state |= kHasWriter;
+      } else if (!write && (state & kHasWriter)) {
+        remove_writer_(w.fd);
+        state &= static_cast<uint8_t>(~kHasWriter);
+      }
+    }
+    if (std::optional<long> timer = engine_->TakeTimerChange()) {
+      // Timers are coalesced: firing early is harmless, since every
+      // SocketAction(-1, 0) re-arms the timer with libcurl's deadline.
+      // "Now" (after each new transfer) shares one call_soon; a later
+      // deadline keeps a pending timer that fires no later than it.
+      if (*timer == 0) {
+        if (soon_.is_none()) soon_ = call_soon_(Self().attr("_on_soon"));
+      } else if (*timer > 0) {
+        const double when = time_().cast<double>() + static_cast<double>(*timer) / 1000.0;
+        if (timer_.is_none() || timer_when_ > when + 0.001) {
+          if (!timer_.is_none()) timer_.attr(names().cancel)();
+          timer_ = call_at_(when, Self().attr("_on_timer"));
+          timer_when_ = when;
+        }
+      }
+    }
+    for (const HttpAsyncEngine::Event& e : engine_->TakeEvents()) {
+      auto it = waiters_.find(e.id);
+      if (it == waiters_.end()) continue;
+      py::object future = std::move(it->second);
+      waiters_.erase(it);
+      // A cancelled task's future is done before its coroutine cancels the call.
+      if (future.attr(names().done)().cast<bool>()) continue;
+      py::object result = e.retry ? py::object(RetryEventTuple(
+                                        e.decision.attempt, e.decision.delay, e.error,
+                                        e.http_status, e.decision.from_retry_after))
+                                  : py::object(py::none());
+      future.attr(names().set_result)(std::move(result));
+    }
+  }
+
+  py::object loop_;
+  std::unique_ptr<HttpAsyncEngine> engine_;
+  py::object add_reader_, remove_reader_, add_writer_, remove_writer_, call_soon_, call_at_, time_;
+  py::object timer_ = py::none();  // pending call_at handle
+  double timer_when_ = 0;          // its loop time
+  py::object soon_ = py::none();   // pending call_soon handle
+  std::vector<uint8_t> fds_;       // state bits by fd
+  std::unordered_map<uint64_t, py::object> waiters_;  // call id -> future
+  bool closed_ = false;
+};
+
+}  // namespace
+
+void BindHttpLoop(py::module_& m) {
+  auto make_driver = [](py::object loop, const RetryPolicy* policy, double attempt_timeout,
+                        double connect_timeout, bool verify_tls, const std::string& user_agent,
+                        bool follow_redirects, int max_redirects, const std::string& ca_bundle,
+                        bool strict, std::optional<int> breaker_failure_threshold,
+                        double breaker_reset_timeout, bool breaker_per_attempt) {
+    std::unique_ptr<HttpAsyncEngine> engine = Unwrap(HttpAsyncEngine::Create(
+        MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
+                    follow_redirects, max_redirects, ca_bundle, strict,
+                    breaker_failure_threshold, breaker_reset_timeout, breaker_per_attempt)));
+    return std::make_unique<LoopDriver>(std::move(loop), std::move(engine));
+  };
+
+  py::class_<LoopDriver, std::unique_ptr<LoopDriver>>(
+      m, "HttpLoopDriver",
+      "libcurl's multi interface driven by one asyncio event loop (loop thread only).")
+      .def(py::init(make_driver), py::arg("loop"), py::kw_only(),
+           py::arg("policy") = py::none(), py::arg("attempt_timeout") = 30.0,
+           py::arg("connect_timeout") = 10.0, py::arg("verify_tls") = true,
+           py::arg("user_agent") = "mulligan", py::arg("follow_redirects") = false,
+           py::arg("max_redirects") = 10, py::arg("ca_bundle") = "", py::arg("strict") = false,
+           py::arg("breaker_failure_threshold") = py::none(),
+           py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false)
+      .def_property_readonly("loop", &LoopDriver::loop)
+      .def_property_readonly("closed", &LoopDriver::closed)
+      .def(
+          "begin",
+          [](LoopDriver& driver, py::object future, std::string method, std::string url,
+             HttpHeaders headers, std::string body, std::optional<std::string> idempotency_key,
+             const RetryPolicy* policy, std::optional<bool> follow_redirects,
+             std::optional<int> max_redirects, std::optional<bool> strict) {
+            // The engine copies the request and the policy.
+            return driver.Begin(std::move(future),
+                                MakeRequest(std::move(method), std::move(url), std::move(headers),
+                                            std::move(body), std::move(idempotency_key), policy,
+                                            follow_redirects, max_redirects, strict));
+          },
+          py::arg("future"), py::arg("method"), py::arg("url"), py::arg("headers"),
+          py::arg("body"), py::arg("idempotency_key") = py::none(),
+          py::arg("policy") = py::none(), py::arg("follow_redirects") = py::none(),
+          py::arg("max_redirects") = py::none(), py::arg("strict") = py::none())
+      .def("start", &LoopDriver::Start, py::arg("id"), py::arg("future"))
+      .def("finish", &LoopDriver::Finish, py::arg("id"))
+      .def("cancel", &LoopDriver::Cancel, py::arg("id"))
+      .def("close", &LoopDriver::Close)
+      .def("_on_readable", &LoopDriver::OnReadable, py::arg("fd"))
+      .def("_on_writable", &LoopDriver::OnWritable, py::arg("fd"))
+      .def("_on_timer", &LoopDriver::OnTimer)
+      .def("_on_soon", &LoopDriver::OnSoon)
+      .def("__len__", &LoopDriver::size);
+}
+
+}  // namespace python
+}  // namespace mulligan

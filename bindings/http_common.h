@@ -1,0 +1,52 @@
+// bindings/http_common.h — helpers shared by bind_http.cc (HttpClient) and
+// bind_http_loop.cc (the asyncio driver of HttpAsyncEngine). All of them
+// require the GIL.
+
+#ifndef MULLIGAN_BINDINGS_HTTP_COMMON_H_
+#define MULLIGAN_BINDINGS_HTTP_COMMON_H_
+
+#include <optional>
+#include <string>
+
+#include "bindings.h"
+#include "mulligan/http_client.h"
+#include "mulligan/retry_policy.h"
+
+namespace mulligan {
+namespace python {
+
+// The client options from the keyword arguments of HttpClient and
+// HttpLoopDriver (seconds as floats; `policy` may be null for the defaults).
+// Raises ValueError for a bad duration; the core validates the rest.
+HttpClientOptions MakeOptions(const RetryPolicy* policy, double attempt_timeout,
+                              double connect_timeout, bool verify_tls,
+                              const std::string& user_agent, bool follow_redirects,
+                              int max_redirects, const std::string& ca_bundle, bool strict,
+                              std::optional<int> breaker_failure_threshold,
+                              double breaker_reset_timeout, bool breaker_per_attempt);
+
+// Every request argument the Python layer passes, in one place.
+HttpRequest MakeRequest(std::string method, std::string url, HttpHeaders headers,
+                        std::string body, std::optional<std::string> idempotency_key,
+                        const RetryPolicy* policy, std::optional<bool> follow_redirects,
+                        std::optional<int> max_redirects, std::optional<bool> strict);
+
+// (attempt, delay in seconds, error kind name or None, HTTP status,
+// from_retry_after): what mulligan._http.RetryEvent is built from.
+py::tuple RetryEventTuple(int attempt, Duration delay, ErrorKind error, int status,
+                          bool from_retry_after);
+
+// (status, body, attempts, elapsed seconds, url, idempotency_key or None,
+// stop_reason, native HttpResponse keeping only the headers): one tuple, so
+// that mulligan._http._response_from needs no further call into C++. The
+// body is moved out of `response`, not copied twice.
+py::tuple ResponseTuple(HttpResponse&& response);
+
+// Raises mulligan.CircuitOpenError (with key, name, retry_in and attempts)
+// for kCircuitOpen, otherwise what ThrowStatus maps `status` to.
+[[noreturn]] void ThrowCallStatus(const Status& status, const HttpCallInfo& info);
+
+}  // namespace python
+}  // namespace mulligan
+
+#endif  // MULLIGAN_BINDINGS_HTTP_COMMON_H_
