@@ -1,8 +1,9 @@
-// bindings/bind_http.cc — HttpClient, HttpAsyncEngine, HttpResponse and keys.
+// bindings/bind_http.cc — HttpClient, HttpResponse and idempotency keys.
 //
 // HttpClient.request releases the GIL for the whole retry chain (libcurl
 // transfers and the waits between attempts), so other Python threads run
-// meanwhile; an on_retry callable is called with the GIL re-acquired, and an
+// meanwhile; each retry is reported (logged, and the on_retry hook called)
+// through mulligan._http._report_retry with the GIL re-acquired, and an
 // exception it raises stops the retries (HttpRetryEvent::cancel) and is
 // re-raised once Send has returned: it never crosses into C++. Ctrl-C works
 // the same way: the request's should_abort hook takes the GIL at most every
@@ -138,20 +139,29 @@ py::tuple Request(HttpClient& client, std::string method, std::string url,
   HttpRequest request = MakeRequest(std::move(method), std::move(url), std::move(headers),
                                     std::move(body), std::move(idempotency_key), policy,
                                     follow_redirects, max_redirects, strict);
-  // The first exception raised by on_retry, re-raised after the call.
-  std::optional<py::error_already_set> hook_error;
-  if (!on_retry.is_none()) {
-    request.on_retry = [&on_retry, &hook_error](HttpRetryEvent& e) {
-      py::gil_scoped_acquire gil;
-      try {
-        on_retry(RetryEventTuple(e.attempt, e.delay, e.error, e.http_status, e.from_retry_after));
-      } catch (py::error_already_set& err) {
-        // Stop the retries; the exception is raised once Send returns.
-        hook_error.emplace(std::move(err));
-        e.cancel = true;
-      }
-    };
-  }
+  // Every retry is reported through mulligan._http._report_retry (which
+  // logs it and runs the user's hook `on_retry`, None for none); looked up
+  // only when a retry happens. The first exception it raises stops the
+  // retries and is re-raised after the call. One pointer is captured, so the
+  // std::function needs no allocation.
+  struct RetryReport {
+    const HttpRequest* request;
+    py::object* hook;
+    std::optional<py::error_already_set> error;
+  } report{&request, &on_retry, std::nullopt};
+  request.on_retry = [r = &report](HttpRetryEvent& e) {
+    py::gil_scoped_acquire gil;
+    try {
+      py::module_::import("mulligan._http")
+          .attr("_report_retry")(
+              RetryEventTuple(e.attempt, e.delay, e.error, e.http_status, e.from_retry_after),
+              Utf8(r->request->method), Utf8(r->request->url), *r->hook);
+    } catch (py::error_already_set& err) {
+      // Stop the retries; the exception is raised once Send returns.
+      r->error.emplace(std::move(err));
+      e.cancel = true;
+    }
+  };
   // The exception a signal handler raised (KeyboardInterrupt), re-raised
   // after the call. The hook is polled on this thread, which released the
   // GIL; it re-acquires it only every kSignalPollInterval.
@@ -178,7 +188,7 @@ py::tuple Request(HttpClient& client, std::string method, std::string url,
     result.emplace(client.Send(request, &info));
   }
   if (signal_error) throw std::move(*signal_error);
-  if (hook_error) throw std::move(*hook_error);
+  if (report.error) throw std::move(*report.error);
   if (!result->ok()) ThrowCallStatus(result->status(), info);
   return ResponseTuple(std::move(*result).value());
 }

@@ -8,8 +8,11 @@
 // Connections: every easy handle is attached to one CURLSH that shares the
 // connection cache and the DNS cache, and finished easy handles go back to a
 // pool, so a keep-alive connection opened by one attempt (or call, or thread)
-// is reused by the next. curl_easy_reset() between uses clears the options but
-// keeps live connections and the share.
+// is reused by the next. A handle gets the client's fixed options once, when
+// it is made (ConfigureHandle); each attempt sets only what belongs to the
+// call (Call::Setup sets every one of those, every time), and a handle going
+// back to its pool drops its pointers into the finished call (ScrubHandle).
+// That saves a curl_easy_reset() and a dozen option copies per request.
 
 #include "mulligan/http_client.h"
 
@@ -189,6 +192,7 @@ size_t WriteHeader(char* data, size_t size, size_t nmemb, void* user) {
   try {
     if (line.size() >= 5 && line.substr(0, 5) == "HTTP/") {
       t->headers.clear();
+      t->headers.reserve(16);  // a typical response's fields, without regrowth
     } else if (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
       // obs-fold (RFC 9112 section 5.2): a continuation of the previous value.
       std::string_view more = TrimOws(line);
@@ -224,6 +228,45 @@ bool SlistAppend(Slist& list, const std::string& line) {
   list.release();
   list.reset(next);
   return true;
+}
+
+// Sets the options that are the same for every request of a client, once
+// per easy handle, right after curl_easy_init(). `share` may be null.
+void ConfigureHandle(CURL* easy, CURLSH* share, const HttpClientOptions& options) {
+  if (share != nullptr) curl_easy_setopt(easy, CURLOPT_SHARE, share);
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85.0
+  curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+  curl_easy_setopt(easy, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+  curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS,
+                   static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
+  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
+  if (!options.ca_bundle.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options.ca_bundle.c_str());
+  // No CURLOPT_PROXY / CURLOPT_NOPROXY: libcurl then honours http_proxy,
+  // https_proxy, all_proxy and no_proxy from the environment, per transfer.
+  curl_easy_setopt(easy, CURLOPT_USERAGENT, options.user_agent.c_str());
+  curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+  // No CURLOPT_ACCEPT_ENCODING: bodies are returned exactly as received.
+  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &WriteBody);
+  curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &WriteHeader);
+}
+
+// Drops every pointer a finished call left in `easy` (its buffers, header
+// list, body and error buffer), so that nothing points into freed memory
+// while the handle waits in a pool. Live connections and the share stay.
+void ScrubHandle(CURL* easy) {
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, static_cast<void*>(nullptr));
+  curl_easy_setopt(easy, CURLOPT_HEADERDATA, static_cast<void*>(nullptr));
+  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, static_cast<curl_slist*>(nullptr));
+  curl_easy_setopt(easy, CURLOPT_POSTFIELDS, static_cast<char*>(nullptr));
+  curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(-1));
+  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, static_cast<char*>(nullptr));
+  curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 1L);
+  curl_easy_setopt(easy, CURLOPT_XFERINFODATA, static_cast<void*>(nullptr));
 }
 
 // Maps a failed transfer to an Outcome. `connected` and `request_sent` come
@@ -455,8 +498,9 @@ class CurlHandlePool {
 
   CURLSH* share() const { return share_; }
 
-  // Returns a pooled or new easy handle, or null when libcurl cannot make one.
-  CURL* Acquire() {
+  // Returns a pooled or new easy handle configured with `options`
+  // (ConfigureHandle), or null when libcurl cannot make one.
+  CURL* Acquire(const HttpClientOptions& options) {
     {
       std::lock_guard<std::mutex> lock(pool_mu_);
       if (!pool_.empty()) {
@@ -465,15 +509,15 @@ class CurlHandlePool {
         return easy;
       }
     }
-    return curl_easy_init();
+    CURL* easy = curl_easy_init();
+    if (easy != nullptr) ConfigureHandle(easy, share_, options);
+    return easy;
   }
 
   // Returns `easy` to the pool (or frees it when the pool is full).
   void Release(CURL* easy) {
     if (easy == nullptr) return;
-    // Drops every option (and so every pointer into the finished call);
-    // live connections and the share are kept.
-    curl_easy_reset(easy);
+    ScrubHandle(easy);
     {
       std::lock_guard<std::mutex> lock(pool_mu_);
       if (pool_.size() < kMaxPooled) {
@@ -509,7 +553,8 @@ class CurlHandlePool {
 // A handle borrowed from the pool for one Send().
 class PooledHandle {
  public:
-  explicit PooledHandle(CurlHandlePool* pool) : pool_(pool), easy_(pool->Acquire()) {}
+  PooledHandle(CurlHandlePool* pool, const HttpClientOptions& options)
+      : pool_(pool), easy_(pool->Acquire(options)) {}
   ~PooledHandle() { pool_->Release(easy_); }
   PooledHandle(const PooledHandle&) = delete;
   PooledHandle& operator=(const PooledHandle&) = delete;
@@ -749,40 +794,21 @@ class Call {
     return timeout;
   }
 
-  // Sets up `easy` for the next attempt; `share` may be null.
-  // REQUIRES: `easy` is fresh from curl_easy_init, was curl_easy_reset when
-  // it went back to its pool, or served an earlier attempt of this call (so
-  // every option it holds is one this function sets again). Not resetting
-  // here saves a reset per request on the hot path.
-  void Setup(CURL* easy, CURLSH* share, Duration timeout) {
+  // Sets up `easy` for the next attempt: every option that belongs to the
+  // call, each time, over whatever an earlier call left.
+  // REQUIRES: `easy` was configured by ConfigureHandle for these settings.
+  void Setup(CURL* easy, Duration timeout) {
     last_ = AttemptResult{};
     errbuf_[0] = '\0';
     const HttpClientOptions& options = settings_->options;
     const HttpRequest& request = *request_;
-    if (share != nullptr) curl_easy_setopt(easy, CURLOPT_SHARE, share);
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf_);
     curl_easy_setopt(easy, CURLOPT_URL, request.url.c_str());
-#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85.0
-    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(easy, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-    curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS,
-                     static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, follow_redirects_ ? 1L : 0L);
     curl_easy_setopt(easy, CURLOPT_MAXREDIRS, static_cast<long>(max_redirects_));
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, ToCurlMillis(timeout));
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
                      ToCurlMillis(std::min(timeout, options.connect_timeout)));
-    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
-    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
-    if (!options.ca_bundle.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options.ca_bundle.c_str());
-    // No CURLOPT_PROXY / CURLOPT_NOPROXY: libcurl then honours http_proxy,
-    // https_proxy, all_proxy and no_proxy from the environment.
-    curl_easy_setopt(easy, CURLOPT_USERAGENT, options.user_agent.c_str());
-    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
     // libcurl silently sends a request again on a new connection when a
     // kept-alive one turns out dead before any response byte arrived (it
     // cannot tell "closed while idle" from "closed after reading the
@@ -791,19 +817,22 @@ class Call {
     // mode) that could apply it twice, so such requests never reuse a
     // connection: one extra connection buys the at-most-once promise.
     curl_easy_setopt(easy, CURLOPT_FRESH_CONNECT, replay_safe_ ? 0L : 1L);
-    // No CURLOPT_ACCEPT_ENCODING: bodies are returned exactly as received.
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers_.get());
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &WriteBody);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, &last_.transfer);
-    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &WriteHeader);
     curl_easy_setopt(easy, CURLOPT_HEADERDATA, &last_.transfer);
     if (abort_ != nullptr) {
       curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
       curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, &Call::OnProgress);
       curl_easy_setopt(easy, CURLOPT_XFERINFODATA, this);
+    } else {
+      curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 1L);
     }
 
+    // The method, from a clean state: HTTPGET sets GET and clears NOBODY
+    // and upload; no custom verb; then what this method needs.
     const std::string& method = request.method;
+    curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, static_cast<char*>(nullptr));
     if (method == "HEAD") {
       curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
     } else if (method == "POST" || !request.body.empty()) {
@@ -811,9 +840,7 @@ class Call {
                        static_cast<curl_off_t>(request.body.size()));
       curl_easy_setopt(easy, CURLOPT_POSTFIELDS, request.body.data());
       if (method != "POST") curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method.c_str());
-    } else if (method == "GET") {
-      curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
-    } else {
+    } else if (method != "GET") {
       curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method.c_str());
     }
   }
@@ -845,12 +872,6 @@ class Call {
       }
     }
     if (r.code == CURLE_ABORTED_BY_CALLBACK && aborted_) aborted_in_transfer_ = true;
-    // Nothing may keep pointing at this call once the handle is reused.
-    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, static_cast<char*>(nullptr));
-    if (abort_ != nullptr) {
-      curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 1L);
-      curl_easy_setopt(easy, CURLOPT_XFERINFODATA, static_cast<void*>(nullptr));
-    }
   }
 
   // Polls the should_abort hook (if any); true once it asked to abort.
@@ -1160,7 +1181,7 @@ Result<HttpResponse> HttpClient::Send(const HttpRequest& request, HttpCallInfo* 
   Status valid = call.Init(*impl.settings, request);
   if (!valid.ok()) return valid;
 
-  PooledHandle easy(&impl.handles);
+  PooledHandle easy(&impl.handles, impl.settings->options);
   if (easy.get() == nullptr) return InternalError("curl_easy_init failed");
 
   call.Begin(clock.Now());
@@ -1168,7 +1189,7 @@ Result<HttpResponse> HttpClient::Send(const HttpRequest& request, HttpCallInfo* 
     if (call.PollAbort()) break;
     const TimePoint now = clock.Now();
     if (!call.Admit(now)) break;
-    call.Setup(easy.get(), impl.handles.share(), call.AttemptTimeout(now));
+    call.Setup(easy.get(), call.AttemptTimeout(now));
     call.Collect(easy.get(), curl_easy_perform(easy.get()));
     if (call.aborted()) break;
     Decision decision = call.OnAttemptDone(clock.Now());
@@ -1235,7 +1256,8 @@ struct HttpAsyncEngine::Impl {
       c.in_flight = false;
     }
     if (c.easy != nullptr) {
-      curl_easy_reset(c.easy);
+      ScrubHandle(c.easy);
+      curl_easy_setopt(c.easy, CURLOPT_PRIVATE, static_cast<char*>(nullptr));
       if (idle.size() < 256) {
         idle.push_back(c.easy);
       } else {
@@ -1336,13 +1358,14 @@ Status HttpAsyncEngine::StartAttempt(uint64_t id) {
     } else {
       c.easy = curl_easy_init();
       if (c.easy == nullptr) return InternalError("curl_easy_init failed");
+      ConfigureHandle(c.easy, nullptr, impl.settings->options);
+      curl_easy_setopt(c.easy, CURLOPT_CLOSESOCKETFUNCTION, &Impl::OnCloseSocket);
+      curl_easy_setopt(c.easy, CURLOPT_CLOSESOCKETDATA, &impl);
     }
   }
-  c.call.Setup(c.easy, nullptr, c.call.AttemptTimeout(now));
+  c.call.Setup(c.easy, c.call.AttemptTimeout(now));
   curl_easy_setopt(c.easy, CURLOPT_PRIVATE,
                    reinterpret_cast<char*>(static_cast<uintptr_t>(id)));
-  curl_easy_setopt(c.easy, CURLOPT_CLOSESOCKETFUNCTION, &Impl::OnCloseSocket);
-  curl_easy_setopt(c.easy, CURLOPT_CLOSESOCKETDATA, &impl);
   if (curl_multi_add_handle(impl.multi, c.easy) != CURLM_OK) {
     return InternalError("curl_multi_add_handle failed");
   }

@@ -26,14 +26,13 @@ from ._http import (
     HeadersInput,
     ParamsInput,
     Response,
-    RetryEvent,
     _HttpRetryHook,
     _UNSET,
     _GAVE_UP_REASONS,
     _ClientBase,
     _call_fallback,
     _log_give_up,
-    _log_retry,
+    _report_retry,
     _merge_named,
     _origin_label,
     _response_from,
@@ -134,12 +133,9 @@ class AsyncClient(_ClientBase):
                     info = await fut
                     if info is None:
                         break
-                    event = RetryEvent(info[0], info[1], info[2], info[3], info[4], method, url)
-                    _log_retry(event)
-                    if hook is not None:
-                        result = hook(event)
-                        if inspect.isawaitable(result):
-                            await result
+                    result = _report_retry(info, method, url, hook)
+                    if inspect.isawaitable(result):
+                        await result
                     await asyncio.sleep(info[1])
                     fut = loop.create_future()
                     driver.start(call, fut)

@@ -243,7 +243,7 @@ class HttpClient:
         follow_redirects: Optional[bool] = None,
         max_redirects: Optional[int] = None,
         strict: Optional[bool] = None,
-        on_retry: Optional[Callable[[tuple[int, float, Optional[str], int, bool]], object]] = None,
+        on_retry: Optional[Callable[[Any], object]] = None,
     ) -> _ResponseTuple: ...
 
 # (attempt, delay, kind or None, status, from_retry_after)

@@ -436,6 +436,22 @@ def _log_retry(event: RetryEvent) -> None:
     )
 
 
+def _report_retry(
+    info: tuple[int, float, Optional[str], int, bool],
+    method: str,
+    url: str,
+    hook: Optional[_HttpRetryHook],
+) -> Any:
+    """Reports one scheduled retry: builds its :class:`RetryEvent` from the
+    engine's ``info`` (attempt, delay, kind, status, from_retry_after), logs
+    it and runs ``hook`` (if any), returning what the hook returned (an
+    awaitable for a coroutine hook). Called by the native client only when a
+    retry happens, so a request that succeeds builds no callback at all."""
+    event = RetryEvent(info[0], info[1], info[2], info[3], info[4], method, url)
+    _log_retry(event)
+    return hook(event) if hook is not None else None
+
+
 def _log_give_up(method: str, url: str, attempts: int, reason: str, what: str) -> None:
     """Logs an HTTP call whose retries gave up (WARNING)."""
     _logger.warning(
@@ -697,6 +713,11 @@ class _ClientBase:
         ):
             raise ValueError(f"invalid HTTP method {method!r}")
         _check_url(url)
+        if (
+            params is None and headers is None and data is None and json is None
+            and idempotency_key is None and not self._default_headers
+        ):
+            return url, [], b"", None  # the common bare request
         if params is not None:
             url = _with_params(url, params)
         pairs = _check_headers(headers)
@@ -894,21 +915,13 @@ class Client(_ClientBase):
         policy = self._request_policy(
             attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on
         )
-        hook = on_retry if on_retry is not None else self._on_retry
-
-        def native_hook(event: tuple[int, float, Optional[str], int, bool]) -> None:
-            retry_event = RetryEvent(*event, method, url)
-            _log_retry(retry_event)
-            if hook is not None:
-                hook(retry_event)
-
         client = self._client
         if client is None:
             raise RuntimeError("this client is closed")
         try:
             raw = client.request(
                 method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
-                native_hook,
+                on_retry if on_retry is not None else self._on_retry,
             )
             response = _response_from(raw)
             if response.stop_reason in _GAVE_UP_REASONS:

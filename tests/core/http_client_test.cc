@@ -516,6 +516,48 @@ TEST_F(HttpClientTest, OtherMethodsReachTheServer) {
   EXPECT_EQ(r->body, "");
 }
 
+// One thread, one pooled easy handle: each request must leave nothing of its
+// method or body to the next (handles are configured once and not reset).
+TEST_F(HttpClientTest, OneHandleServesEveryMethodInTurn) {
+  auto client = MakeClient(FastRetry(1));
+  ASSERT_NE(client, nullptr);
+  struct Step {
+    const char* method;
+    const char* body;
+    const char* expected;  // the /echo body; nullptr for HEAD
+  };
+  const Step steps[] = {
+      {"POST", "first", "method=POST\nidempotency_key=\nbody=first\n"},
+      {"HEAD", "", nullptr},
+      {"DELETE", "", "method=DELETE\nidempotency_key=\nbody=\n"},
+      {"GET", "", "method=GET\nidempotency_key=\nbody=\n"},
+      {"PUT", "second", "method=PUT\nidempotency_key=\nbody=second\n"},
+      {"OPTIONS", "", "method=OPTIONS\nidempotency_key=\nbody=\n"},
+      {"POST", "", "method=POST\nidempotency_key=\nbody=\n"},
+      {"PATCH", "third", "method=PATCH\nidempotency_key=\nbody=third\n"},
+      {"GET", "", "method=GET\nidempotency_key=\nbody=\n"},
+  };
+  for (const Step& step : steps) {
+    HttpRequest request = Get("/echo");
+    request.method = step.method;
+    request.body = step.body;
+    Result<HttpResponse> r = client->Send(request);
+    ASSERT_TRUE(r.ok()) << step.method << ": " << r.status().ToString();
+    EXPECT_EQ(r->status, 200) << step.method;
+    if (step.expected == nullptr) {
+      EXPECT_EQ(r->body, "") << step.method;
+    } else {
+      EXPECT_EQ(r->body, step.expected) << step.method;
+    }
+  }
+  // nginx logged every method in order (HEAD included).
+  auto log = LogWithCount(std::size(steps));
+  ASSERT_EQ(log.size(), std::size(steps));
+  for (size_t i = 0; i < std::size(steps); ++i) {
+    EXPECT_EQ(log[i].method, steps[i].method) << i;
+  }
+}
+
 TEST_F(HttpClientTest, ConnectionRefusedIsRetriedAndReported) {
   auto client = MakeClient(FastRetry(3));
   ASSERT_NE(client, nullptr);
@@ -1174,6 +1216,37 @@ TEST_F(HttpClientTest, AsyncEngineRunsManyCallsOnOneThreadWithRetries) {
   EXPECT_EQ((*engine)->size(), 0u);
   auto log = LogWithCount(static_cast<size_t>(attempts));
   EXPECT_EQ(log.size(), static_cast<size_t>(attempts));
+}
+
+// The engine's idle handles are reused without a reset, as Send's are: one
+// call at a time, each method and body must reach the server as sent.
+TEST_F(HttpClientTest, AsyncEngineHandlesServeEveryMethodInTurn) {
+  HttpClientOptions options;
+  options.retry = FastRetry(1);
+  auto engine = HttpAsyncEngine::Create(options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  PollDriver driver(**engine);
+  const std::pair<const char*, const char*> steps[] = {
+      {"POST", "one"}, {"DELETE", ""}, {"GET", ""}, {"PUT", "two"}, {"HEAD", ""}, {"GET", ""}};
+  size_t finished = 0;
+  for (const auto& [method, body] : steps) {
+    HttpRequest request = Get("/echo");
+    request.method = method;
+    request.body = body;
+    Result<uint64_t> id = (*engine)->Begin(request);
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    ASSERT_TRUE((*engine)->StartAttempt(*id).ok());
+    driver.Run(++finished);
+    ASSERT_EQ(driver.done.count(*id), 1u) << method;
+    const Result<HttpResponse>& r = driver.done.at(*id);
+    ASSERT_TRUE(r.ok()) << method << ": " << r.status().ToString();
+    EXPECT_EQ(r->status, 200) << method;
+    if (std::string(method) == "HEAD") {
+      EXPECT_EQ(r->body, "");
+    } else {
+      EXPECT_EQ(r->body, std::string("method=") + method + "\nidempotency_key=\nbody=" + body + "\n");
+    }
+  }
 }
 
 TEST_F(HttpClientTest, AsyncEngineReportsFailuresLikeSend) {
