@@ -1,24 +1,31 @@
 // bindings/bind_http_loop.cc — HttpLoopDriver: an HttpAsyncEngine driven by
 // an asyncio event loop, for mulligan.AsyncClient.
 //
-// The loop watches the sockets libcurl asks for (loop.add_reader /
-// add_writer) and libcurl's timer (loop.call_soon / call_at) and calls back
-// into this driver; the driver runs libcurl and resolves each attempt's
-// asyncio future. All of that glue is here, in C++, because it runs several
-// times per request: a Python version cost about a quarter of AsyncClient's
-// time per request. Python keeps what users see (arguments, errors,
-// logging, hooks, the waits between attempts with asyncio.sleep).
+// The driver keeps libcurl's sockets in an epoll set of its own and gives
+// the asyncio loop that one epoll descriptor (loop.add_reader), the way
+// libuv and Tornado nest libcurl: when any transfer's socket is ready, the
+// loop calls the driver once, which collects every ready socket with one
+// epoll_wait and runs libcurl on each, all in C++. libcurl's timer goes to
+// the loop (call_soon / call_at). Each attempt's asyncio future is resolved
+// here. Python keeps what users see (arguments, errors, logging, hooks, the
+// waits between attempts with asyncio.sleep). Before this, a reader per
+// socket and the glue in Python cost about a quarter of AsyncClient's time.
 //
-// Readers are dropped lazily: libcurl stops watching a kept-alive socket
-// after every transfer and watches it again for the next one, so a reader
-// stays registered until libcurl closes the socket (events -1) or the socket
-// becomes readable while libcurl does not want it (the server closed the
-// idle connection). That saves two epoll_ctl calls and an asyncio Handle per
-// request. Writers, almost always ready, are dropped at once.
+// Sockets are dropped from the epoll set lazily: libcurl stops watching a
+// kept-alive socket after every transfer and watches it again for the next,
+// so a socket stays in the set (for input) until libcurl closes it (events
+// -1) or it becomes readable while libcurl does not want it (the server
+// closed the idle connection). That saves two epoll_ctl calls per request.
+//
+// Linux only (epoll), as the rest of the engine.
 //
 // Thread-safety: none. Every method runs on the loop's thread with the GIL
 // held; the methods never block (libcurl's multi interface; DNS runs in
 // libcurl's resolver thread).
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -54,15 +61,20 @@ const Names& names() {
 
 class LoopDriver {
  public:
+  // Raises OSError when the epoll set cannot be made.
   LoopDriver(py::object loop, std::unique_ptr<HttpAsyncEngine> engine)
       : loop_(std::move(loop)), engine_(std::move(engine)) {
-    add_reader_ = loop_.attr("add_reader");
-    remove_reader_ = loop_.attr("remove_reader");
-    add_writer_ = loop_.attr("add_writer");
-    remove_writer_ = loop_.attr("remove_writer");
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_fd_ < 0) {
+      PyErr_SetFromErrno(PyExc_OSError);
+      throw py::error_already_set();
+    }
     call_soon_ = loop_.attr("call_soon");
     call_at_ = loop_.attr("call_at");
     time_ = loop_.attr("time");
+  }
+  ~LoopDriver() {
+    if (epoll_fd_ >= 0) close(epoll_fd_);
   }
   LoopDriver(const LoopDriver&) = delete;
   LoopDriver& operator=(const LoopDriver&) = delete;
@@ -105,23 +117,32 @@ class LoopDriver {
     Apply();
   }
 
-  void OnReadable(int fd) {
+  // The loop's reader callback for the epoll set: runs libcurl on every
+  // ready socket (at most kBatch per call; a level-triggered set that is
+  // still ready makes the loop call again), then applies what changed.
+  void OnReady() {
     if (closed_) return;
-    uint8_t& state = Slot(fd);
-    if (!(state & kWantRead)) {
-      // An idle socket libcurl does not watch became readable (the peer
-      // closed it): stop watching; libcurl notices at its next use.
-      state &= static_cast<uint8_t>(~kHasReader);
-      remove_reader_(fd);
-      return;
+    epoll_event ready[kBatch];
+    const int n = epoll_wait(epoll_fd_, ready, kBatch, 0);
+    for (int i = 0; i < n; ++i) {
+      const int fd = ready[i].data.fd;
+      uint8_t& state = Slot(fd);
+      const uint32_t got = ready[i].events;
+      int events = 0;
+      if ((got & (EPOLLIN | EPOLLERR | EPOLLHUP)) && (state & kWantRead)) {
+        events |= HttpAsyncEngine::kRead;
+      }
+      if ((got & (EPOLLOUT | EPOLLERR | EPOLLHUP)) && (state & kWantWrite)) {
+        events |= HttpAsyncEngine::kWrite;
+      }
+      if (events == 0) {
+        // An idle socket libcurl does not watch became readable (the peer
+        // closed it): stop watching; libcurl notices at its next use.
+        Watch(fd, state, 0);
+        continue;
+      }
+      engine_->SocketAction(fd, events);
     }
-    engine_->SocketAction(fd, HttpAsyncEngine::kRead);
-    Apply();
-  }
-
-  void OnWritable(int fd) {
-    if (closed_) return;
-    engine_->SocketAction(fd, HttpAsyncEngine::kWrite);
     Apply();
   }
 
@@ -149,11 +170,11 @@ class LoopDriver {
     if (!soon_.is_none()) soon_.attr(names().cancel)();
     timer_ = py::none();
     soon_ = py::none();
-    for (size_t fd = 0; fd < fds_.size(); ++fd) {
-      if (fds_[fd] & kHasReader) remove_reader_(fd);
-      if (fds_[fd] & kHasWriter) remove_writer_(fd);
-      fds_[fd] = 0;
-    }
+    if (registered_) loop_.attr("remove_reader")(epoll_fd_);
+    registered_ = false;
+    close(epoll_fd_);
+    epoll_fd_ = -1;
+    fds_.clear();
     std::unordered_map<uint64_t, py::object> waiters;
     waiters.swap(waiters_);
     for (auto& [id, future] : waiters) {
@@ -165,11 +186,12 @@ class LoopDriver {
   size_t size() const { return engine_->size(); }
 
  private:
-  // Per-fd state bits: what libcurl watches, what the loop has registered.
+  // Per-fd state bits: what libcurl watches, what the epoll set watches.
   static constexpr uint8_t kWantRead = 1;
   static constexpr uint8_t kWantWrite = 2;
-  static constexpr uint8_t kHasReader = 4;
-  static constexpr uint8_t kHasWriter = 8;
+  static constexpr uint8_t kInSet = 4;       // in the epoll set (for input at least)
+  static constexpr uint8_t kSetOutput = 8;   // ... and for output
+  static constexpr int kBatch = 64;          // ready sockets taken per OnReady
 
   void CheckOpen() const {
     if (closed_) {
@@ -182,6 +204,39 @@ class LoopDriver {
     const auto i = static_cast<size_t>(fd);
     if (i >= fds_.size()) fds_.resize(i + 1, 0);
     return fds_[i];
+  }
+
+  // Makes the epoll set watch `fd` for input (`mode` 1), input and output
+  // (2), or not at all (0). Changes arrive after libcurl acted, so `fd` may
+  // be closed by now (EBADF: nothing to watch), or closed and its number
+  // reused (the kernel dropped the old entry: ENOENT / EEXIST are resolved
+  // by the other operation). Raises OSError on any other failure.
+  void Watch(int fd, uint8_t& state, int mode) {
+    const uint8_t want =
+        mode == 0 ? 0 : static_cast<uint8_t>(kInSet | (mode == 2 ? kSetOutput : 0));
+    const uint8_t have = state & (kInSet | kSetOutput);
+    if (want == have) return;
+    epoll_event ev{};
+    ev.data.fd = fd;
+    ev.events = EPOLLIN | ((want & kSetOutput) ? EPOLLOUT : 0);
+    int op = want == 0 ? EPOLL_CTL_DEL : (have == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD);
+    int rc = epoll_ctl(epoll_fd_, op, fd, &ev);
+    if (rc != 0 && op == EPOLL_CTL_MOD && errno == ENOENT) {
+      op = EPOLL_CTL_ADD;
+      rc = epoll_ctl(epoll_fd_, op, fd, &ev);
+    } else if (rc != 0 && op == EPOLL_CTL_ADD && errno == EEXIST) {
+      op = EPOLL_CTL_MOD;
+      rc = epoll_ctl(epoll_fd_, op, fd, &ev);
+    }
+    if (rc != 0) {
+      if (errno == EBADF || (op == EPOLL_CTL_DEL && errno == ENOENT)) {
+        state &= static_cast<uint8_t>(~(kInSet | kSetOutput));
+        return;
+      }
+      PyErr_SetFromErrno(PyExc_OSError);
+      throw py::error_already_set();
+    }
+    state = static_cast<uint8_t>((state & ~(kInSet | kSetOutput)) | want);
   }
 
   // The Python object wrapping this driver (its bound methods are the loop
@@ -211,29 +266,27 @@ class LoopDriver {
   // Applies what the engine asked for since the last call: socket watches,
   // the timer, and the ends of attempts (futures resolved).
   void Apply() {
+    if (!registered_) {
+      loop_.attr("add_reader")(epoll_fd_, Self().attr("_on_ready"));
+      registered_ = true;
+    }
     for (const HttpAsyncEngine::SocketWatch& w : engine_->TakeSocketChanges()) {
       if (w.fd < 0) continue;
       uint8_t& state = Slot(w.fd);
       if (w.events < 0) {  // closed by libcurl: the number may come back
-        if (state & kHasWriter) remove_writer_(w.fd);
-        if (state & kHasReader) remove_reader_(w.fd);
+        Watch(w.fd, state, 0);
         state = 0;
         continue;
       }
       const bool read = (w.events & HttpAsyncEngine::kRead) != 0;
       const bool write = (w.events & HttpAsyncEngine::kWrite) != 0;
-      state = static_cast<uint8_t>((state & (kHasReader | kHasWriter)) | (read ? kWantRead : 0) |
+      state = static_cast<uint8_t>((state & (kInSet | kSetOutput)) | (read ? kWantRead : 0) |
                                    (write ? kWantWrite : 0));
-      if (read && !(state & kHasReader)) {
-        add_reader_(w.fd, Self().attr("_on_readable"), w.fd);
-        state |= kHasReader;
-      }
-      if (write && !(state & kHasWriter)) {
-        add_writer_(w.fd, Self().attr("_on_writable"), w.fd);
-        state |= kHasWriter;
-      } else if (!write && (state & kHasWriter)) {
-        remove_writer_(w.fd);
-        state &= static_cast<uint8_t>(~kHasWriter);
+      if (write) {
+        Watch(w.fd, state, 2);
+      } else if (read || (state & kSetOutput)) {
+        // Input only; an idle socket (neither) keeps its input watch.
+        Watch(w.fd, state, (state & kInSet) || read ? 1 : 0);
       }
     }
     if (std::optional<long> timer = engine_->TakeTimerChange()) {
@@ -269,7 +322,9 @@ class LoopDriver {
 
   py::object loop_;
   std::unique_ptr<HttpAsyncEngine> engine_;
-  py::object add_reader_, remove_reader_, add_writer_, remove_writer_, call_soon_, call_at_, time_;
+  int epoll_fd_ = -1;
+  bool registered_ = false;  // epoll_fd_ is a reader on the loop
+  py::object call_soon_, call_at_, time_;
   py::object timer_ = py::none();  // pending call_at handle
   double timer_when_ = 0;          // its loop time
   py::object soon_ = py::none();   // pending call_soon handle
@@ -325,8 +380,7 @@ void BindHttpLoop(py::module_& m) {
       .def("finish", &LoopDriver::Finish, py::arg("id"))
       .def("cancel", &LoopDriver::Cancel, py::arg("id"))
       .def("close", &LoopDriver::Close)
-      .def("_on_readable", &LoopDriver::OnReadable, py::arg("fd"))
-      .def("_on_writable", &LoopDriver::OnWritable, py::arg("fd"))
+      .def("_on_ready", &LoopDriver::OnReady)
       .def("_on_timer", &LoopDriver::OnTimer)
       .def("_on_soon", &LoopDriver::OnSoon)
       .def("__len__", &LoopDriver::size);
