@@ -777,7 +777,9 @@ class Client(_ClientBase):
         verify: verify TLS certificates and host names (default True); False
             to skip verification, or the path of a PEM CA bundle to use
             instead of the system's. Proxies come from the usual environment
-            variables (``http_proxy``, ``https_proxy``, ``no_proxy``).
+            variables (``http_proxy``, ``https_proxy``, ``all_proxy``,
+            ``no_proxy``); when none is set as the client is created, it uses
+            no proxy and does not look again (as httpx does).
         verify_tls: the 0.1 spelling of ``verify`` (a bool).
         connect_timeout: seconds allowed to establish a connection. Default 10.0.
         timeout: seconds allowed for each attempt (trimmed to the deadline).

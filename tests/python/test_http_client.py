@@ -295,6 +295,31 @@ def test_proxy_variables_are_honoured(server: Any, no_proxy: str, expected: str)
     assert out == expected
 
 
+LATE_PROXY_SCRIPT = """
+import os, sys, mulligan
+before = mulligan.Client(attempts=1)  # made with no proxy variable set
+os.environ["http_proxy"] = sys.argv[2]  # a proxy that is down
+after = mulligan.Client(attempts=1)
+print(before.get(sys.argv[1]).status_code)
+try:
+    after.get(sys.argv[1])
+except mulligan.TransportError as e:
+    print(e.kind)
+"""
+
+
+def test_proxy_variables_are_read_when_the_client_is_made(server: Any) -> None:
+    # With none set at creation a client uses no proxy and does not look
+    # again (as httpx); a client made after the variable was set uses it.
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    out = subprocess.run(
+        [sys.executable, "-c", LATE_PROXY_SCRIPT, server.url("/ok"),
+         "http://127.0.0.1:%d" % closed_port()],
+        env=env, capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.split()
+    assert out == ["200", "connection_refused"]
+
+
 # -- per-origin circuit breaker ---------------------------------------------------------
 
 

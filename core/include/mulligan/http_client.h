@@ -204,8 +204,10 @@ struct HttpClientOptions {
   int max_redirects = 10;
   // A PEM file of CA certificates replacing the system bundle; empty means
   // libcurl's default. Proxies come from the usual environment variables
-  // (http_proxy, https_proxy, no_proxy; libcurl reads them per transfer):
-  // nothing here overrides them.
+  // (http_proxy, https_proxy, all_proxy, no_proxy, as libcurl reads them):
+  // nothing here overrides them. When none is set as the client is created,
+  // the client uses no proxy and does not look again (as httpx does);
+  // otherwise libcurl reads them on every transfer.
   std::string ca_bundle;
   // Strict mode: only GET, HEAD and OPTIONS are replayed once bytes were
   // sent (PUT, DELETE and keyed POSTs are not). Failures before any byte was
