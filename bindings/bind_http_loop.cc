@@ -270,7 +270,8 @@ class LoopDriver {
       loop_.attr("add_reader")(epoll_fd_, Self().attr("_on_ready"));
       registered_ = true;
     }
-    for (const HttpAsyncEngine::SocketWatch& w : engine_->TakeSocketChanges()) {
+    engine_->TakeSocketChanges(&changes_);
+    for (const HttpAsyncEngine::SocketWatch& w : changes_) {
       if (w.fd < 0) continue;
       uint8_t& state = Slot(w.fd);
       if (w.events < 0) {  // closed by libcurl: the number may come back
@@ -297,15 +298,24 @@ class LoopDriver {
       if (*timer == 0) {
         if (soon_.is_none()) soon_ = call_soon_(Self().attr("_on_soon"));
       } else if (*timer > 0) {
-        const double when = time_().cast<double>() + static_cast<double>(*timer) / 1000.0;
-        if (timer_.is_none() || timer_when_ > when + 0.001) {
-          if (!timer_.is_none()) timer_.attr(names().cancel)();
-          timer_ = call_at_(when, Self().attr("_on_timer"));
-          timer_when_ = when;
+        const double after = static_cast<double>(*timer) / 1000.0;
+        // The loop's clock never goes back, so when even the last reading
+        // plus `after` is not earlier than the pending timer, that timer
+        // fires first and loop.time() need not be asked (the common case:
+        // each new transfer's deadline is later than the oldest one's).
+        if (timer_.is_none() || timer_when_ > last_time_ + after + 0.001) {
+          last_time_ = time_().cast<double>();
+          const double when = last_time_ + after;
+          if (timer_.is_none() || timer_when_ > when + 0.001) {
+            if (!timer_.is_none()) timer_.attr(names().cancel)();
+            timer_ = call_at_(when, Self().attr("_on_timer"));
+            timer_when_ = when;
+          }
         }
       }
     }
-    for (const HttpAsyncEngine::Event& e : engine_->TakeEvents()) {
+    engine_->TakeEvents(&events_);
+    for (const HttpAsyncEngine::Event& e : events_) {
       auto it = waiters_.find(e.id);
       if (it == waiters_.end()) continue;
       py::object future = std::move(it->second);
@@ -327,6 +337,9 @@ class LoopDriver {
   py::object call_soon_, call_at_, time_;
   py::object timer_ = py::none();  // pending call_at handle
   double timer_when_ = 0;          // its loop time
+  double last_time_ = 0;           // the last loop.time() read
+  std::vector<HttpAsyncEngine::SocketWatch> changes_;  // reused by Apply
+  std::vector<HttpAsyncEngine::Event> events_;         // reused by Apply
   py::object soon_ = py::none();   // pending call_soon handle
   std::vector<uint8_t> fds_;       // state bits by fd
   std::unordered_map<uint64_t, py::object> waiters_;  // call id -> future

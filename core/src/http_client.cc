@@ -1421,6 +1421,11 @@ std::vector<HttpAsyncEngine::SocketWatch> HttpAsyncEngine::TakeSocketChanges() {
   return out;
 }
 
+void HttpAsyncEngine::TakeSocketChanges(std::vector<SocketWatch>* out) {
+  out->clear();
+  out->swap(impl_->socket_changes);
+}
+
 std::optional<long> HttpAsyncEngine::TakeTimerChange() {
   std::optional<long> out = impl_->timer_change;
   impl_->timer_change.reset();
@@ -1431,6 +1436,11 @@ std::vector<HttpAsyncEngine::Event> HttpAsyncEngine::TakeEvents() {
   std::vector<Event> out;
   out.swap(impl_->events);
   return out;
+}
+
+void HttpAsyncEngine::TakeEvents(std::vector<Event>* out) {
+  out->clear();
+  out->swap(impl_->events);
 }
 
 Result<HttpResponse> HttpAsyncEngine::Finish(uint64_t id, HttpCallInfo* info) {

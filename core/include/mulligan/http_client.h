@@ -335,6 +335,9 @@ class HttpAsyncEngine {
   void SocketAction(int fd, int events);
   // The socket watches changed since the last call, in order.
   std::vector<SocketWatch> TakeSocketChanges();
+  // The same into `*out` (replaced), handing its storage to the engine in
+  // exchange: a loop that keeps one vector allocates nothing per call.
+  void TakeSocketChanges(std::vector<SocketWatch>* out);
   // The timer change since the last call: nullopt for none, -1 to cancel
   // the timer, otherwise fire SocketAction(-1, 0) after that many ms. Every
   // SocketAction(-1, 0) reports the current timer, so a loop may fire early
@@ -342,6 +345,8 @@ class HttpAsyncEngine {
   std::optional<long> TakeTimerChange();
   // The events queued since the last call.
   std::vector<Event> TakeEvents();
+  // The same into `*out` (replaced), swapping storage as above.
+  void TakeEvents(std::vector<Event>* out);
   // Returns the result of a finished call (as HttpClient::Send would) and
   // forgets the call. `info`, when non-null, is filled in either way.
   Result<HttpResponse> Finish(uint64_t id, HttpCallInfo* info = nullptr);
