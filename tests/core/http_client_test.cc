@@ -558,6 +558,26 @@ TEST_F(HttpClientTest, OneHandleServesEveryMethodInTurn) {
   }
 }
 
+// The same pooled handle, a new URL each time: every request goes where it
+// says (libcurl must not keep the previous transfer's URL).
+TEST_F(HttpClientTest, OneHandleFollowsEachRequestsUrl) {
+  auto client = MakeClient(FastRetry(1));
+  ASSERT_NE(client, nullptr);
+  const std::pair<const char*, const char*> steps[] = {
+      {"/ok", "ok\n"},
+      {"/inspect?a=1", "method=GET\nargs=a=1\ncontent_type=\nbody=\n"},
+      {"/inspect?b=2", "method=GET\nargs=b=2\ncontent_type=\nbody=\n"},
+      {"/ok", "ok\n"},
+  };
+  for (const auto& [path, body] : steps) {
+    Result<HttpResponse> r = client->Send(Get(path));
+    ASSERT_TRUE(r.ok()) << path << ": " << r.status().ToString();
+    EXPECT_EQ(r->status, 200) << path;
+    EXPECT_EQ(r->body, body) << path;
+    EXPECT_EQ(r->url, Url(path)) << path;
+  }
+}
+
 TEST_F(HttpClientTest, ConnectionRefusedIsRetriedAndReported) {
   auto client = MakeClient(FastRetry(3));
   ASSERT_NE(client, nullptr);
@@ -1230,7 +1250,8 @@ TEST_F(HttpClientTest, AsyncEngineHandlesServeEveryMethodInTurn) {
       {"POST", "one"}, {"DELETE", ""}, {"GET", ""}, {"PUT", "two"}, {"HEAD", ""}, {"GET", ""}};
   size_t finished = 0;
   for (const auto& [method, body] : steps) {
-    HttpRequest request = Get("/echo");
+    // A new URL each time too (the step number in the query).
+    HttpRequest request = Get("/echo?step=" + std::to_string(finished));
     request.method = method;
     request.body = body;
     Result<uint64_t> id = (*engine)->Begin(request);
@@ -1241,6 +1262,7 @@ TEST_F(HttpClientTest, AsyncEngineHandlesServeEveryMethodInTurn) {
     const Result<HttpResponse>& r = driver.done.at(*id);
     ASSERT_TRUE(r.ok()) << method << ": " << r.status().ToString();
     EXPECT_EQ(r->status, 200) << method;
+    EXPECT_EQ(r->url, Url("/echo?step=" + std::to_string(finished - 1))) << method;
     if (std::string(method) == "HEAD") {
       EXPECT_EQ(r->body, "");
     } else {
