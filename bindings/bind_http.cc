@@ -1,4 +1,4 @@
-// bindings/bind_http.cc — HttpClient, HttpResponse and idempotency keys.
+// bindings/bind_http.cc — HttpClient and idempotency keys.
 //
 // HttpClient.request releases the GIL for the whole retry chain (libcurl
 // transfers and the waits between attempts), so other Python threads run
@@ -114,19 +114,22 @@ py::tuple RetryEventTuple(int attempt, Duration delay, ErrorKind error, int stat
 }
 
 py::tuple ResponseTuple(HttpResponse&& response) {
-  // The body moves into the bytes object: the native response keeps only
-  // its headers, for Response.headers to convert on demand.
-  py::bytes body(response.body);
-  std::string().swap(response.body);
+  // The header fields cross as one bytes object, "name:value\n" per field
+  // (a name is a token, so the first ':' ends it; a value never holds a
+  // line feed), which Python splits only when Response.headers is read:
+  // one allocation instead of a tuple and two strings per field.
+  size_t size = 0;
+  for (const auto& [name, value] : response.headers) size += name.size() + value.size() + 2;
+  std::string block;
+  block.reserve(size);
+  for (const auto& [name, value] : response.headers) {
+    block.append(name).append(1, ':').append(value).append(1, '\n');
+  }
   py::object key = response.idempotency_key.empty() ? py::object(py::none())
                                                      : py::object(Latin1(response.idempotency_key));
-  const int status = response.status;
-  const int attempts = response.attempts;
-  const double elapsed = DurationToSeconds(response.elapsed);
-  py::str url = Utf8(response.url);
-  const char* stop_reason = StopReasonName(response.stop_reason);
-  return py::make_tuple(status, std::move(body), attempts, elapsed, std::move(url), std::move(key),
-                        stop_reason, py::cast(std::move(response)));
+  return py::make_tuple(response.status, py::bytes(response.body), response.attempts,
+                        DurationToSeconds(response.elapsed), Utf8(response.url), std::move(key),
+                        StopReasonName(response.stop_reason), py::bytes(block));
 }
 
 namespace {
@@ -200,29 +203,6 @@ void BindHttp(py::module_& m) {
         "Returns a fresh random (version 4) UUID from the OS CSPRNG.");
   m.def("http_origin", &HttpOrigin, py::arg("url"),
         "Returns scheme://host:port of an http(s) URL, or None.");
-
-  py::class_<HttpResponse>(m, "HttpResponse", "The final response of a call.")
-      .def_property_readonly("status", [](const HttpResponse& r) { return r.status; })
-      .def_property_readonly("headers",
-                             [](const HttpResponse& r) {
-                               py::list out;
-                               for (const auto& [name, value] : r.headers) {
-                                 out.append(py::make_tuple(Latin1(name), Latin1(value)));
-                               }
-                               return out;
-                             })
-      .def_property_readonly("body", [](const HttpResponse& r) { return py::bytes(r.body); })
-      .def_property_readonly("attempts", [](const HttpResponse& r) { return r.attempts; })
-      .def_property_readonly("elapsed",
-                             [](const HttpResponse& r) { return DurationToSeconds(r.elapsed); })
-      .def_property_readonly("stop_reason",
-                             [](const HttpResponse& r) { return StopReasonName(r.stop_reason); })
-      .def_property_readonly("idempotency_key",
-                             [](const HttpResponse& r) -> std::optional<py::str> {
-                               if (r.idempotency_key.empty()) return std::nullopt;
-                               return Latin1(r.idempotency_key);
-                             })
-      .def_property_readonly("url", [](const HttpResponse& r) { return Utf8(r.url); });
 
   auto make_client = [](const RetryPolicy* policy, double attempt_timeout, double connect_timeout,
                         bool verify_tls, const std::string& user_agent, bool follow_redirects,

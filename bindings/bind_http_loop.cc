@@ -83,9 +83,9 @@ class LoopDriver {
 
   // Begins a call and starts its first attempt; `future` gets its result
   // when the attempt ends (see Start). Returns the call's id.
-  uint64_t Begin(py::object future, const HttpRequest& request) {
+  uint64_t Begin(py::object future, HttpRequest&& request) {
     CheckOpen();
-    const uint64_t id = Unwrap(engine_->Begin(request));
+    const uint64_t id = Unwrap(engine_->Begin(std::move(request)));
     StartOrForget(id, std::move(future));
     return id;
   }

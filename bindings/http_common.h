@@ -37,9 +37,10 @@ py::tuple RetryEventTuple(int attempt, Duration delay, ErrorKind error, int stat
                           bool from_retry_after);
 
 // (status, body, attempts, elapsed seconds, url, idempotency_key or None,
-// stop_reason, native HttpResponse keeping only the headers): one tuple, so
-// that mulligan._http._response_from needs no further call into C++. The
-// body is moved out of `response`, not copied twice.
+// stop_reason, header block): one tuple of plain objects, so that
+// mulligan._http._response_from needs no further call into C++. The header
+// block is bytes holding "name:value\n" per field, in order (split by
+// mulligan._http.Headers on first use).
 py::tuple ResponseTuple(HttpResponse&& response);
 
 // Raises mulligan.CircuitOpenError (with key, name, retry_in and attempts)

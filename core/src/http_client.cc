@@ -1360,13 +1360,17 @@ Result<std::unique_ptr<HttpAsyncEngine>> HttpAsyncEngine::Create(
 }
 
 Result<uint64_t> HttpAsyncEngine::Begin(const HttpRequest& request) {
+  return Begin(HttpRequest(request));
+}
+
+Result<uint64_t> HttpAsyncEngine::Begin(HttpRequest&& request) {
   Impl& impl = *impl_;
   auto c = std::make_unique<Impl::AsyncCall>();
-  c->request = request;
+  c->request = std::move(request);
   c->request.on_retry = nullptr;
   c->request.should_abort = nullptr;
-  if (request.policy != nullptr) {
-    c->policy.emplace(*request.policy);
+  if (c->request.policy != nullptr) {
+    c->policy.emplace(*c->request.policy);
     c->request.policy = &*c->policy;
   }
   Status s = c->call.Init(*impl.settings, c->request, /*abortable=*/false);

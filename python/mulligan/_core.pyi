@@ -193,27 +193,9 @@ class RetryPolicy:
     @property
     def seed(self) -> Optional[int]: ...
 
-class HttpResponse:
-    @property
-    def status(self) -> int: ...
-    @property
-    def headers(self) -> list[tuple[str, str]]: ...
-    @property
-    def body(self) -> bytes: ...
-    @property
-    def attempts(self) -> int: ...
-    @property
-    def elapsed(self) -> float: ...
-    @property
-    def stop_reason(self) -> str: ...
-    @property
-    def idempotency_key(self) -> Optional[str]: ...
-    @property
-    def url(self) -> str: ...
-
 # (status, body, attempts, elapsed, url, idempotency_key, stop_reason,
-#  the native response, which keeps only the headers)
-_ResponseTuple = tuple[int, bytes, int, float, str, Optional[str], str, HttpResponse]
+#  header block: b"name:value\n" per field)
+_ResponseTuple = tuple[int, bytes, int, float, str, Optional[str], str, bytes]
 
 class HttpClient:
     def __init__(

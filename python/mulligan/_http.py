@@ -223,8 +223,8 @@ class Response:
         """The last attempt's header fields (:class:`Headers`)."""
         headers = self._headers
         if headers is None:
-            # Converted from the native response on first use.
-            headers = self._headers = Headers(self._raw.headers)
+            # Split from the native header block on first use.
+            headers = self._headers = Headers(_split_header_block(self._raw))
             self._raw = None
         return headers
 
@@ -264,6 +264,17 @@ class Response:
 
     def __repr__(self) -> str:
         return f"<Response [{self.status_code}] attempts={self.attempts}>"
+
+
+def _split_header_block(block: bytes) -> list[tuple[str, str]]:
+    """The (name, value) fields of the engine's header block: ``name:value``
+    lines, each ended by a line feed, decoded as ISO-8859-1 (as http.client
+    does: nothing a server sends can fail to decode)."""
+    fields = []
+    for line in block.decode("latin-1").split("\n")[:-1]:
+        name, _, value = line.partition(":")
+        fields.append((name, value))
+    return fields
 
 
 @functools.lru_cache(maxsize=1024)
@@ -538,9 +549,8 @@ def _with_params(url: str, params: ParamsInput) -> str:
 
 
 def _response_from(raw: tuple[Any, ...]) -> Response:
-    # The native call's one tuple: the scalars, the body (moved out of the
-    # native response) and that response, whose headers are converted only
-    # when read.
+    # The native call's one tuple: the scalars, the body and the header
+    # block, which is split only when Response.headers is read.
     r = Response.__new__(Response)
     (
         r.status_code,

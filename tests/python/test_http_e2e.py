@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 import threading
@@ -258,3 +259,26 @@ def test_text_uses_the_declared_charset() -> None:
     assert r.text == "\ufffd"
     r = mulligan.Response(200, mulligan.Headers(), b'{"a": [1]}')
     assert r.json() == {"a": [1]}
+
+
+@pytest.mark.parametrize("client_kind", ["sync", "async"])
+def test_response_headers_keep_order_repeats_and_colons(server: Any, client_kind: str) -> None:
+    # The header fields cross from the engine as one block split on first
+    # use: colons inside values, repeated fields and their order survive.
+    url = server.url("/headers")
+    if client_kind == "sync":
+        r = mulligan.get(url)
+    else:
+        async def fetch() -> mulligan.Response:
+            async with mulligan.AsyncClient() as c:
+                return await c.get(url)
+
+        r = asyncio.run(fetch())
+    assert r.status_code == 200 and r.text == "headers\n"
+    assert r.headers["x-colon"] == "a: b:c"
+    assert r.headers.get_all("Set-Cookie") == ["a=1", "b=2; Path=/"]
+    assert r.headers["set-cookie"] == "a=1, b=2; Path=/"
+    assert r.headers["X-Spaced"] == "inner  space"  # outer whitespace is not part of a value
+    names = [name.lower() for name in r.headers]
+    assert names.index("x-colon") < names.index("set-cookie") < names.index("x-spaced")
+    assert names.count("set-cookie") == 1  # iteration yields each name once

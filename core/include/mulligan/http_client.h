@@ -326,6 +326,8 @@ class HttpAsyncEngine {
   // caller reports retries from the events) and returns the call's id. No
   // transfer starts yet. kInvalidArgument as HttpClient::Send.
   Result<uint64_t> Begin(const HttpRequest& request);
+  // The same, taking `request` over instead of copying it.
+  Result<uint64_t> Begin(HttpRequest&& request);
   // Starts the next attempt of call `id`. When the circuit breaker refuses,
   // no transfer starts and a final event is queued at once.
   // kInvalidArgument for an unknown id or one already in flight.
