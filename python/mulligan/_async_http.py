@@ -20,7 +20,7 @@ import inspect
 from collections.abc import Coroutine
 from typing import Any, Optional, Union
 
-from . import _core, _metrics
+from . import _core
 from ._errors import CircuitOpenError, RetriesExhausted, TransportError
 from ._http import (
     HeadersInput,
@@ -30,11 +30,8 @@ from ._http import (
     _UNSET,
     _GAVE_UP_REASONS,
     _ClientBase,
-    _call_fallback,
-    _log_give_up,
     _report_retry,
     _merge_named,
-    _origin_label,
     _response_from,
 )
 
@@ -145,19 +142,10 @@ class AsyncClient(_ClientBase):
                 if call is not None and self._driver is driver:
                     driver.cancel(call)
             if response.stop_reason in _GAVE_UP_REASONS:
-                _log_give_up(method, url, response.attempts, response.stop_reason,
-                             f"last status {response.status_code}")
-                if raise_on_give_up:
-                    raise self._gave_up(method, url, response)
+                self._report_give_up(method, url, response, raise_on_give_up)
             return response
         except (TransportError, CircuitOpenError, RetriesExhausted) as exc:
-            if not isinstance(exc, RetriesExhausted):
-                _log_give_up(method, url, getattr(exc, "attempts", 0),
-                             getattr(exc, "stop_reason", None) or type(exc).__name__, str(exc))
-            if fallback is _UNSET:
-                raise
-            _metrics._metrics_for(_origin_label(url)).fallback_used()
-            return _call_fallback(fallback, exc)  # type: ignore[no-any-return]
+            return self._fall_back(method, url, exc, fallback)  # type: ignore[no-any-return]
 
     def get(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a GET; see :meth:`request`."""

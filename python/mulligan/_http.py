@@ -771,6 +771,31 @@ class _ClientBase:
             response=response,
         )
 
+    @classmethod
+    def _report_give_up(
+        cls, method: str, url: str, response: Response, raise_on_give_up: bool
+    ) -> None:
+        """Logs a response whose retries gave up on a retryable status;
+        raises :class:`RetriesExhausted` for it when ``raise_on_give_up``."""
+        _log_give_up(method, url, response.attempts, response.stop_reason,
+                     f"last status {response.status_code}")
+        if raise_on_give_up:
+            raise cls._gave_up(method, url, response)
+
+    @staticmethod
+    def _fall_back(method: str, url: str, exc: BaseException, fallback: Any) -> Any:
+        """Handles a call that finally failed with ``exc`` (a TransportError,
+        CircuitOpenError or RetriesExhausted, which is logged already): logs
+        it, then returns the fallback's value, or re-raises ``exc`` (with its
+        traceback) when there is no fallback. Called from the except clause."""
+        if not isinstance(exc, RetriesExhausted):
+            _log_give_up(method, url, getattr(exc, "attempts", 0),
+                         getattr(exc, "stop_reason", None) or type(exc).__name__, str(exc))
+        if fallback is _UNSET:
+            raise exc
+        _metrics._metrics_for(_origin_label(url)).fallback_used()
+        return _call_fallback(fallback, exc)
+
 
 class Client(_ClientBase):
     """A resilient HTTP client with a pool of kept-alive connections.
@@ -937,19 +962,10 @@ class Client(_ClientBase):
             )
             response = _response_from(raw)
             if response.stop_reason in _GAVE_UP_REASONS:
-                _log_give_up(method, url, response.attempts, response.stop_reason,
-                             f"last status {response.status_code}")
-                if raise_on_give_up:
-                    raise self._gave_up(method, url, response)
+                self._report_give_up(method, url, response, raise_on_give_up)
             return response
         except (TransportError, CircuitOpenError, RetriesExhausted) as exc:
-            if not isinstance(exc, RetriesExhausted):
-                _log_give_up(method, url, getattr(exc, "attempts", 0),
-                             getattr(exc, "stop_reason", None) or type(exc).__name__, str(exc))
-            if fallback is _UNSET:
-                raise
-            _metrics._metrics_for(_origin_label(url)).fallback_used()
-            return _call_fallback(fallback, exc)  # type: ignore[no-any-return]
+            return self._fall_back(method, url, exc, fallback)  # type: ignore[no-any-return]
 
     def get(self, url: str, **kwargs: Any) -> Response:
         """Sends a GET; see :meth:`request` for the keyword arguments."""
