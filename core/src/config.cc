@@ -15,9 +15,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <unordered_set>
 #include <utility>
 
 #include <boost/json.hpp>
+#include <boost/json/basic_parser_impl.hpp>
 
 namespace mulligan {
 inline namespace v0 {
@@ -1114,6 +1117,73 @@ Result<Duration> ParseDuration(std::string_view text) {
   return d;
 }
 
+// A handler for json::basic_parser that stops at the first key an object
+// names twice. RFC 8259 section 4 says names SHOULD be unique and leaves the
+// meaning of repeats open; Boost.JSON keeps one of them silently, so in a
+// configuration file a repeated key would hide a value its author wrote.
+class DuplicateKeyCheck {
+ public:
+  static constexpr std::size_t max_array_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_object_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_string_size = static_cast<std::size_t>(-1);
+  static constexpr std::size_t max_key_size = static_cast<std::size_t>(-1);
+
+  // The repeated key, once found.
+  const std::string& duplicate() const { return duplicate_; }
+
+  bool on_document_begin(boost::system::error_code&) { return true; }
+  bool on_document_end(boost::system::error_code&) { return true; }
+  bool on_array_begin(boost::system::error_code&) { return true; }
+  bool on_array_end(std::size_t, boost::system::error_code&) { return true; }
+  bool on_object_begin(boost::system::error_code&) {
+    keys_.emplace_back();
+    return true;
+  }
+  bool on_object_end(std::size_t, boost::system::error_code&) {
+    keys_.pop_back();
+    return true;
+  }
+  bool on_string_part(json::string_view, std::size_t, boost::system::error_code&) { return true; }
+  bool on_string(json::string_view, std::size_t, boost::system::error_code&) { return true; }
+  bool on_key_part(json::string_view part, std::size_t, boost::system::error_code&) {
+    key_.append(part.data(), part.size());
+    return true;
+  }
+  bool on_key(json::string_view last, std::size_t, boost::system::error_code& ec) {
+    key_.append(last.data(), last.size());
+    if (!keys_.back().insert(key_).second) {
+      duplicate_ = key_;
+      ec = std::make_error_code(std::errc::invalid_argument);
+      return false;
+    }
+    key_.clear();
+    return true;
+  }
+  bool on_number_part(json::string_view, boost::system::error_code&) { return true; }
+  bool on_int64(int64_t, json::string_view, boost::system::error_code&) { return true; }
+  bool on_uint64(uint64_t, json::string_view, boost::system::error_code&) { return true; }
+  bool on_double(double, json::string_view, boost::system::error_code&) { return true; }
+  bool on_bool(bool, boost::system::error_code&) { return true; }
+  bool on_null(boost::system::error_code&) { return true; }
+  bool on_comment_part(json::string_view, boost::system::error_code&) { return true; }
+  bool on_comment(json::string_view, boost::system::error_code&) { return true; }
+
+ private:
+  std::vector<std::unordered_set<std::string>> keys_;  // per open object
+  std::string key_;                                    // the key being read
+  std::string duplicate_;
+};
+
+// The first key some object of `text` (valid JSON) names twice, with the
+// byte offset just after it; nullopt when every object's keys are unique.
+std::optional<std::pair<std::string, size_t>> FindDuplicateKey(std::string_view text) {
+  json::basic_parser<DuplicateKeyCheck> parser(json::parse_options{});
+  boost::system::error_code ec;
+  const size_t consumed = parser.write_some(false, text.data(), text.size(), ec);
+  if (!ec || parser.handler().duplicate().empty()) return std::nullopt;
+  return std::make_pair(parser.handler().duplicate(), consumed);
+}
+
 Result<std::shared_ptr<const ConfigSnapshot>> ParseConfig(std::string_view text,
                                                           std::string_view source,
                                                           const LoadOptions& options) {
@@ -1128,6 +1198,11 @@ Result<std::shared_ptr<const ConfigSnapshot>> ParseConfig(std::string_view text,
     // On an error `consumed` is where the parser stopped.
     return InvalidArgumentError(std::string(source) + ": " + LineColumn(text, consumed) +
                                 ": invalid JSON: " + ec.message());
+  }
+  if (std::optional<std::pair<std::string, size_t>> repeated = FindDuplicateKey(text)) {
+    return InvalidArgumentError(std::string(source) + ": " +
+                                LineColumn(text, repeated->second) + ": duplicate key " +
+                                Quote(repeated->first) + " (each key may appear once per object)");
   }
   const json::value root = parser.release();
   auto snapshot = std::make_shared<ConfigSnapshot>();

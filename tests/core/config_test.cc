@@ -106,6 +106,23 @@ TEST(ConfigErrors, InvalidJsonGivesLineAndColumn) {
             "payments.json: line 1, column 16: invalid JSON: incomplete JSON");
 }
 
+TEST(ConfigErrors, DuplicateKeyIsAnErrorWithItsPlace) {
+  // Boost.JSON would keep one of the two silently; the file is refused. The
+  // place is the end of the repeated key (its closing quote).
+  EXPECT_EQ(ErrorOf("{\n  \"policies\": {\n    \"payments\": {\"max_attempts\": 3, "
+                    "\"max_attempts\": 5}\n  }\n}"),
+            "payments.json: line 3, column 50: duplicate key \"max_attempts\" (each key may "
+            "appear once per object)");
+  EXPECT_EQ(ErrorOf("{\"policies\": {\"a\": {}, \"a\": {}}}"),
+            "payments.json: line 1, column 26: duplicate key \"a\" (each key may appear once "
+            "per object)");
+  // The same key in two different objects is fine.
+  Result<std::shared_ptr<const ConfigSnapshot>> ok = ParseConfig(
+      "{\"policies\": {\"a\": {\"max_attempts\": 2}, \"b\": {\"max_attempts\": 3}}}",
+      "payments.json", Env({}));
+  EXPECT_TRUE(ok.ok()) << ok.status().ToString();
+}
+
 TEST(ConfigErrors, MissingFile) {
   Result<std::shared_ptr<const ConfigSnapshot>> r =
       ParseConfigFile("/nonexistent/payments.json", Env({}));

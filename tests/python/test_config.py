@@ -138,8 +138,13 @@ def test_hooks_give_keyword_arguments_the_decorators_accept() -> None:
          '"max_attempts"?'),
         ('{\n  "policies": {\n    "payments": {"max_attempts": 3,}\n  }\n}',
          "payments.json: line 3, column 36: invalid JSON: syntax error"),
+        # The second "max_attempts" ends at column 50 of line 3.
+        ('{\n  "policies": {\n    "payments": {"max_attempts": 3, "max_attempts": 5}\n  }\n}',
+         'payments.json: line 3, column 50: duplicate key "max_attempts" (each key may appear '
+         'once per object)'),
     ],
-    ids=["wrong-type", "negative-duration", "unknown-unit", "unknown-field", "invalid-json"],
+    ids=["wrong-type", "negative-duration", "unknown-unit", "unknown-field", "invalid-json",
+         "duplicate-key"],
 )
 def test_malformed_input_gives_the_precise_message(text: str, message: str) -> None:
     registry = _core.PolicyRegistry()
