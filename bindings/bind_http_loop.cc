@@ -108,13 +108,13 @@ class LoopDriver {
     return ResponseTuple(std::move(result).value());
   }
 
-  // Abandons call `id` (removing its transfer in flight); no-op when unknown
-  // or when the driver is closed.
+  // Abandons call `id` (removing its transfer in flight; the engine reports
+  // the call as failed); no-op when unknown. A closed driver watches
+  // nothing any more, so there is nothing to apply.
   void Cancel(uint64_t id) {
     waiters_.erase(id);
-    if (closed_) return;
     engine_->Cancel(id);
-    Apply();
+    if (!closed_) Apply();
   }
 
   // The loop's reader callback for the epoll set: runs libcurl on every
@@ -160,9 +160,9 @@ class LoopDriver {
     Apply();
   }
 
-  // Stops watching every socket and the timer and cancels every future
-  // still waiting. Transfers in flight are abandoned when the driver is
-  // destroyed. Idempotent.
+  // Stops watching every socket and the timer, and fails every future still
+  // waiting with RuntimeError (its request then cancels its call). Calls
+  // left are abandoned when the driver is destroyed. Idempotent.
   void Close() {
     if (closed_) return;
     closed_ = true;
@@ -178,7 +178,12 @@ class LoopDriver {
     std::unordered_map<uint64_t, py::object> waiters;
     waiters.swap(waiters_);
     for (auto& [id, future] : waiters) {
-      if (!future.attr(names().done)().cast<bool>()) future.attr(names().cancel)();
+      if (future.attr(names().done)().cast<bool>()) continue;
+      py::object error = py::reinterpret_steal<py::object>(PyObject_CallFunction(
+          PyExc_RuntimeError, "s",
+          "this AsyncClient was closed while the request was in flight"));
+      if (!error) throw py::error_already_set();
+      future.attr("set_exception")(error);
     }
   }
 

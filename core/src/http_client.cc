@@ -1031,6 +1031,17 @@ class Call {
     return static_cast<Call*>(user)->PollAbort() ? 1 : 0;
   }
 
+  // Ends a call its caller gave up (HttpAsyncEngine::Cancel, or the engine
+  // destroyed with calls pending), as an aborted call ends: a half-open
+  // probe permit is freed without judging the origin, and the call is
+  // reported failed, so that the in-flight gauges come back down.
+  // `in_transfer`: an attempt was running (it counts as made).
+  void Abandon(TimePoint now, bool in_transfer) {
+    aborted_ = true;
+    aborted_in_transfer_ = in_transfer;
+    (void)Finish(now, nullptr);
+  }
+
   // The call's result once it stopped.
   Result<HttpResponse> Finish(TimePoint now, HttpCallInfo* info) {
     // An attempt aborted mid-transfer never reached the session.
@@ -1254,9 +1265,12 @@ struct HttpAsyncEngine::Impl {
 
   explicit Impl(std::unique_ptr<Settings> s) : settings(std::move(s)) {}
   ~Impl() {
+    const TimePoint now = settings->clock->Now();
     for (auto& [id, c] : calls) {
-      if (c->in_flight) curl_multi_remove_handle(multi, c->easy);
+      const bool in_flight = c->in_flight;
+      if (in_flight) curl_multi_remove_handle(multi, c->easy);
       if (c->easy != nullptr) curl_easy_cleanup(c->easy);
+      c->call.Abandon(now, in_flight);
     }
     calls.clear();
     for (CURL* easy : idle) curl_easy_cleanup(easy);
@@ -1477,7 +1491,9 @@ void HttpAsyncEngine::Cancel(uint64_t id) {
   Impl& impl = *impl_;
   auto it = impl.calls.find(id);
   if (it == impl.calls.end()) return;
+  const bool in_flight = it->second->in_flight;
   impl.Release(*it->second);
+  it->second->call.Abandon(impl.settings->clock->Now(), in_flight);
   impl.calls.erase(it);
 }
 

@@ -1,10 +1,11 @@
 """``mulligan.AsyncClient``: the resilient HTTP client for asyncio.
 
-The event loop drives libcurl's multi interface (through the core's
-``HttpAsyncEngine`` and the native ``HttpLoopDriver``, which does the glue
-in C++): the loop watches the sockets libcurl asks for (``loop.add_reader`` /
-``add_writer``) and its timer (``loop.call_soon`` / ``call_at``), so many
-requests are in flight on one thread and no thread is started per request.
+The event loop drives libcurl's multi interface through the core's
+``HttpAsyncEngine`` and the native ``HttpLoopDriver``: libcurl's sockets sit
+in an epoll set of the driver's own, which the loop watches as one reader,
+and libcurl's timer goes to ``loop.call_soon`` / ``call_at``; one callback
+per loop iteration runs every ready transfer in C++. Many requests are in
+flight on one thread and no thread is started per request.
 The engine decides, the caller acts: when an attempt fails and the policy
 says retry, the coroutine waits with ``asyncio.sleep`` (so cancellation
 works at any point) and starts the next attempt. Method rules, Retry-After,
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
+import warnings
 from collections.abc import Coroutine
 from typing import Any, Optional, Union
 
@@ -42,9 +45,14 @@ class AsyncClient(_ClientBase):
     """A resilient asyncio HTTP client on libcurl's multi interface.
 
     Takes the same arguments as :class:`mulligan.Client`. One client belongs
-    to one event loop (the loop of its first request); use ``async with`` or
-    ``await client.aclose()`` to release its connections. ``on_retry`` may be
-    a plain function or a coroutine function (awaited before the wait).
+    to one event loop (the loop of its first request; another loop gets
+    RuntimeError); use ``async with`` or ``await client.aclose()`` to release
+    its connections (a client dropped unclosed warns with ResourceWarning).
+    ``on_retry`` may be a plain function or a coroutine function (awaited
+    before the wait). The proxy variables are read at the first request,
+    when the client's engine is made.
+
+    Thread-safety: use a client from its loop's thread only.
 
     .. versionadded:: 0.2.0
     """
@@ -52,6 +60,7 @@ class AsyncClient(_ClientBase):
     def __init__(self, *, policy: Optional[str] = None, **kwargs: Any) -> None:
         super().__init__(**_merge_named(policy, kwargs))
         self._driver: Any = None  # _core.HttpLoopDriver, made on the first request
+        self._driver_thread = 0  # the thread of its loop
 
     def _get_driver(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -61,16 +70,39 @@ class AsyncClient(_ClientBase):
                 raise RuntimeError("this client is closed")
             driver = _core.HttpLoopDriver(loop, **self._native_args)
             self._driver = driver
+            self._driver_thread = threading.get_ident()
         elif driver.loop is not loop:
             raise RuntimeError("this AsyncClient is bound to another event loop")
         return driver
 
     async def aclose(self) -> None:
-        """Closes the pool; requests still waiting are cancelled. Idempotent."""
+        """Closes the pool. Requests still in flight or waiting to retry raise
+        RuntimeError ("this AsyncClient was closed while the request was in
+        flight"). Idempotent."""
         self._closed = True
         driver, self._driver = self._driver, None
         if driver is not None:
             driver.close()
+
+    def __del__(self) -> None:
+        # The loop's reader keeps the driver (and its connections) alive, so
+        # an unclosed client would live as long as its loop: close it, and
+        # say so, as aiohttp does for an unclosed session.
+        driver = getattr(self, "_driver", None)
+        if driver is None or driver.closed:
+            return
+        warnings.warn(f"unclosed {self!r}: use 'async with' or 'await client.aclose()'",
+                      ResourceWarning, stacklevel=2)
+        loop = driver.loop
+        if loop.is_closed():
+            return
+        try:
+            if loop.is_running() and threading.get_ident() == self._driver_thread:
+                driver.close()
+            else:
+                loop.call_soon_threadsafe(driver.close)
+        except RuntimeError:  # the loop closed meanwhile
+            pass
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -139,7 +171,7 @@ class AsyncClient(_ClientBase):
                 done, call = call, None
                 response = _response_from(driver.finish(done))
             finally:
-                if call is not None and self._driver is driver:
+                if call is not None:  # cancelled, failed or the client closed
                     driver.cancel(call)
             if response.stop_reason in _GAVE_UP_REASONS:
                 self._report_give_up(method, url, response, raise_on_give_up)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import mulligan
+from mulligan import _core
 
 FAST = {"base_delay": 0.01, "max_delay": 0.05}
 
@@ -106,6 +107,76 @@ def test_cancellation_removes_the_transfer(server: Any) -> None:
                 await task
             assert time.monotonic() - t0 < 0.5
             # The client keeps working after a cancellation.
+            assert (await c.get(server.url("/ok"))).status_code == 200
+
+    asyncio.run(main())
+
+
+def test_cancelled_calls_leave_no_call_in_flight(server: Any) -> None:
+    # A cancelled transfer, a cancelled backoff wait and a client closed with
+    # a request pending all end their call in the metrics.
+    name = _core.http_origin(server.url("/ok"))  # the metrics name of the calls
+
+    def counts() -> tuple[int, int]:
+        return mulligan.status().by_name.get(name, (0, 0))
+
+    async def main() -> None:
+        async with mulligan.AsyncClient(base_delay=5.0, max_delay=5.0) as c:
+            in_transfer = asyncio.create_task(c.get(server.url("/slow?s=2")))
+            waiting = asyncio.create_task(c.get(server.url("/down"), attempts=3))
+            await asyncio.sleep(0.3)  # /down failed once and waits 0..5 s (full jitter)
+            assert counts()[0] == 2
+            for task in (in_transfer, waiting):
+                task.cancel()
+            await asyncio.gather(in_transfer, waiting, return_exceptions=True)
+            assert counts() == (0, 0)
+            pending = asyncio.create_task(c.get(server.url("/slow?s=2")))
+            await asyncio.sleep(0.1)
+        with pytest.raises(RuntimeError, match="closed while the request was in flight"):
+            await pending
+        assert counts() == (0, 0)
+
+    asyncio.run(main())
+
+
+def test_an_unclosed_client_warns_and_lets_go_of_its_connections(server: Any) -> None:
+    import gc
+    import os
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    async def main() -> None:
+        async with mulligan.AsyncClient() as warm:  # libcurl's one-time set-up
+            await warm.get(server.url("/ok"))
+        del warm
+        gc.collect()
+        before = open_fds()
+        for _ in range(5):
+            c = mulligan.AsyncClient()
+            assert (await c.get(server.url("/ok"))).status_code == 200
+            with pytest.warns(ResourceWarning, match="unclosed"):
+                del c
+                gc.collect()
+        await asyncio.sleep(0)
+        assert open_fds() == before  # epoll sets, sockets: all closed
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_half_open_probe_frees_the_breaker(server: Any) -> None:
+    async def main() -> None:
+        async with mulligan.AsyncClient(
+            attempts=1, breaker={"failure_threshold": 1, "reset_timeout": 0.2}
+        ) as c:
+            await c.get(server.url("/down"))  # opens the breaker
+            await asyncio.sleep(0.3)  # half-open: the next call is the probe
+            probe = asyncio.create_task(c.get(server.url("/slow?s=2")))
+            await asyncio.sleep(0.1)
+            probe.cancel()
+            await asyncio.gather(probe, return_exceptions=True)
+            # The cancelled probe says nothing about the origin: the next call
+            # is a new probe, admitted at once.
             assert (await c.get(server.url("/ok"))).status_code == 200
 
     asyncio.run(main())

@@ -353,6 +353,9 @@ class HttpAsyncEngine {
   // forgets the call. `info`, when non-null, is filled in either way.
   Result<HttpResponse> Finish(uint64_t id, HttpCallInfo* info = nullptr);
   // Abandons call `id` (removing any transfer in flight); no-op when unknown.
+  // Like an aborted HttpClient::Send, the call frees its breaker's half-open
+  // probe permit without judging the origin and is reported as failed in
+  // the metrics. Destroying the engine does the same for pending calls.
   void Cancel(uint64_t id);
   // Calls begun and not yet finished or cancelled.
   size_t size() const;
