@@ -356,8 +356,16 @@ Outcome TransportOutcome(CURLcode code, bool connected, bool request_sent) {
       break;
     case CURLE_URL_MALFORMAT:
     case CURLE_UNSUPPORTED_PROTOCOL:
-      kind = ErrorKind::kInvalidUrl;
-      sent = false;
+      if (request_sent) {
+        // The URL was checked before sending: what failed is the reply (an
+        // HTTP/0.9 or non-HTTP answer) or a redirect's Location (another
+        // scheme, or malformed). The same request meets the same answer.
+        kind = ErrorKind::kTerminal;
+        sent = true;
+      } else {
+        kind = ErrorKind::kInvalidUrl;
+        sent = false;
+      }
       break;
     default:
       kind = ErrorKind::kTransport;

@@ -31,8 +31,11 @@ from ._http import (
     Response,
     _HttpRetryHook,
     _UNSET,
+    _COMMON_METHODS,
     _GAVE_UP_REASONS,
     _ClientBase,
+    _check_switches,
+    _checked_method,
     _report_retry,
     _merge_named,
     _response_from,
@@ -141,6 +144,10 @@ class AsyncClient(_ClientBase):
         Cancelling the task removes the transfer in flight (or ends the wait)
         at once.
         """
+        if method not in _COMMON_METHODS:
+            method = _checked_method(method)
+        if follow_redirects is not None or max_redirects is not None or strict is not None:
+            _check_switches(follow_redirects, max_redirects, strict)
         url, pairs, body, key = self._prepare(method, url, params, data, json, headers, idempotency_key)
         policy = self._request_policy(
             attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on

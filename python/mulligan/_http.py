@@ -294,13 +294,43 @@ def _check_url_uncached(url: Any) -> str:
         raise TypeError(f"url must be a str, got {type(url).__name__}")
     if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in url):
         raise ValueError(f"malformed URL {url!r}: contains whitespace or control characters")
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError for a non-numeric or out-of-range port
+    except ValueError as exc:  # urllib's message does not name the URL
+        raise ValueError(f"malformed URL {url!r}: {exc}") from None
     if parts.scheme.lower() not in ("http", "https"):
         raise ValueError(f"malformed URL {url!r}: the scheme must be http or https")
     if not parts.hostname:
         raise ValueError(f"malformed URL {url!r}: no host")
-    parts.port  # noqa: B018 -- raises ValueError for a non-numeric or out-of-range port
     return url
+
+
+def _checked_method(method: Any) -> str:
+    """An HTTP method other than the common upper-case ones, upper-cased as
+    requests and httpx do (``"get"`` sends GET). Raises TypeError for a
+    non-str and ValueError for anything but a token (RFC 9110 section 9)."""
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a str, got {type(method).__name__}")
+    if not method or not all(c in _TOKEN_CHARS for c in method):
+        raise ValueError(f"invalid HTTP method {method!r}")
+    return method.upper()
+
+
+def _check_switches(
+    follow_redirects: Optional[bool], max_redirects: Optional[int], strict: Optional[bool]
+) -> None:
+    """Checks a request's follow_redirects / max_redirects / strict overrides
+    (None: the client's setting); TypeError for a wrong type, ValueError for
+    max_redirects outside [0, 1000]."""
+    for name, value in (("follow_redirects", follow_redirects), ("strict", strict)):
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"{name} must be a bool or None, got {value!r}")
+    if max_redirects is not None:
+        if isinstance(max_redirects, bool) or not isinstance(max_redirects, int):
+            raise TypeError(f"max_redirects must be an int or None, got {max_redirects!r}")
+        if not 0 <= max_redirects <= 1000:
+            raise ValueError(f"max_redirects must be in [0, 1000], got {max_redirects}")
 
 
 def _check_headers(headers: HeadersInput) -> list[tuple[str, bytes]]:
@@ -337,18 +367,26 @@ def _check_headers(headers: HeadersInput) -> list[tuple[str, bytes]]:
     return out
 
 
-def _seconds(name: str, value: Any, *, optional: bool = False) -> Optional[float]:
-    """A duration argument as float seconds: an int, a float or a datetime.timedelta."""
+def _seconds(
+    name: str, value: Any, *, optional: bool = False, positive: bool = False
+) -> Optional[float]:
+    """A duration argument as float seconds: an int, a float or a
+    datetime.timedelta. With ``positive``, 0 and below raise ValueError
+    naming the argument as the caller spelled it."""
     if value is None and optional:
         return None
     if isinstance(value, datetime.timedelta):
-        return value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        seconds = value.total_seconds()
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(
             f"{name} must be a number of seconds or a datetime.timedelta"
             f"{' or None' if optional else ''}, got {value!r}"
         )
-    return float(value)
+    else:
+        seconds = float(value)
+    if positive and not seconds > 0:
+        raise ValueError(f"{name} must be > 0 seconds, got {value!r}")
+    return seconds
 
 
 def _retry_on(value: Any) -> Optional[tuple[int, ...]]:
@@ -635,7 +673,7 @@ class _ClientBase:
         self._default_policy = self._policy_for({})
         self._native_args: dict[str, Any] = dict(
             attempt_timeout=30.0,
-            connect_timeout=_seconds("connect_timeout", connect_timeout),
+            connect_timeout=_seconds("connect_timeout", connect_timeout, positive=True),
             verify_tls=verify_flag,
             user_agent=user_agent,
             follow_redirects=bool(follow_redirects),
@@ -697,8 +735,8 @@ class _ClientBase:
             raise TypeError(f"backoff must be a str, got {backoff!r}")
         return _policy(
             attempts,
-            _seconds("timeout", o["timeout"], optional=True),
-            _seconds("deadline", o["deadline"], optional=True),
+            _seconds("timeout", o["timeout"], optional=True, positive=True),
+            _seconds("deadline", o["deadline"], optional=True, positive=True),
             backoff,
             _seconds("base_delay", o["base_delay"]),
             _seconds("max_delay", o["max_delay"]),
@@ -718,10 +756,6 @@ class _ClientBase:
     ) -> tuple[str, list[tuple[str, bytes]], bytes, Optional[str]]:
         if self._closed:
             raise RuntimeError("this client is closed")
-        if method not in _COMMON_METHODS and (
-            not isinstance(method, str) or not method or not all(c in _TOKEN_CHARS for c in method)
-        ):
-            raise ValueError(f"invalid HTTP method {method!r}")
         _check_url(url)
         if (
             params is None and headers is None and data is None and json is None
@@ -948,6 +982,10 @@ class Client(_ClientBase):
             mulligan.CircuitOpenError: the origin's breaker is open.
             mulligan.RetriesExhausted: only with ``raise_on_give_up=True``.
         """
+        if method not in _COMMON_METHODS:
+            method = _checked_method(method)
+        if follow_redirects is not None or max_redirects is not None or strict is not None:
+            _check_switches(follow_redirects, max_redirects, strict)
         url, pairs, body, key = self._prepare(method, url, params, data, json, headers, idempotency_key)
         policy = self._request_policy(
             attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on

@@ -82,6 +82,39 @@ def test_client_defaults_and_context_manager(server: Any) -> None:
     c.close()  # idempotent
 
 
+def test_a_reply_that_is_not_http_is_a_terminal_transport_error() -> None:
+    # The URL is fine; the server answers with something else than HTTP
+    # (libcurl: "Received HTTP/0.9 when not allowed"). Not a ValueError (the
+    # caller's input was right) and not retried (it would answer the same).
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    served: list[int] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+                served.append(1)
+
+    threading.Thread(target=serve, daemon=True).start()
+    url = "http://127.0.0.1:%d/" % listener.getsockname()[1]
+    try:
+        with pytest.raises(mulligan.TransportError) as info:
+            mulligan.get(url, attempts=3)
+        assert info.value.kind == "terminal"
+        assert info.value.attempts == 1
+        assert not isinstance(info.value, ValueError)
+        assert served == [1]
+    finally:
+        listener.close()
+
+
 def test_redirects_are_off_by_default_and_bounded(server: Any) -> None:
     with mulligan.Client() as c:
         r = c.get(server.url("/redirect"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -180,3 +181,39 @@ def test_cli_get_exits_130_promptly_on_ctrl_c(server: Any) -> None:
             proc.wait()
     assert proc.returncode == 130
     assert took < 2.0, took
+
+
+def test_methods_are_upper_cased_and_checked(server: Any) -> None:
+    # As requests and httpx: "patch" sends PATCH. A non-str is a TypeError.
+    with mulligan.Client(attempts=1) as c:
+        r = c.request("patch", server.url("/echo"), data="x")
+        assert r.text.startswith("method=PATCH\n")
+        for bad in (None, b"GET", 3):
+            with pytest.raises(TypeError, match="method must be a str"):
+                c.request(bad, server.url("/ok"))  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="invalid HTTP method 'GE T'"):
+            c.request("GE T", server.url("/ok"))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"max_redirects": "3"}, TypeError, "max_redirects must be an int or None, got '3'"),
+        ({"max_redirects": 1001}, ValueError, r"max_redirects must be in \[0, 1000\], got 1001"),
+        ({"follow_redirects": "yes"}, TypeError, "follow_redirects must be a bool or None"),
+        ({"strict": 1}, TypeError, "strict must be a bool or None, got 1"),
+        ({"timeout": -1}, ValueError, "timeout must be > 0 seconds, got -1"),
+        ({"deadline": 0}, ValueError, "deadline must be > 0 seconds, got 0"),
+    ],
+)
+def test_request_switches_name_the_argument(kwargs: dict[str, Any], error: type, message: str) -> None:
+    # Raised before anything is sent (nothing listens on port 9).
+    with mulligan.Client(attempts=1) as c:
+        with pytest.raises(error, match=message):
+            c.get("http://127.0.0.1:9/", **kwargs)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:+80/", "http://[::1/", "http://127.0.0.1:99999/"])
+def test_malformed_urls_are_named_in_the_error(url: str) -> None:
+    with pytest.raises(ValueError, match=r"malformed URL '" + re.escape(url) + "'"):
+        mulligan.get(url)
