@@ -11,7 +11,7 @@ says retry, the coroutine waits with ``asyncio.sleep`` (so cancellation
 works at any point) and starts the next attempt. Method rules, Retry-After,
 deadlines, breakers and errors are the sync client's.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.0
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class AsyncClient(_ClientBase):
 
     Thread-safety: use a client from its loop's thread only.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.0
     """
 
     def __init__(self, *, policy: Optional[str] = None, **kwargs: Any) -> None:

@@ -9,7 +9,7 @@ The body of the final response goes to stdout (or ``-o FILE``); ``-v`` tells
 each attempt, its outcome and the wait on stderr; ``--metrics`` prints a JSON
 summary on stderr at the end.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.0
 """
 
 from __future__ import annotations

@@ -444,7 +444,7 @@ class RetryEvent:
         method: the request's method.
         url: the request's URL.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.0
     """
 
     __slots__ = ("attempt", "delay", "kind", "status", "from_retry_after", "method", "url")
@@ -884,9 +884,6 @@ class Client(_ClientBase):
             unknown name.
 
     .. versionadded:: 0.1.0
-    .. versionchanged:: 0.2.0
-       Context manager, client-wide retry defaults, ``verify``, redirects,
-       strict mode, ``on_retry``, breakers, ``params=``, every method.
     """
 
     def __init__(self, *, policy: Optional[str] = None, **kwargs: Any) -> None:
