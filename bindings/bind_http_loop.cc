@@ -358,11 +358,14 @@ void BindHttpLoop(py::module_& m) {
                         double connect_timeout, bool verify_tls, const std::string& user_agent,
                         bool follow_redirects, int max_redirects, const std::string& ca_bundle,
                         bool strict, std::optional<int> breaker_failure_threshold,
-                        double breaker_reset_timeout, bool breaker_per_attempt) {
-    std::unique_ptr<HttpAsyncEngine> engine = Unwrap(HttpAsyncEngine::Create(
+                        double breaker_reset_timeout, bool breaker_per_attempt,
+                        int max_connections) {
+    HttpClientOptions options =
         MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
-                    follow_redirects, max_redirects, ca_bundle, strict,
-                    breaker_failure_threshold, breaker_reset_timeout, breaker_per_attempt)));
+                    follow_redirects, max_redirects, ca_bundle, strict, breaker_failure_threshold,
+                    breaker_reset_timeout, breaker_per_attempt);
+    options.max_connections = max_connections;
+    std::unique_ptr<HttpAsyncEngine> engine = Unwrap(HttpAsyncEngine::Create(options));
     return std::make_unique<LoopDriver>(std::move(loop), std::move(engine));
   };
 
@@ -375,7 +378,8 @@ void BindHttpLoop(py::module_& m) {
            py::arg("user_agent") = "mulligan", py::arg("follow_redirects") = false,
            py::arg("max_redirects") = 10, py::arg("ca_bundle") = "", py::arg("strict") = false,
            py::arg("breaker_failure_threshold") = py::none(),
-           py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false)
+           py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false,
+           py::arg("max_connections") = 0)
       .def_property_readonly("loop", &LoopDriver::loop)
       .def_property_readonly("closed", &LoopDriver::closed)
       .def(

@@ -656,6 +656,10 @@ Status ValidateOptions(const HttpClientOptions& options) {
   if (options.ca_bundle.find('\0') != std::string::npos) {
     return InvalidArgumentError("ca_bundle must not contain NUL");
   }
+  if (options.max_connections < 0) {
+    return InvalidArgumentError("max_connections must be >= 0 (0: no cap), got " +
+                                std::to_string(options.max_connections));
+  }
   return OkStatus();
 }
 
@@ -1378,6 +1382,10 @@ Result<std::unique_ptr<HttpAsyncEngine>> HttpAsyncEngine::Create(
   curl_multi_setopt(impl->multi, CURLMOPT_SOCKETDATA, impl.get());
   curl_multi_setopt(impl->multi, CURLMOPT_TIMERFUNCTION, &Impl::OnTimer);
   curl_multi_setopt(impl->multi, CURLMOPT_TIMERDATA, impl.get());
+  if (options.max_connections > 0) {
+    curl_multi_setopt(impl->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+                      static_cast<long>(options.max_connections));
+  }
   return std::unique_ptr<HttpAsyncEngine>(new HttpAsyncEngine(std::move(impl)));
 }
 

@@ -47,7 +47,11 @@ __all__ = ["AsyncClient"]
 class AsyncClient(_ClientBase):
     """A resilient asyncio HTTP client on libcurl's multi interface.
 
-    Takes the same arguments as :class:`mulligan.Client`. One client belongs
+    Takes the same arguments as :class:`mulligan.Client`, and
+    ``max_connections`` (int, default 100, as aiohttp and httpx; None for no
+    cap): at most that many connections are open at once, and requests
+    beyond them wait in order for a free one (their attempt timeout runs
+    meanwhile). One client belongs
     to one event loop (the loop of its first request; another loop gets
     RuntimeError); use ``async with`` or ``await client.aclose()`` to release
     its connections (a client dropped unclosed warns with ResourceWarning).
@@ -60,8 +64,17 @@ class AsyncClient(_ClientBase):
     .. versionadded:: 0.1.0
     """
 
-    def __init__(self, *, policy: Optional[str] = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, policy: Optional[str] = None, max_connections: Optional[int] = 100, **kwargs: Any
+    ) -> None:
+        if max_connections is not None and (
+            isinstance(max_connections, bool) or not isinstance(max_connections, int)
+        ):
+            raise TypeError(f"max_connections must be an int or None, got {max_connections!r}")
+        if max_connections is not None and max_connections < 1:
+            raise ValueError(f"max_connections must be >= 1 or None, got {max_connections}")
         super().__init__(**_merge_named(policy, kwargs))
+        self._native_args["max_connections"] = max_connections or 0
         self._driver: Any = None  # _core.HttpLoopDriver, made on the first request
         self._driver_thread = 0  # the thread of its loop
 

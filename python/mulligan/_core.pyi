@@ -248,6 +248,7 @@ class HttpLoopDriver:
         breaker_failure_threshold: Optional[int] = None,
         breaker_reset_timeout: float = 30.0,
         breaker_per_attempt: bool = False,
+        max_connections: int = 0,
     ) -> None: ...
     @property
     def loop(self) -> asyncio.AbstractEventLoop: ...

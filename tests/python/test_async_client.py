@@ -242,3 +242,33 @@ def test_idle_connection_closed_by_the_peer_is_handled() -> None:
         listener.close()
     assert ticks >= 10
     assert len(served) == 2
+
+
+def test_max_connections_queues_requests_beyond_the_cap(server: Any) -> None:
+    # Six 0.2 s requests over at most two connections: three waves, and
+    # nginx sees no more than two connections.
+    async def main() -> float:
+        async with mulligan.AsyncClient(max_connections=2, attempts=1) as c:
+            t0 = time.monotonic()
+            rs = await asyncio.gather(*(c.get(server.url(uri)) for _ in range(6)))
+            assert [r.status_code for r in rs] == [200] * 6
+            return time.monotonic() - t0
+
+    uri = "/slow?s=0.2&case=max_connections"  # its own log lines, not other tests' /slow
+    elapsed = asyncio.run(main())
+    assert elapsed >= 0.55  # three waves of 0.2 s, not one
+    deadline = time.monotonic() + 5
+    while True:
+        log = [e for e in server.access_log() if e["uri"] == uri]
+        if len(log) >= 6 or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    assert len(log) == 6
+    assert len({e["connection"] for e in log}) <= 2
+
+
+@pytest.mark.parametrize(("value", "error"), [(0, ValueError), (-1, ValueError),
+                                               ("2", TypeError), (True, TypeError)])
+def test_max_connections_is_checked(value: Any, error: type) -> None:
+    with pytest.raises(error, match="max_connections"):
+        mulligan.AsyncClient(max_connections=value)

@@ -234,6 +234,13 @@ struct HttpClientOptions {
   // set. A call succeeds when its final response is not an error status
   // (below 400, or not classified terminal or retryable). Default true.
   bool report_metrics = true;
+
+  // HttpAsyncEngine only: at most this many connections open at once
+  // (libcurl's CURLMOPT_MAX_TOTAL_CONNECTIONS); a transfer beyond it waits,
+  // in order, for one to free, its attempt timeout running meanwhile. 0: no
+  // cap. Default 0. HttpClient ignores it: each Send uses one connection,
+  // so the number of calling threads bounds it. Must be >= 0.
+  int max_connections = 0;
   std::string metrics_name;
 };
 
