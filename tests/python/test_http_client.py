@@ -386,3 +386,31 @@ def test_breaker_ends_a_retry_chain_when_counting_attempts(server: Any) -> None:
             c.get(server.url("/down"))
     assert info.value.attempts == 2
     assert len(logged(server, "/down", 2)) == 2
+
+
+@pytest.mark.parametrize("path", ["/ok", "/down", "/headers", "/echo"])
+@pytest.mark.parametrize("method", ["GET", "HEAD", "DELETE", "POST"])
+def test_bare_calls_match_request(server: Any, path: str, method: str,
+                                  caplog: pytest.LogCaptureFixture) -> None:
+    # client.get(url) takes a shorter path than client.request("GET", url);
+    # both must give the same response and log the same give-up.
+    def run(bare: bool) -> tuple[Any, ...]:
+        caplog.clear()
+        with mulligan.Client(attempts=2, base_delay=0.001, max_delay=0.001) as c:
+            url = server.url(path)
+            r = getattr(c, method.lower())(url) if bare else c.request(method, url)
+        fields = [(k, v) for k, v in r.headers.items() if k.lower() != "date"]
+        gave_up = [rec.getMessage() for rec in caplog.records if "gave up" in rec.getMessage()]
+        return (r.status_code, r.content, r.attempts, r.stop_reason, r.url, fields, gave_up)
+
+    with caplog.at_level("WARNING", logger="mulligan"):
+        bare = run(bare=True)
+        assert bare == run(bare=False)
+    if path == "/down" and method == "GET":
+        assert bare[0] == 503 and bare[2] == 2 and len(bare[-1]) == 1  # gave up, logged once
+    closed = mulligan.Client()
+    closed.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        closed.get(server.url("/ok"))
+    with pytest.raises(ValueError, match="malformed URL"):
+        mulligan.Client().get("ftp://x/")
