@@ -35,6 +35,7 @@ from ._http import (
     _GAVE_UP_REASONS,
     _ClientBase,
     _check_switches,
+    _check_url,
     _checked_method,
     _report_retry,
     _merge_named,
@@ -126,7 +127,8 @@ class AsyncClient(_ClientBase):
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
-    # The method helpers return request()'s coroutine itself (no extra frame).
+    # The method helpers return a coroutine themselves (no extra frame): _bare's
+    # without keywords, request()'s otherwise.
     async def request(
         self,
         method: str,
@@ -165,11 +167,43 @@ class AsyncClient(_ClientBase):
         policy = self._request_policy(
             attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on
         )
-        hook = on_retry if on_retry is not None else self._on_retry
+        return await self._call(
+            method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
+            on_retry if on_retry is not None else self._on_retry, raise_on_give_up, fallback,
+        )
+
+    def _bare(self, method: str, url: str) -> Coroutine[Any, Any, Response]:
+        """``request(method, url)`` with every keyword at its default, as one
+        coroutine frame without request()'s argument handling: the hot path
+        of ``await client.get(url)``. Same checks, results, logs and errors
+        (the URL is checked when awaited, as request() does)."""
+        return self._call(
+            method, url, list(self._default_headers), b"", None, self._default_policy,
+            None, None, None, self._on_retry, False, _UNSET, check_url=True,
+        )
+
+    async def _call(
+        self,
+        method: str,
+        url: str,
+        pairs: list[tuple[str, bytes]],
+        body: bytes,
+        key: Optional[str],
+        policy: Any,
+        follow_redirects: Optional[bool],
+        max_redirects: Optional[int],
+        strict: Optional[bool],
+        hook: Optional[_HttpRetryHook],
+        raise_on_give_up: bool,
+        fallback: Any,
+        check_url: bool = False,
+    ) -> Response:
+        """Runs one prepared call: attempts on the driver, waits between them
+        with asyncio.sleep, the give-up report and the fallback."""
+        if check_url:
+            _check_url(url)
         driver = self._get_driver()
         loop = driver.loop
-        # One coroutine frame for the whole call (no helper coroutine): each
-        # frame more costs every resumption.
         try:
             fut = loop.create_future()
             call: Optional[int] = driver.begin(
@@ -201,28 +235,28 @@ class AsyncClient(_ClientBase):
 
     def get(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a GET; see :meth:`request`."""
-        return self.request("GET", url, **kwargs)
+        return self.request("GET", url, **kwargs) if kwargs else self._bare("GET", url)
 
     def head(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a HEAD; see :meth:`request`."""
-        return self.request("HEAD", url, **kwargs)
+        return self.request("HEAD", url, **kwargs) if kwargs else self._bare("HEAD", url)
 
     def options(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends an OPTIONS; see :meth:`request`."""
-        return self.request("OPTIONS", url, **kwargs)
+        return self.request("OPTIONS", url, **kwargs) if kwargs else self._bare("OPTIONS", url)
 
     def post(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a POST (retried only with an idempotency key); see :meth:`request`."""
-        return self.request("POST", url, **kwargs)
+        return self.request("POST", url, **kwargs) if kwargs else self._bare("POST", url)
 
     def put(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a PUT; see :meth:`request`."""
-        return self.request("PUT", url, **kwargs)
+        return self.request("PUT", url, **kwargs) if kwargs else self._bare("PUT", url)
 
     def patch(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a PATCH (retried only with an idempotency key); see :meth:`request`."""
-        return self.request("PATCH", url, **kwargs)
+        return self.request("PATCH", url, **kwargs) if kwargs else self._bare("PATCH", url)
 
     def delete(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a DELETE; see :meth:`request`."""
-        return self.request("DELETE", url, **kwargs)
+        return self.request("DELETE", url, **kwargs) if kwargs else self._bare("DELETE", url)

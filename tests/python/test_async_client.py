@@ -272,3 +272,36 @@ def test_max_connections_queues_requests_beyond_the_cap(server: Any) -> None:
 def test_max_connections_is_checked(value: Any, error: type) -> None:
     with pytest.raises(error, match="max_connections"):
         mulligan.AsyncClient(max_connections=value)
+
+
+@pytest.mark.parametrize("path", ["/ok", "/down", "/headers"])
+@pytest.mark.parametrize("method", ["GET", "DELETE", "POST"])
+def test_bare_calls_match_request(server: Any, path: str, method: str,
+                                  caplog: pytest.LogCaptureFixture) -> None:
+    # await client.get(url) takes a shorter path than client.request("GET",
+    # url); both must give the same response and log the same give-up.
+    async def run(bare: bool) -> tuple[Any, ...]:
+        caplog.clear()
+        async with mulligan.AsyncClient(attempts=2, base_delay=0.001, max_delay=0.001) as c:
+            url = server.url(path)
+            r = await (getattr(c, method.lower())(url) if bare else c.request(method, url))
+        fields = [(k, v) for k, v in r.headers.items() if k.lower() != "date"]
+        gave_up = [rec.getMessage() for rec in caplog.records if "gave up" in rec.getMessage()]
+        return (r.status_code, r.content, r.attempts, r.stop_reason, r.url, fields, gave_up)
+
+    async def errors() -> None:
+        closed = mulligan.AsyncClient()
+        await closed.aclose()
+        with pytest.raises(RuntimeError, match="closed"):
+            await closed.get(server.url("/ok"))
+        async with mulligan.AsyncClient() as c:
+            coro = c.get("ftp://x/")  # checked when awaited, as request() does
+            with pytest.raises(ValueError, match="malformed URL"):
+                await coro
+
+    with caplog.at_level("WARNING", logger="mulligan"):
+        bare = asyncio.run(run(bare=True))
+        assert bare == asyncio.run(run(bare=False))
+    if path == "/down" and method == "GET":
+        assert bare[0] == 503 and bare[2] == 2 and len(bare[-1]) == 1
+    asyncio.run(errors())
