@@ -1079,12 +1079,12 @@ def get(url: str, **kwargs: Any) -> Response:
 
     .. versionadded:: 0.1.0
     """
-    return _client().request("GET", url, **kwargs)
+    return _client().get(url, **kwargs)
 
 
 def head(url: str, **kwargs: Any) -> Response:
     """Sends a HEAD with the default client; see :meth:`Client.request`."""
-    return _client().request("HEAD", url, **kwargs)
+    return _client().head(url, **kwargs)
 
 
 def post(url: str, **kwargs: Any) -> Response:
@@ -1095,24 +1095,24 @@ def post(url: str, **kwargs: Any) -> Response:
 
     .. versionadded:: 0.1.0
     """
-    return _client().request("POST", url, **kwargs)
+    return _client().post(url, **kwargs)
 
 
 def options(url: str, **kwargs: Any) -> Response:
     """Sends an OPTIONS with the default client; see :meth:`Client.request`."""
-    return _client().request("OPTIONS", url, **kwargs)
+    return _client().options(url, **kwargs)
 
 
 def put(url: str, **kwargs: Any) -> Response:
     """Sends a PUT with the default client; see :meth:`Client.request`."""
-    return _client().request("PUT", url, **kwargs)
+    return _client().put(url, **kwargs)
 
 
 def patch(url: str, **kwargs: Any) -> Response:
     """Sends a PATCH (retried only with an idempotency key); see :meth:`Client.request`."""
-    return _client().request("PATCH", url, **kwargs)
+    return _client().patch(url, **kwargs)
 
 
 def delete(url: str, **kwargs: Any) -> Response:
     """Sends a DELETE with the default client; see :meth:`Client.request`."""
-    return _client().request("DELETE", url, **kwargs)
+    return _client().delete(url, **kwargs)
