@@ -1128,7 +1128,8 @@ class DuplicateKeyCheck {
   static constexpr std::size_t max_string_size = static_cast<std::size_t>(-1);
   static constexpr std::size_t max_key_size = static_cast<std::size_t>(-1);
 
-  // The repeated key, once found.
+  // Whether a key was repeated, and which (it may be the empty key).
+  bool found() const { return found_; }
   const std::string& duplicate() const { return duplicate_; }
 
   bool on_document_begin(boost::system::error_code&) { return true; }
@@ -1152,6 +1153,7 @@ class DuplicateKeyCheck {
   bool on_key(json::string_view last, std::size_t, boost::system::error_code& ec) {
     key_.append(last.data(), last.size());
     if (!keys_.back().insert(key_).second) {
+      found_ = true;
       duplicate_ = key_;
       ec = std::make_error_code(std::errc::invalid_argument);
       return false;
@@ -1172,6 +1174,7 @@ class DuplicateKeyCheck {
   std::vector<std::unordered_set<std::string>> keys_;  // per open object
   std::string key_;                                    // the key being read
   std::string duplicate_;
+  bool found_ = false;
 };
 
 // The first key some object of `text` (valid JSON) names twice, with the
@@ -1180,7 +1183,7 @@ std::optional<std::pair<std::string, size_t>> FindDuplicateKey(std::string_view 
   json::basic_parser<DuplicateKeyCheck> parser(json::parse_options{});
   boost::system::error_code ec;
   const size_t consumed = parser.write_some(false, text.data(), text.size(), ec);
-  if (!ec || parser.handler().duplicate().empty()) return std::nullopt;
+  if (!ec || !parser.handler().found()) return std::nullopt;
   return std::make_pair(parser.handler().duplicate(), consumed);
 }
 

@@ -44,6 +44,13 @@ from ._http import (
 
 __all__ = ["AsyncClient"]
 
+_CLOSED_IN_FLIGHT = "this AsyncClient was closed while the request was in flight"
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
 
 class AsyncClient(_ClientBase):
     """A resilient asyncio HTTP client on libcurl's multi interface.
@@ -72,12 +79,15 @@ class AsyncClient(_ClientBase):
             isinstance(max_connections, bool) or not isinstance(max_connections, int)
         ):
             raise TypeError(f"max_connections must be an int or None, got {max_connections!r}")
-        if max_connections is not None and max_connections < 1:
-            raise ValueError(f"max_connections must be >= 1 or None, got {max_connections}")
+        if max_connections is not None and not 1 <= max_connections <= 2**31 - 1:
+            raise ValueError(
+                f"max_connections must be in [1, 2**31 - 1] or None, got {max_connections}"
+            )
         super().__init__(**_merge_named(policy, kwargs))
         self._native_args["max_connections"] = max_connections or 0
         self._driver: Any = None  # _core.HttpLoopDriver, made on the first request
         self._driver_thread = 0  # the thread of its loop
+        self._waits: set[asyncio.Future[None]] = set()  # retries' backoff waits, for aclose
 
     def _get_driver(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -100,6 +110,9 @@ class AsyncClient(_ClientBase):
         driver, self._driver = self._driver, None
         if driver is not None:
             driver.close()
+        for waiter in list(self._waits):
+            if not waiter.done():
+                waiter.set_exception(RuntimeError(_CLOSED_IN_FLIGHT))
 
     def __del__(self) -> None:
         # The loop's reader keeps the driver (and its connections) alive, so
@@ -108,18 +121,18 @@ class AsyncClient(_ClientBase):
         driver = getattr(self, "_driver", None)
         if driver is None or driver.closed:
             return
+        loop = driver.loop
+        try:
+            if loop.is_running() and threading.get_ident() != self._driver_thread:
+                loop.call_soon_threadsafe(driver.close)  # the loop's thread closes it
+            else:  # this thread's loop, or a stopped or closed one: nothing runs it
+                driver.close()
+        except RuntimeError:  # the loop closed meanwhile: close it here
+            driver.close()
+        # Closed first: a filter turning the warning into an error must not
+        # keep the connections open.
         warnings.warn(f"unclosed {self!r}: use 'async with' or 'await client.aclose()'",
                       ResourceWarning, stacklevel=2)
-        loop = driver.loop
-        if loop.is_closed():
-            return
-        try:
-            if loop.is_running() and threading.get_ident() == self._driver_thread:
-                driver.close()
-            else:
-                loop.call_soon_threadsafe(driver.close)
-        except RuntimeError:  # the loop closed meanwhile
-            pass
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -172,11 +185,25 @@ class AsyncClient(_ClientBase):
             on_retry if on_retry is not None else self._on_retry, raise_on_give_up, fallback,
         )
 
+    async def _wait(self, loop: asyncio.AbstractEventLoop, delay: float) -> None:
+        """Waits `delay` seconds before a retry, as asyncio.sleep does, but
+        ends at once with RuntimeError when the client is closed meanwhile."""
+        waiter = loop.create_future()
+        timer = loop.call_later(delay, _resolve, waiter)
+        self._waits.add(waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waits.discard(waiter)
+
     def _bare(self, method: str, url: str) -> Coroutine[Any, Any, Response]:
         """``request(method, url)`` with every keyword at its default, as one
         coroutine frame without request()'s argument handling: the hot path
         of ``await client.get(url)``. Same checks, results, logs and errors
         (the URL is checked when awaited, as request() does)."""
+        if type(self).request is not _PLAIN_REQUEST:  # a subclass's or a mock's request()
+            return self.request(method, url)
         return self._call(
             method, url, list(self._default_headers), b"", None, self._default_policy,
             None, None, None, self._on_retry, False, _UNSET, check_url=True,
@@ -200,7 +227,9 @@ class AsyncClient(_ClientBase):
     ) -> Response:
         """Runs one prepared call: attempts on the driver, waits between them
         with asyncio.sleep, the give-up report and the fallback."""
-        if check_url:
+        if check_url:  # the short path: request() checked both already
+            if self._closed:
+                raise RuntimeError("this client is closed")
             _check_url(url)
         driver = self._get_driver()
         loop = driver.loop
@@ -219,7 +248,7 @@ class AsyncClient(_ClientBase):
                     result = _report_retry(info, method, url, hook)
                     if inspect.isawaitable(result):
                         await result
-                    await asyncio.sleep(info[1])
+                    await self._wait(loop, info[1])
                     fut = loop.create_future()
                     driver.start(call, fut)
                 done, call = call, None
@@ -260,3 +289,8 @@ class AsyncClient(_ClientBase):
     def delete(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a DELETE; see :meth:`request`."""
         return self.request("DELETE", url, **kwargs) if kwargs else self._bare("DELETE", url)
+
+
+# The short path (_bare) is taken only while request() is this one, so that a
+# subclass overriding request() (or a test patching it) still sees every call.
+_PLAIN_REQUEST = AsyncClient.request

@@ -1008,8 +1008,9 @@ class Client(_ClientBase):
         (a fifth of the Python time per call). Same checks, results, logs
         and errors as request(), which a test compares."""
         client = self._client
-        if client is None or self._default_headers:
-            return self.request(method, url)  # closed, or headers to merge
+        if client is None or self._default_headers or type(self).request is not _PLAIN_REQUEST:
+            # Closed, headers to merge, or a subclass's (or a mock's) request().
+            return self.request(method, url)
         _check_url(url)
         try:
             response = _response_from(client.request(
@@ -1050,6 +1051,10 @@ class Client(_ClientBase):
         """Sends a DELETE; see :meth:`request`."""
         return self.request("DELETE", url, **kwargs) if kwargs else self._bare("DELETE", url)
 
+
+# The short path (Client._bare) is taken only while request() is this one, so
+# that a subclass overriding request() (or a test patching it) sees every call.
+_PLAIN_REQUEST = Client.request
 
 _default_client: Optional[Client] = None
 _default_lock = threading.Lock()

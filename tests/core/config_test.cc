@@ -116,6 +116,10 @@ TEST(ConfigErrors, DuplicateKeyIsAnErrorWithItsPlace) {
   EXPECT_EQ(ErrorOf("{\"policies\": {\"a\": {}, \"a\": {}}}"),
             "payments.json: line 1, column 26: duplicate key \"a\" (each key may appear once "
             "per object)");
+  // The empty key is a key like any other.
+  EXPECT_EQ(ErrorOf("{\"x\": {\"\": 1, \"\": 2}}"),
+            "payments.json: line 1, column 16: duplicate key \"\" (each key may appear once "
+            "per object)");
   // The same key in two different objects is fine.
   Result<std::shared_ptr<const ConfigSnapshot>> ok = ParseConfig(
       "{\"policies\": {\"a\": {\"max_attempts\": 2}, \"b\": {\"max_attempts\": 3}}}",

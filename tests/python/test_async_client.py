@@ -305,3 +305,67 @@ def test_bare_calls_match_request(server: Any, path: str, method: str,
     if path == "/down" and method == "GET":
         assert bare[0] == 503 and bare[2] == 2 and len(bare[-1]) == 1
     asyncio.run(errors())
+
+
+def test_aclose_ends_a_backoff_wait_at_once(server: Any) -> None:
+    name = _core.http_origin(server.url("/ok"))
+
+    async def main() -> None:
+        c = mulligan.AsyncClient(backoff="constant", base_delay=20.0, max_delay=20.0)
+        task = asyncio.create_task(c.get(server.url("/down")))
+        await asyncio.sleep(0.2)  # the first attempt failed; a 20 s wait began
+        t0 = time.monotonic()
+        await c.aclose()
+        with pytest.raises(RuntimeError, match="closed while the request was in flight"):
+            await task
+        assert time.monotonic() - t0 < 1.0
+        assert mulligan.status().by_name.get(name, (0, 0)) == (0, 0)
+
+    asyncio.run(main())
+
+
+def test_an_unclosed_client_is_released_after_its_loop_closed(server: Any) -> None:
+    import gc
+    import os
+
+    held: list[mulligan.AsyncClient] = []
+
+    async def use() -> None:
+        c = mulligan.AsyncClient()
+        assert (await c.get(server.url("/ok"))).status_code == 200
+        held.append(c)
+
+    asyncio.run(use())  # warm libcurl's one-time set-up
+    with pytest.warns(ResourceWarning):
+        held.clear()
+        gc.collect()
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        asyncio.run(use())
+        with pytest.warns(ResourceWarning, match="unclosed"):
+            held.clear()
+            gc.collect()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_subclass_request_sees_every_call(server: Any) -> None:
+    seen: list[str] = []
+
+    class Traced(mulligan.AsyncClient):
+        async def request(self, method: str, url: str, **kwargs: Any) -> mulligan.Response:  # type: ignore[override]
+            seen.append(method)
+            return await super().request(method, url, **kwargs)
+
+    async def main() -> None:
+        async with Traced() as c:
+            await c.get(server.url("/ok"))
+            await c.delete(server.url("/ok"), timeout=5)
+        closed = mulligan.AsyncClient()
+        await closed.aclose()
+        with pytest.raises(RuntimeError, match="closed"):
+            await closed.get("not a url")  # closed is said before the URL is looked at
+
+    asyncio.run(main())
+    assert seen == ["GET", "DELETE"]
+    with pytest.raises(ValueError, match="max_connections"):
+        mulligan.AsyncClient(max_connections=2**31)

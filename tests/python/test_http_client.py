@@ -414,3 +414,17 @@ def test_bare_calls_match_request(server: Any, path: str, method: str,
         closed.get(server.url("/ok"))
     with pytest.raises(ValueError, match="malformed URL"):
         mulligan.Client().get("ftp://x/")
+
+
+def test_a_subclass_request_sees_every_call(server: Any) -> None:
+    seen: list[str] = []
+
+    class Traced(mulligan.Client):
+        def request(self, method: str, url: str, **kwargs: Any) -> mulligan.Response:  # type: ignore[override]
+            seen.append(method)
+            return super().request(method, url, **kwargs)
+
+    with Traced() as c:
+        c.get(server.url("/ok"))
+        c.delete(server.url("/ok"), timeout=5)
+    assert seen == ["GET", "DELETE"]
