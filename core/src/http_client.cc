@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -1043,6 +1044,10 @@ class Call {
     return static_cast<Call*>(user)->PollAbort() ? 1 : 0;
   }
 
+  // Marks the next attempt as unable to start (libcurl could not make or
+  // add a handle: memory); Finish then reports kNoMemory.
+  void FailToStart() { no_memory_ = true; }
+
   // Ends a call its caller gave up (HttpAsyncEngine::Cancel, or the engine
   // destroyed with calls pending), as an aborted call ends: a half-open
   // probe permit is freed without judging the origin, and the call is
@@ -1273,6 +1278,7 @@ struct HttpAsyncEngine::Impl {
     Call call;
     CURL* easy = nullptr;
     bool in_flight = false;
+    bool queued = false;  // admitted, waiting for a transfer slot (max_connections)
   };
 
   explicit Impl(std::unique_ptr<Settings> s) : settings(std::move(s)) {}
@@ -1320,7 +1326,9 @@ struct HttpAsyncEngine::Impl {
     if (c.in_flight) {
       curl_multi_remove_handle(multi, c.easy);
       c.in_flight = false;
+      --active;
     }
+    c.queued = false;  // its id stays in `waiting`, skipped there
     if (c.easy != nullptr) {
       ScrubHandle(c.easy);
       curl_easy_setopt(c.easy, CURLOPT_PRIVATE, static_cast<char*>(nullptr));
@@ -1347,6 +1355,7 @@ struct HttpAsyncEngine::Impl {
       if (it == calls.end()) continue;
       AsyncCall& c = *it->second;
       c.in_flight = false;
+      --active;
       c.call.Collect(easy, code);
       Event e;
       e.id = id;
@@ -1356,12 +1365,59 @@ struct HttpAsyncEngine::Impl {
       e.http_status = c.call.last_status();
       events.push_back(e);
     }
+    LaunchWaiting();
+  }
+
+  // Starts the transfer of call `id`'s next attempt (admitted already).
+  Status Launch(uint64_t id, AsyncCall& c, TimePoint now) {
+    if (c.easy == nullptr) {
+      if (!idle.empty()) {
+        c.easy = idle.back();
+        idle.pop_back();
+      } else {
+        c.easy = curl_easy_init();
+        if (c.easy == nullptr) return InternalError("curl_easy_init failed");
+        ConfigureHandle(c.easy, nullptr, settings->options, settings->proxy_from_env);
+        curl_easy_setopt(c.easy, CURLOPT_CLOSESOCKETFUNCTION, &Impl::OnCloseSocket);
+        curl_easy_setopt(c.easy, CURLOPT_CLOSESOCKETDATA, this);
+      }
+    }
+    // The attempt's timeout starts now, not when it was queued.
+    c.call.Setup(c.easy, c.call.AttemptTimeout(now));
+    curl_easy_setopt(c.easy, CURLOPT_PRIVATE, reinterpret_cast<char*>(static_cast<uintptr_t>(id)));
+    if (curl_multi_add_handle(multi, c.easy) != CURLM_OK) {
+      return InternalError("curl_multi_add_handle failed");
+    }
+    c.in_flight = true;
+    ++active;
+    return OkStatus();
+  }
+
+  // Starts queued attempts, in order, while transfer slots are free.
+  void LaunchWaiting() {
+    const auto cap = static_cast<size_t>(settings->options.max_connections);
+    while (!waiting.empty() && (cap == 0 || active < cap)) {
+      const uint64_t id = waiting.front();
+      waiting.pop_front();
+      auto it = calls.find(id);
+      if (it == calls.end() || !it->second->queued) continue;  // cancelled meanwhile
+      AsyncCall& c = *it->second;
+      c.queued = false;
+      if (!Launch(id, c, settings->clock->Now()).ok()) {
+        c.call.FailToStart();
+        Event e;
+        e.id = id;
+        events.push_back(e);
+      }
+    }
   }
 
   std::unique_ptr<Settings> settings;
   CURLM* multi = nullptr;
   std::unordered_map<uint64_t, std::unique_ptr<AsyncCall>> calls;
   std::vector<CURL*> idle;
+  size_t active = 0;             // transfers in libcurl
+  std::deque<uint64_t> waiting;  // admitted attempts waiting for a slot, in order
   uint64_t next_id = 1;
   std::vector<SocketWatch> socket_changes;
   std::optional<long> timer_change;
@@ -1382,10 +1438,6 @@ Result<std::unique_ptr<HttpAsyncEngine>> HttpAsyncEngine::Create(
   curl_multi_setopt(impl->multi, CURLMOPT_SOCKETDATA, impl.get());
   curl_multi_setopt(impl->multi, CURLMOPT_TIMERFUNCTION, &Impl::OnTimer);
   curl_multi_setopt(impl->multi, CURLMOPT_TIMERDATA, impl.get());
-  if (options.max_connections > 0) {
-    curl_multi_setopt(impl->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
-                      static_cast<long>(options.max_connections));
-  }
   return std::unique_ptr<HttpAsyncEngine>(new HttpAsyncEngine(std::move(impl)));
 }
 
@@ -1416,7 +1468,7 @@ Status HttpAsyncEngine::StartAttempt(uint64_t id) {
   auto it = impl.calls.find(id);
   if (it == impl.calls.end()) return InvalidArgumentError("unknown call id");
   Impl::AsyncCall& c = *it->second;
-  if (c.in_flight) return InvalidArgumentError("an attempt of this call is in flight");
+  if (c.in_flight || c.queued) return InvalidArgumentError("an attempt of this call is in flight");
   const TimePoint now = impl.settings->clock->Now();
   if (!c.call.Admit(now)) {
     Event e;
@@ -1425,26 +1477,13 @@ Status HttpAsyncEngine::StartAttempt(uint64_t id) {
     impl.events.push_back(e);
     return OkStatus();
   }
-  if (c.easy == nullptr) {
-    if (!impl.idle.empty()) {
-      c.easy = impl.idle.back();
-      impl.idle.pop_back();
-    } else {
-      c.easy = curl_easy_init();
-      if (c.easy == nullptr) return InternalError("curl_easy_init failed");
-      ConfigureHandle(c.easy, nullptr, impl.settings->options, impl.settings->proxy_from_env);
-      curl_easy_setopt(c.easy, CURLOPT_CLOSESOCKETFUNCTION, &Impl::OnCloseSocket);
-      curl_easy_setopt(c.easy, CURLOPT_CLOSESOCKETDATA, &impl);
-    }
+  const auto cap = static_cast<size_t>(impl.settings->options.max_connections);
+  if (cap > 0 && impl.active >= cap) {
+    c.queued = true;
+    impl.waiting.push_back(id);
+    return OkStatus();
   }
-  c.call.Setup(c.easy, c.call.AttemptTimeout(now));
-  curl_easy_setopt(c.easy, CURLOPT_PRIVATE,
-                   reinterpret_cast<char*>(static_cast<uintptr_t>(id)));
-  if (curl_multi_add_handle(impl.multi, c.easy) != CURLM_OK) {
-    return InternalError("curl_multi_add_handle failed");
-  }
-  c.in_flight = true;
-  return OkStatus();
+  return impl.Launch(id, c, now);
 }
 
 void HttpAsyncEngine::SocketAction(int fd, int events) {
@@ -1511,6 +1550,7 @@ void HttpAsyncEngine::Cancel(uint64_t id) {
   impl.Release(*it->second);
   it->second->call.Abandon(impl.settings->clock->Now(), in_flight);
   impl.calls.erase(it);
+  impl.LaunchWaiting();  // a slot may have freed
 }
 
 size_t HttpAsyncEngine::size() const { return impl_->calls.size(); }

@@ -57,9 +57,11 @@ class AsyncClient(_ClientBase):
 
     Takes the same arguments as :class:`mulligan.Client`, and
     ``max_connections`` (int, default 100, as aiohttp and httpx; None for no
-    cap): at most that many connections are open at once, and requests
-    beyond them wait in order for a free one (their attempt timeout runs
-    meanwhile). One client belongs
+    cap): at most that many transfers (so connections in use) at once;
+    requests beyond them wait in order for one to end. A request's attempt
+    timeout starts when its transfer does (its deadline runs meanwhile), so
+    waiting for a slot is never a connect timeout nor a breaker failure.
+    One client belongs
     to one event loop (the loop of its first request; another loop gets
     RuntimeError); use ``async with`` or ``await client.aclose()`` to release
     its connections (a client dropped unclosed warns with ResourceWarning).

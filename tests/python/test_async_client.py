@@ -369,3 +369,20 @@ def test_a_subclass_request_sees_every_call(server: Any) -> None:
     assert seen == ["GET", "DELETE"]
     with pytest.raises(ValueError, match="max_connections"):
         mulligan.AsyncClient(max_connections=2**31)
+
+
+def test_waiting_for_a_slot_is_not_a_timeout_nor_a_breaker_failure(server: Any) -> None:
+    # Five 0.1 s requests through one slot with a 0.3 s attempt timeout: the
+    # last waits 0.4 s, yet each attempt's timeout starts when it runs, so
+    # none times out and the breaker (threshold 3) stays closed.
+    async def main() -> None:
+        async with mulligan.AsyncClient(
+            max_connections=1, timeout=0.3, attempts=1, breaker={"failure_threshold": 3}
+        ) as c:
+            t0 = time.monotonic()
+            rs = await asyncio.gather(*(c.get(server.url("/slow?s=0.1")) for _ in range(5)))
+            assert [r.status_code for r in rs] == [200] * 5
+            assert time.monotonic() - t0 >= 0.45  # they did run one after another
+            assert (await c.get(server.url("/ok"))).status_code == 200
+
+    asyncio.run(main())

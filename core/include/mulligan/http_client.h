@@ -235,11 +235,12 @@ struct HttpClientOptions {
   // (below 400, or not classified terminal or retryable). Default true.
   bool report_metrics = true;
 
-  // HttpAsyncEngine only: at most this many connections open at once
-  // (libcurl's CURLMOPT_MAX_TOTAL_CONNECTIONS); a transfer beyond it waits,
-  // in order, for one to free, its attempt timeout running meanwhile. 0: no
-  // cap. Default 0. HttpClient ignores it: each Send uses one connection,
-  // so the number of calling threads bounds it. Must be >= 0.
+  // HttpAsyncEngine only: at most this many transfers (so connections in
+  // use) at once. An attempt started beyond it waits, in order, for one to
+  // end; its attempt timeout starts when its transfer does (the call's
+  // deadline runs meanwhile), so waiting here is never a connect timeout or
+  // a failure of the origin. 0: no cap. Default 0. HttpClient ignores it:
+  // each Send uses one connection, so the calling threads bound it. >= 0.
   int max_connections = 0;
   std::string metrics_name;
 };
