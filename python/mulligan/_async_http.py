@@ -207,7 +207,7 @@ class AsyncClient(_ClientBase):
         if type(self).request is not _PLAIN_REQUEST:  # a subclass's or a mock's request()
             return self.request(method, url)
         return self._call(
-            method, url, list(self._default_headers), b"", None, self._default_policy,
+            method, url, self._default_headers, b"", None, self._default_policy,
             None, None, None, self._on_retry, False, _UNSET, check_url=True,
         )
 

@@ -1,10 +1,6 @@
 /* tests/capi/http_test.c — the C ABI's HTTP client against a real nginx
- * (tests/nginx/nginx_server.py), compiled as C99.
- *
- * The server is started with popen(cmd, "w"): it writes its port to a file
- * once /ok answers, and stops when its stdin reaches end of file, i.e. at
- * pclose() or when this process dies. Exits 77 (ctest SKIP_RETURN_CODE) when
- * the launcher is missing or nginx cannot start.
+ * (nginx_fixture.h), compiled as C99. Exits 77 (skipped) when nginx cannot
+ * start.
  *
  * Compile-time definitions: MULLIGAN_TESTS_DIR, MULLIGAN_PYTHON.
  */
@@ -21,57 +17,7 @@
 
 #include "capi_check.h"
 #include "mulligan.h"
-
-#define SKIP 77
-
-static char g_base_url[64];
-static char g_workdir[256];
-
-static void sleep_ms(long ms) {
-  struct timespec ts;
-  ts.tv_sec = ms / 1000;
-  ts.tv_nsec = (ms % 1000) * 1000000L;
-  nanosleep(&ts, NULL);
-}
-
-/* Starts the server; returns its pipe or NULL (after printing why). */
-static FILE *start_server(char *tmpdir) {
-  char launcher[512], cmd[2048], port_file[300];
-  FILE *server;
-  int waited, port = 0;
-
-  snprintf(launcher, sizeof launcher, "%s/nginx/nginx_server.py", MULLIGAN_TESTS_DIR);
-  if (access(launcher, R_OK) != 0) {
-    printf("SKIP: %s does not exist (yet)\n", launcher);
-    return NULL;
-  }
-  snprintf(port_file, sizeof port_file, "%s/port", tmpdir);
-  snprintf(g_workdir, sizeof g_workdir, "%s/work", tmpdir);
-  snprintf(cmd, sizeof cmd, "'%s' '%s' serve --port-file '%s' --workdir '%s'", MULLIGAN_PYTHON,
-           launcher, port_file, g_workdir);
-  server = popen(cmd, "w");
-  if (server == NULL) {
-    printf("SKIP: cannot run %s\n", cmd);
-    return NULL;
-  }
-  for (waited = 0; waited < 15000; waited += 50) {
-    FILE *f = fopen(port_file, "r");
-    if (f != NULL) {
-      int n = fscanf(f, "%d", &port);
-      fclose(f);
-      if (n == 1 && port > 0) break;
-    }
-    sleep_ms(50);
-  }
-  if (port <= 0) {
-    printf("SKIP: nginx did not start within 15 s (see the launcher's stderr above)\n");
-    pclose(server);
-    return NULL;
-  }
-  snprintf(g_base_url, sizeof g_base_url, "http://127.0.0.1:%d", port);
-  printf("nginx at %s\n", g_base_url);
-  return server;
-}
+#include "nginx_fixture.h"
 
 static mulligan_http_client *make_client(int attempts) {
   mulligan_retry_options *opts = NULL;
@@ -98,21 +44,6 @@ static int do_request(mulligan_http_client *client, const char *method, const ch
   static const char body[] = "hello";
   snprintf(url, sizeof url, "%s%s", g_base_url, path);
   return mulligan_http_request(client, method, url, headers, 2, body, sizeof body - 1, key, out);
-}
-
-/* Counts access-log lines that contain `needle`. */
-static int count_log_lines(const char *needle) {
-  char path[300], line[4096];
-  int count = 0;
-  FILE *f;
-  snprintf(path, sizeof path, "%s/logs/access.log", g_workdir);
-  f = fopen(path, "r");
-  if (f == NULL) return -1;
-  while (fgets(line, sizeof line, f) != NULL) {
-    if (strstr(line, needle) != NULL) ++count;
-  }
-  fclose(f);
-  return count;
 }
 
 static void test_ok(mulligan_http_client *client) {
@@ -212,24 +143,6 @@ static void test_bad_arguments(mulligan_http_client *client) {
   CHECK(resp == NULL);
 }
 
-/* Returns a loopback port that nothing listens on. */
-static int closed_port(void) {
-  struct sockaddr_in addr;
-  socklen_t len = sizeof addr;
-  int port = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return port;
-  memset(&addr, 0, sizeof addr);
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0 &&
-      getsockname(fd, (struct sockaddr *)&addr, &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 static void test_connection_refused(mulligan_http_client *client) {
   mulligan_http_response *resp = NULL;
   char url[128];
@@ -274,11 +187,6 @@ int main(void) {
   }
   mulligan_http_client_destroy(client);
   result = CHECK_REPORT();
-  pclose(server); /* end of stdin stops nginx */
-  {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-  }
+  stop_server(server, tmpdir);
   return result;
 }
