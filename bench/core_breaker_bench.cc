@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "mulligan/breaker_registry.h"
-#include "mulligan/circuit_breaker.h"
+#include "mulligan/breaker/registry.h"
+#include "mulligan/breaker/circuit_breaker.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <functional>
 #include <memory>
 
-#include "mulligan/circuit_breaker.h"
-#include "mulligan/metrics.h"
-#include "mulligan/retry.h"
+#include "mulligan/breaker/circuit_breaker.h"
+#include "mulligan/telemetry/metrics.h"
+#include "mulligan/retry/call.h"
 
 namespace {
 

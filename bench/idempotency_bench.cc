@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "mulligan/idempotency_store.h"
+#include "mulligan/idempotency/store.h"
 
 namespace {
 

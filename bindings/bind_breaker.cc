@@ -26,8 +26,8 @@
 #include <utility>
 
 #include "bindings.h"
-#include "mulligan/breaker_registry.h"
-#include "mulligan/circuit_breaker.h"
+#include "mulligan/breaker/registry.h"
+#include "mulligan/breaker/circuit_breaker.h"
 
 namespace mulligan {
 namespace python {

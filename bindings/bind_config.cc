@@ -1,4 +1,4 @@
-// bindings/bind_config.cc — PolicyRegistry (mulligan/config.h): named retry
+// bindings/bind_config.cc — PolicyRegistry (mulligan/config/config.h): named retry
 // policies, breaker options and client settings from a configuration file.
 //
 // Loads release the GIL (they read a file and parse it). Reports, breaker
@@ -11,7 +11,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
-#include "mulligan/config.h"
+#include "mulligan/config/config.h"
 
 namespace mulligan {
 namespace python {

@@ -4,9 +4,9 @@
 // (ErrorKind.CONNECTION_REFUSED <-> "connection_refused"), so
 // `member.name.lower()` is the stable name used in messages and errors.
 #include "bindings.h"
-#include "mulligan/backoff.h"
-#include "mulligan/outcome.h"
-#include "mulligan/retry_policy.h"
+#include "mulligan/retry/backoff.h"
+#include "mulligan/base/outcome.h"
+#include "mulligan/retry/policy.h"
 
 namespace mulligan {
 namespace python {

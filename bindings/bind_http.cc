@@ -27,9 +27,9 @@
 
 #include "bindings.h"
 #include "http_common.h"
-#include "mulligan/breaker_registry.h"
-#include "mulligan/http_client.h"
-#include "mulligan/retry_policy.h"
+#include "mulligan/breaker/registry.h"
+#include "mulligan/http/client.h"
+#include "mulligan/retry/policy.h"
 
 namespace mulligan {
 namespace python {

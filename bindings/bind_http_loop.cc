@@ -38,8 +38,8 @@
 
 #include "bindings.h"
 #include "http_common.h"
-#include "mulligan/http_client.h"
-#include "mulligan/retry_policy.h"
+#include "mulligan/http/client.h"
+#include "mulligan/retry/policy.h"
 
 namespace mulligan {
 namespace python {

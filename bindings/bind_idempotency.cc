@@ -14,7 +14,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
-#include "mulligan/idempotency_store.h"
+#include "mulligan/idempotency/store.h"
 
 namespace mulligan {
 namespace python {

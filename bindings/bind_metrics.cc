@@ -12,7 +12,7 @@
 #include <string>
 
 #include "bindings.h"
-#include "mulligan/metrics.h"
+#include "mulligan/telemetry/metrics.h"
 
 namespace mulligan {
 namespace python {

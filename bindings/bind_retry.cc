@@ -11,9 +11,9 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
-#include "mulligan/backoff.h"
-#include "mulligan/outcome.h"
-#include "mulligan/retry_policy.h"
+#include "mulligan/retry/backoff.h"
+#include "mulligan/base/outcome.h"
+#include "mulligan/retry/policy.h"
 
 namespace mulligan {
 namespace python {

@@ -6,7 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
-#include "mulligan/retry_after.h"
+#include "mulligan/retry/retry_after.h"
 
 namespace mulligan {
 namespace python {

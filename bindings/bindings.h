@@ -13,9 +13,9 @@
 #include <string>
 #include <utility>
 
-#include "mulligan/clock.h"
-#include "mulligan/http_client.h"
-#include "mulligan/status.h"
+#include "mulligan/base/clock.h"
+#include "mulligan/http/client.h"
+#include "mulligan/base/status.h"
 
 namespace mulligan {
 namespace python {

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "bindings.h"
-#include "mulligan/outcome.h"
-#include "mulligan/retry_policy.h"
+#include "mulligan/base/outcome.h"
+#include "mulligan/retry/policy.h"
 
 namespace mulligan {
 namespace python {

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "bindings.h"
-#include "mulligan/http_client.h"
-#include "mulligan/retry_policy.h"
+#include "mulligan/http/client.h"
+#include "mulligan/retry/policy.h"
 
 namespace mulligan {
 namespace python {

@@ -19,9 +19,9 @@
 #include <utility>
 
 #include "capi_internal.h"
-#include "mulligan/breaker_registry.h"
-#include "mulligan/circuit_breaker.h"
-#include "mulligan/metrics.h"
+#include "mulligan/breaker/registry.h"
+#include "mulligan/breaker/circuit_breaker.h"
+#include "mulligan/telemetry/metrics.h"
 
 struct mulligan_breaker_options {
   mulligan::CircuitBreakerOptions impl;
@@ -669,7 +669,7 @@ int mulligan_retry_call(const mulligan_retry_policy* policy,
     if (metrics != nullptr && decision.classification != MULLIGAN_CLASSIFICATION_SUCCESS) {
       ReportFailedAttempt(*metrics, outcome, decision, clock->Now() - session.impl.start());
     }
-    // The recording rule of RetryCallOptions::breaker (core/include/mulligan/retry.h).
+    // The recording rule of RetryCallOptions::breaker (core/include/mulligan/retry/call.h).
     const bool stop = decision.action == MULLIGAN_ACTION_STOP;
     if (breaker != nullptr && (each_attempt || permit.probe || stop)) {
       const mulligan::TimePoint end = clock->Now();

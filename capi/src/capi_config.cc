@@ -1,5 +1,5 @@
 // capi/src/capi_config.cc — the C shim over mulligan::PolicyRegistry
-// (mulligan/config.h): load a configuration file, reload it, look up named
+// (mulligan/config/config.h): load a configuration file, reload it, look up named
 // retry policies and breaker settings, list names and load warnings.
 
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "capi_internal.h"
-#include "mulligan/config.h"
+#include "mulligan/config/config.h"
 
 struct mulligan_config {
   // Shared so that a future C API can hand the registry to other objects;

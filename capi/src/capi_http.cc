@@ -16,7 +16,7 @@
 #include <string>
 #include <utility>
 
-#include "mulligan/breaker_registry.h"
+#include "mulligan/breaker/registry.h"
 
 #include "capi_internal.h"
 

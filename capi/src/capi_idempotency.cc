@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "capi_internal.h"
-#include "mulligan/idempotency_store.h"
+#include "mulligan/idempotency/store.h"
 
 struct mulligan_idempotency_options {
   mulligan::IdempotencyStoreOptions impl;

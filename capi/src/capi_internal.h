@@ -10,10 +10,10 @@
 #include <string>
 
 #include "mulligan.h"
-#include "mulligan/clock.h"
-#include "mulligan/http_client.h"
-#include "mulligan/retry_policy.h"
-#include "mulligan/status.h"
+#include "mulligan/base/clock.h"
+#include "mulligan/http/client.h"
+#include "mulligan/retry/policy.h"
+#include "mulligan/base/status.h"
 
 struct mulligan_retry_options {
   mulligan::RetryOptions impl;

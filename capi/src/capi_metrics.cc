@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "capi_internal.h"
-#include "mulligan/metrics.h"
+#include "mulligan/telemetry/metrics.h"
 
 namespace {
 

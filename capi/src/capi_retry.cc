@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "capi_internal.h"
-#include "mulligan/retry_after.h"
+#include "mulligan/retry/retry_after.h"
 
 namespace {
 

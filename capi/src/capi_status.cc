@@ -11,8 +11,8 @@
 #include <new>
 
 #include "capi_internal.h"
-#include "mulligan/backoff.h"
-#include "mulligan/outcome.h"
+#include "mulligan/retry/backoff.h"
+#include "mulligan/base/outcome.h"
 
 namespace mulligan {
 namespace capi_internal {

@@ -410,7 +410,7 @@ class CircuitBreaker:
         own result at once (it holds a probe slot, and its failure must
         reopen the breaker so that the retry is refused). ``per_attempt``
         records every attempt. The same rule as the C++ RetryCall
-        (core/include/mulligan/retry.h, RetryCallOptions::breaker).
+        (core/include/mulligan/retry/call.h, RetryCallOptions::breaker).
         """
         if final or per_attempt or permit.probe:
             self._record(permit, result, now)

@@ -1,5 +1,5 @@
 // Backoff strategies, jitter and the cap (DESIGN.md section 4).
-#include "mulligan/backoff.h"
+#include "mulligan/retry/backoff.h"
 
 #include <gtest/gtest.h>
 

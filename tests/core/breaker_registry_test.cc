@@ -1,6 +1,6 @@
 // BreakerRegistry: get-or-create, identity of live keys, bounded size with
 // eviction of idle closed breakers, full-registry errors, listeners.
-#include "mulligan/breaker_registry.h"
+#include "mulligan/breaker/registry.h"
 
 #include <gtest/gtest.h>
 

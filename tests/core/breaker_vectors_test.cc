@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "mulligan/circuit_breaker.h"
+#include "mulligan/breaker/circuit_breaker.h"
 
 namespace mulligan {
 namespace {

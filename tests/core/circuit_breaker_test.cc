@@ -1,7 +1,7 @@
 // CircuitBreaker: trip conditions, lazy open -> half-open, probe slots under
 // concurrency, generations, listeners, manual states, validation. FakeClock
 // only; no real sleeps.
-#include "mulligan/circuit_breaker.h"
+#include "mulligan/breaker/circuit_breaker.h"
 
 #include <gtest/gtest.h>
 

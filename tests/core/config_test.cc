@@ -1,6 +1,6 @@
-// Tests of mulligan/config.h: the JSON loader (exact error messages), gRPC
+// Tests of mulligan/config/config.h: the JSON loader (exact error messages), gRPC
 // service configs, environment overrides and atomic reload under calls.
-#include "mulligan/config.h"
+#include "mulligan/config/config.h"
 
 #include <gtest/gtest.h>
 

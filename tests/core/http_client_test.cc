@@ -9,8 +9,8 @@
 //
 // Only the /limited test sleeps for real (about 1 s per Retry-After).
 
-#include "mulligan/http_client.h"
-#include "mulligan/metrics.h"
+#include "mulligan/http/client.h"
+#include "mulligan/telemetry/metrics.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>

@@ -3,7 +3,7 @@
 // 409, 422, release, leases, ttl with a FakeClock), the bounds (count, bytes,
 // in-flight never evicted), concurrency, and flat memory over 1,000,000 keys.
 
-#include "mulligan/idempotency_store.h"
+#include "mulligan/idempotency/store.h"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "mulligan/clock.h"
-#include "mulligan/http_client.h"
+#include "mulligan/base/clock.h"
+#include "mulligan/http/client.h"
 
 namespace mulligan {
 namespace {

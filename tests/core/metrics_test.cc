@@ -1,5 +1,5 @@
 // Metrics: exact counts, sharded totals under threads, exports and events.
-#include "mulligan/metrics.h"
+#include "mulligan/telemetry/metrics.h"
 
 #include <gtest/gtest.h>
 

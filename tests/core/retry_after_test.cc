@@ -1,13 +1,13 @@
 // Retry-After parsing (RFC 9110 section 10.2.3); the full table is in
 // tests/vectors/retry_after.json (vectors_test.cc).
-#include "mulligan/retry_after.h"
+#include "mulligan/retry/retry_after.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <ctime>
 
-#include "mulligan/retry_policy.h"
+#include "mulligan/retry/policy.h"
 
 namespace mulligan {
 namespace {

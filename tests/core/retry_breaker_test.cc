@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "mulligan/circuit_breaker.h"
-#include "mulligan/retry.h"
+#include "mulligan/breaker/circuit_breaker.h"
+#include "mulligan/retry/call.h"
 
 namespace mulligan {
 namespace {

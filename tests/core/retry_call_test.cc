@@ -1,5 +1,5 @@
 // RetryCall: the C++ blocking loop over the engine, with a fake clock.
-#include "mulligan/retry.h"
+#include "mulligan/retry/call.h"
 
 #include <gtest/gtest.h>
 

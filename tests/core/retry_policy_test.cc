@@ -1,5 +1,5 @@
 // RetryPolicy validation and classification; RetrySession decisions with a fake clock.
-#include "mulligan/retry_policy.h"
+#include "mulligan/retry/policy.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Status and Result.
-#include "mulligan/status.h"
+#include "mulligan/base/status.h"
 
 #include <gtest/gtest.h>
 

@@ -6,9 +6,9 @@
 #include <sstream>
 #include <string>
 
-#include "mulligan/backoff.h"
-#include "mulligan/retry_after.h"
-#include "mulligan/retry_policy.h"
+#include "mulligan/retry/backoff.h"
+#include "mulligan/retry/retry_after.h"
+#include "mulligan/retry/policy.h"
 
 namespace mulligan {
 namespace {

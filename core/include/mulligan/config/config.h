@@ -1,0 +1,196 @@
+// mulligan/config/config.h — named policies from configuration: a PolicyRegistry
+// loaded from a JSON file (or a gRPC service config), the environment, and
+// reloaded atomically while calls are running.
+//
+//   mulligan::PolicyRegistry registry;
+//   mulligan::Result<mulligan::LoadReport> report = registry.LoadFile("mulligan.json");
+//   if (!report.ok()) { log(report.status().message()); ... }   // old policies kept
+//   std::shared_ptr<const mulligan::RetryPolicy> policy = *registry.Policy("payments");
+//   mulligan::RetrySession session = policy->Begin(clock.Now());   // keeps `policy` alive
+//
+// The file format is documented in docs/configuration.md and described for
+// editors by schema/mulligan-config.schema.json:
+//
+//   {
+//     "version": 1,
+//     "defaults": {"policy": {...}, "breaker": {...}, "client": {...}},
+//     "policies": {"payments": {"max_attempts": 5, "base_delay": "100ms", ...}},
+//     "breakers": {"payments": {"failure_threshold": 5, "reset_timeout": "30s"}},
+//     "clients":  {"payments": {"policy": "payments", "connect_timeout": "2s"}}
+//   }
+//
+// Every field is optional and defaults to DESIGN.md section 4 (through the
+// "defaults" section when present). Durations are strings with units ("500us",
+// "250ms", "1.5s", "2m", "1h", also compound "1m30s") or numbers of seconds.
+// Unknown fields are errors. Every error names the source, the JSON path and
+// what was expected:
+//   payments.json: policies.payments.max_delay: expected a duration such as "10s", got -3
+//
+// A document whose top level holds "methodConfig" is read as a gRPC service
+// config instead (gRFC A6 retryPolicy; see LoadString).
+//
+// Environment overrides (applied after the file, to entries the file defines;
+// names upper-cased with every character other than A-Z and 0-9 turned into _):
+//   MULLIGAN_POLICY_<NAME>_{MAX_ATTEMPTS,BACKOFF,BASE_DELAY,MULTIPLIER,MAX_DELAY,
+//                           JITTER,DEADLINE,ATTEMPT_TIMEOUT}
+//   MULLIGAN_BREAKER_<NAME>_{FAILURE_THRESHOLD,RESET_TIMEOUT,HALF_OPEN_MAX_CALLS}
+//   MULLIGAN_CLIENT_<NAME>_{ATTEMPT_TIMEOUT,CONNECT_TIMEOUT,VERIFY_TLS,USER_AGENT}
+// A value is read like the JSON field (a duration, a number, a name, true/false);
+// DEADLINE and ATTEMPT_TIMEOUT also accept "none".
+
+#ifndef MULLIGAN_CONFIG_CONFIG_H_
+#define MULLIGAN_CONFIG_CONFIG_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mulligan/breaker/circuit_breaker.h"
+#include "mulligan/base/clock.h"
+#include "mulligan/retry/policy.h"
+#include "mulligan/base/status.h"
+
+namespace mulligan {
+inline namespace v0 {
+
+// The gRPC status codes (grpc/include/grpcpp/support/status_code_enum.h).
+// Returns the canonical upper-case name ("UNAVAILABLE") of `code` in [0, 16],
+// or nullptr for any other value.
+const char* GrpcStatusCodeName(int code);
+// Parses a canonical gRPC code name ("UNAVAILABLE", case-sensitive as in the
+// service config). Returns nullopt for an unknown name.
+std::optional<int> ParseGrpcStatusCode(std::string_view name);
+
+// Client defaults: the configurable subset of HttpClientOptions.
+struct ClientSettings {
+  // The name of the retry policy of this client ("policies" section), or empty
+  // for the DESIGN.md defaults. Checked to exist at load time.
+  std::string policy;
+  // The name of the breaker configuration of this client ("breakers"
+  // section), or empty for none. Checked to exist at load time.
+  std::string breaker;
+  // Bound on one attempt when the policy sets no attempt_timeout. Default 30 s.
+  Duration attempt_timeout = std::chrono::seconds(30);
+  // Bound on establishing a connection. Default 10 s.
+  Duration connect_timeout = std::chrono::seconds(10);
+  // Verify TLS peers and host names. Default true.
+  bool verify_tls = true;
+  // The User-Agent header sent when a request sets none. Default "mulligan".
+  std::string user_agent = "mulligan";
+};
+
+// One loaded configuration: immutable, shared by every reader that took it.
+//
+// Thread-safety: immutable after construction; safe to share.
+struct ConfigSnapshot {
+  // Where it came from: the file path, or the source name given to LoadString.
+  std::string source;
+  std::map<std::string, std::shared_ptr<const RetryPolicy>, std::less<>> policies;
+  // Breaker options by name; each `name` field equals its key.
+  std::map<std::string, CircuitBreakerOptions, std::less<>> breakers;
+  std::map<std::string, ClientSettings, std::less<>> clients;
+  // Notes that did not stop the load (a gRPC maxAttempts capped at 5, an
+  // ignored gRPC field, an environment override applied). Each names the
+  // source and the JSON path or variable.
+  std::vector<std::string> warnings;
+};
+
+// What a successful load or reload produced.
+struct LoadReport {
+  std::string source;
+  std::vector<std::string> policies;  // sorted names
+  std::vector<std::string> breakers;
+  std::vector<std::string> clients;
+  std::vector<std::string> warnings;
+};
+
+// Looks up an environment variable; nullopt when unset.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+struct LoadOptions {
+  // Apply the MULLIGAN_POLICY_/BREAKER_/CLIENT_ overrides. Default true.
+  bool env_overrides = true;
+  // The environment; null means std::getenv. Tests inject a map.
+  EnvLookup env;
+};
+
+// Parses a configuration document without touching any registry.
+//   text:   the JSON text.
+//   source: the name used in messages ("payments.json", "<string>").
+// Errors (kInvalidArgument): every problem found, one per line, each
+// "<source>: <path>: <what was expected>, got <value>"; invalid JSON gives
+// "<source>: line L, column C: invalid JSON: <reason>".
+Result<std::shared_ptr<const ConfigSnapshot>> ParseConfig(std::string_view text,
+                                                          std::string_view source,
+                                                          const LoadOptions& options = {});
+// Reads and parses `path`. A missing or unreadable file gives
+// "<path>: cannot read the configuration file: <strerror>" (kInvalidArgument).
+Result<std::shared_ptr<const ConfigSnapshot>> ParseConfigFile(const std::string& path,
+                                                              const LoadOptions& options = {});
+
+// Named retry policies, breaker options and client settings, looked up by
+// name. Loads replace everything at once: a reader sees either the old or the
+// new configuration, never a mix, and a policy handed out stays valid (and
+// unchanged) for as long as the caller holds it, so a running call keeps the
+// policy it started with. A failed load or reload keeps the old configuration.
+//
+// Thread-safety: internally synchronized; every method may be called from
+// many threads at once. Lookups copy one shared_ptr under a mutex (no I/O
+// and no parsing under the lock; loads parse before taking it).
+class PolicyRegistry {
+ public:
+  // An empty registry (no names; lookups fail until a load succeeds).
+  PolicyRegistry() = default;
+  // Not copyable or movable: it owns a mutex and is shared by reference.
+  PolicyRegistry(const PolicyRegistry&) = delete;
+  PolicyRegistry& operator=(const PolicyRegistry&) = delete;
+
+  // Loads `path` and makes it the source of later Reload calls.
+  Result<LoadReport> LoadFile(const std::string& path, const LoadOptions& options = {});
+  // Loads JSON text; Reload parses the same text again (re-reading the
+  // environment overrides).
+  Result<LoadReport> LoadString(std::string_view text, std::string_view source = "<string>",
+                                const LoadOptions& options = {});
+  // Loads the file named by MULLIGAN_CONFIG (looked up through options.env).
+  // kInvalidArgument "MULLIGAN_CONFIG is not set" when it is unset or empty.
+  Result<LoadReport> LoadFromEnvironment(const LoadOptions& options = {});
+  // Loads the last source again (same path or text, same options).
+  // kInvalidArgument "nothing to reload: no configuration has been loaded"
+  // before the first successful load.
+  Result<LoadReport> Reload();
+
+  // Returns the current configuration (never null; empty before a load).
+  std::shared_ptr<const ConfigSnapshot> Snapshot() const;
+  // Returns the named policy. kInvalidArgument
+  // `no retry policy named "x" in <source> (known: a, b)` when absent.
+  Result<std::shared_ptr<const RetryPolicy>> Policy(std::string_view name) const;
+  Result<CircuitBreakerOptions> Breaker(std::string_view name) const;
+  Result<ClientSettings> Client(std::string_view name) const;
+
+ private:
+  Result<LoadReport> Install(Result<std::shared_ptr<const ConfigSnapshot>> parsed,
+                             std::function<Result<std::shared_ptr<const ConfigSnapshot>>()> again);
+
+  mutable std::mutex mu_;
+  std::shared_ptr<const ConfigSnapshot> current_ = std::make_shared<const ConfigSnapshot>();
+  // Re-runs the last successful load (for Reload); guarded by reload_mu_.
+  std::mutex reload_mu_;
+  std::function<Result<std::shared_ptr<const ConfigSnapshot>>()> reload_;
+};
+
+// Returns the report of `snapshot` (names sorted, warnings in order).
+LoadReport MakeLoadReport(const ConfigSnapshot& snapshot);
+
+// Parses a duration as the loader does: "250ms", "1.5s", "1m30s" ("ns", "us",
+// "ms", "s", "m", "h"), non-negative. kInvalidArgument explains the problem.
+Result<Duration> ParseDuration(std::string_view text);
+
+}  // namespace v0
+}  // namespace mulligan
+
+#endif  // MULLIGAN_CONFIG_CONFIG_H_

@@ -1,0 +1,380 @@
+// mulligan/http/client.h — a resilient HTTP client on libcurl.
+//
+// Runs the retry engine around libcurl transfers: per-attempt timeout trimmed
+// to the deadline, Retry-After honoured, and the method rules of DESIGN.md
+// section 4 (RFC 9110 section 9.2.2): GET, HEAD, OPTIONS, TRACE, PUT and DELETE
+// are retried; POST and PATCH only with an Idempotency-Key (sent unchanged on
+// every attempt) or when nothing was sent (connection refused).
+// Connections are kept alive and reused between attempts and calls, except
+// by requests that must not be replayed (POST/PATCH without a key): those
+// always open a new connection, since libcurl would otherwise re-send them
+// by itself when a kept-alive connection turns out dead.
+//
+// libcurl is an implementation detail (pimpl): this header never includes it.
+
+#ifndef MULLIGAN_HTTP_CLIENT_H_
+#define MULLIGAN_HTTP_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "mulligan/breaker/registry.h"
+#include "mulligan/base/clock.h"
+#include "mulligan/base/outcome.h"
+#include "mulligan/retry/policy.h"
+#include "mulligan/base/status.h"
+
+namespace mulligan {
+inline namespace v0 {
+
+// Header fields in the order sent or received. Names keep their case;
+// look-ups are case-insensitive (RFC 9110 section 5.1).
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+// Returns the value of the first field named `name` (case-insensitive), or
+// nullopt.
+std::optional<std::string> FindHeader(const HttpHeaders& headers, std::string_view name);
+
+// Returns true for the methods RFC 9110 section 9.2.2 defines as idempotent:
+// GET, HEAD, OPTIONS, TRACE, PUT, DELETE (case-sensitive, as methods are).
+bool IsIdempotentMethod(std::string_view method);
+
+// Returns a fresh idempotency key: a random (version 4) UUID in its canonical
+// 36-character lower-case form (RFC 9562 section 5.4), drawn from the
+// operating system's CSPRNG (getrandom(2)).
+// Thread-safety: thread-safe.
+std::string NewIdempotencyKey();
+
+// What an on_retry hook is told before each wait ("Retrying..." indicators).
+struct HttpRetryEvent {
+  // The attempt that just failed (1 for the first).
+  int attempt = 0;
+  // The wait before the next attempt.
+  Duration delay = Duration::zero();
+  // The failed attempt's transport failure, or kNone when it got a response.
+  ErrorKind error = ErrorKind::kNone;
+  // The failed attempt's HTTP status, or 0 without a response.
+  int http_status = 0;
+  // True when the delay came from a Retry-After hint.
+  bool from_retry_after = false;
+  // Set by the hook to stop the retries: the call then ends at once with
+  // kCallback (no wait, no further attempt).
+  bool cancel = false;
+};
+
+// Called on the sending thread before each wait between attempts. Must not
+// throw (an exception escaping it is swallowed: the retries go on). Hooks
+// written as `void(const HttpRetryEvent&)` fit too.
+using HttpRetryHook = std::function<void(HttpRetryEvent&)>;
+
+// Polled while a call runs; returning true ends the call at once with
+// kCallback ("aborted"): the transfer in flight is dropped (its connection
+// closed) and no further attempt or wait follows. This is how a caller
+// interrupts a blocking Send from outside (a Python binding checks for
+// Ctrl-C here). It is polled on the sending thread
+//   - during each transfer, through libcurl's progress callback
+//     (CURLOPT_XFERINFOFUNCTION): at least about once a second, usually much
+//     more often while data moves;
+//   - before each attempt, and during each wait between attempts, which is
+//     slept through the Clock in slices of at most kAbortPollInterval.
+// It may be called many times a second, so it should be cheap (rate-limit
+// any expensive check inside it). Must not throw (an exception escaping it
+// counts as false).
+using HttpAbortHook = std::function<bool()>;
+
+// The longest slice of a wait between attempts before the abort hook is
+// polled again.
+inline constexpr Duration kAbortPollInterval = std::chrono::milliseconds(50);
+
+// Header fields the client frames the message with itself; a request that
+// sets one of them is rejected with kInvalidArgument (no attempt is made),
+// because a value that disagrees with the body actually sent makes the
+// server wait for bytes that never come (Content-Length, Transfer-Encoding)
+// or switches the connection to another protocol (Upgrade, TE). Compared
+// case-insensitively: Content-Length, Transfer-Encoding, TE, Upgrade.
+// Host, Connection, Expect and the rest pass through unchanged.
+bool IsClientManagedHeader(std::string_view name);
+
+// The most bytes the head of a request may take: the URL, the user agent and
+// every header field (name, value and 4 bytes of framing each), the
+// idempotency key included. Larger requests are rejected with
+// kInvalidArgument before any attempt: libcurl builds the request head in a
+// buffer of at most 1 MiB (small bodies go into it too), and servers refuse
+// far smaller heads anyway (nginx: 32 KiB by default).
+inline constexpr size_t kMaxRequestHeadBytes = 512 * 1024;
+
+// Returns the origin of an absolute http(s) URL, "scheme://host:port" with
+// the scheme and host in lower case and the port always present (the default
+// port of the scheme when the URL has none), or nullopt for a malformed URL.
+// The HTTP client keys its circuit breakers by this.
+std::optional<std::string> HttpOrigin(std::string_view url);
+
+struct HttpRequest {
+  // An HTTP method token ("GET", "POST", ...). Default "GET".
+  std::string method = "GET";
+  // An absolute http:// or https:// URL.
+  std::string url;
+  HttpHeaders headers;
+  std::string body;
+  // When set, sent as the Idempotency-Key header on every attempt and makes a
+  // POST or PATCH replay-safe. An Idempotency-Key already in `headers` counts
+  // the same. Must be a non-empty printable ASCII string.
+  std::optional<std::string> idempotency_key;
+  // Overrides the client's retry policy for this request when non-null.
+  // REQUIRES: outlives the call.
+  const RetryPolicy* policy = nullptr;
+  // Overrides HttpClientOptions::follow_redirects / max_redirects when set.
+  std::optional<bool> follow_redirects;
+  std::optional<int> max_redirects;
+  // Overrides HttpClientOptions::strict_methods when set.
+  std::optional<bool> strict_methods;
+  // Called before each wait of this request; when set it replaces the
+  // client's on_retry for this request.
+  HttpRetryHook on_retry;
+  // Polled during transfers and waits (see HttpAbortHook); when set it
+  // replaces the client's should_abort for this request. HttpAsyncEngine
+  // ignores it (its caller owns the loop and calls Cancel).
+  HttpAbortHook should_abort;
+};
+
+struct HttpResponse {
+  // The final HTTP status (the last attempt's).
+  int status = 0;
+  // The last attempt's response header fields, in order.
+  HttpHeaders headers;
+  std::string body;
+  // Attempts made (1 when the first attempt succeeded).
+  int attempts = 0;
+  // Time from the start of the first attempt to the end of the last.
+  Duration elapsed = Duration::zero();
+  // Why the retry loop stopped (kSucceeded, or e.g. kAttemptsExhausted when
+  // the last response was still a retryable status such as 503).
+  StopReason stop_reason = StopReason::kNone;
+  // The idempotency key sent with every attempt, or empty.
+  std::string idempotency_key;
+  // The URL of the final response.
+  std::string url;
+
+  // Returns the value of the header `name` (case-insensitive), or nullopt.
+  std::optional<std::string> Header(std::string_view name) const {
+    return FindHeader(headers, name);
+  }
+};
+
+// What happened in a call, filled in whether it succeeded or failed.
+struct HttpCallInfo {
+  int attempts = 0;
+  Duration elapsed = Duration::zero();
+  // The last attempt's transport failure (kNone when it got a response).
+  ErrorKind last_error = ErrorKind::kNone;
+  StopReason stop_reason = StopReason::kNone;
+  std::string idempotency_key;
+  // kCircuitOpen only: the breaker's key (the origin) and the time until it
+  // admits a probe.
+  std::string breaker_key;
+  Duration retry_in = Duration::zero();
+  // The last attempt's HTTP status, 0 without a response.
+  int last_status = 0;
+};
+
+struct HttpClientOptions {
+  // The default retry policy of every request (DESIGN.md defaults).
+  RetryOptions retry;
+  // Bound on one attempt when the policy sets no attempt_timeout. Default 30 s.
+  Duration attempt_timeout = std::chrono::seconds(30);
+  // Bound on establishing a connection. Default 10 s.
+  Duration connect_timeout = std::chrono::seconds(10);
+  // Verify TLS peers and host names. Default true.
+  bool verify_tls = true;
+  // The User-Agent header sent when the request sets none.
+  std::string user_agent = "mulligan";
+  // The clock used for deadlines and waits; null means SystemClock::Default().
+  // REQUIRES: outlives the client.
+  Clock* clock = nullptr;
+  // Follow 3xx redirects (at most max_redirects, only to http and https).
+  // Default false: a 3xx is the response. max_redirects in [0, 1000],
+  // default 10; exceeding it is a terminal failure (ErrorKind::kTerminal).
+  bool follow_redirects = false;
+  int max_redirects = 10;
+  // A PEM file of CA certificates replacing the system bundle; empty means
+  // libcurl's default. Proxies come from the usual environment variables
+  // (http_proxy, https_proxy, all_proxy, no_proxy, as libcurl reads them):
+  // nothing here overrides them. When none is set as the client is created,
+  // the client uses no proxy and does not look again (as httpx does);
+  // otherwise libcurl reads them on every transfer.
+  std::string ca_bundle;
+  // Strict mode: only GET, HEAD and OPTIONS are replayed once bytes were
+  // sent (PUT, DELETE and keyed POSTs are not). Failures before any byte was
+  // sent (connection refused) are still retried. Default false.
+  bool strict_methods = false;
+  // Called before each wait between attempts (see HttpRetryEvent).
+  HttpRetryHook on_retry;
+  // Polled during every call's transfers and waits (see HttpAbortHook).
+  // Default: none (a call cannot be aborted).
+  HttpAbortHook should_abort;
+  // Per-origin circuit breakers: when set, each request's origin
+  // (HttpOrigin) gets a breaker from this registry. The breaker is checked
+  // before every attempt; an open breaker ends the call at once with
+  // kCircuitOpen (HttpCallInfo::retry_in says when it admits a probe).
+  // A logical call records one result after its retries, unless
+  // breaker_per_attempt records every attempt. Default: none.
+  std::shared_ptr<BreakerRegistry> breakers;
+  bool breaker_per_attempt = false;
+
+  // Report every call (calls, attempts, retries by reason, successes,
+  // failures, retry delays, durations; metrics.h) to
+  // MetricsRegistry::Default(), labelled by the request's origin
+  // (scheme://host:port, as the breakers are), or by metrics_name when it is
+  // set. A call succeeds when its final response is not an error status
+  // (below 400, or not classified terminal or retryable). Default true.
+  bool report_metrics = true;
+
+  // HttpAsyncEngine only: at most this many transfers (so connections in
+  // use) at once. An attempt started beyond it waits, in order, for one to
+  // end; its attempt timeout starts when its transfer does (the call's
+  // deadline runs meanwhile), so waiting here is never a connect timeout or
+  // a failure of the origin. 0: no cap. Default 0. HttpClient ignores it:
+  // each Send uses one connection, so the calling threads bound it. >= 0.
+  int max_connections = 0;
+  std::string metrics_name;
+};
+
+// A long-lived client with a pool of kept-alive connections.
+//
+// Thread-safety: Send() may be called from many threads at once; each call
+// uses its own libcurl handle from a pool sharing one connection cache.
+// Not copyable or movable: pooled handles point back into it.
+class HttpClient {
+ public:
+  // Validates `options`. kInvalidArgument on a bad value, kInternal when
+  // libcurl cannot be initialised.
+  static Result<std::unique_ptr<HttpClient>> Create(const HttpClientOptions& options);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Sends `request`, retrying per the policy, waiting through the clock.
+  // Returns the final response, also when the retries gave up on a retryable
+  // status such as 503 (see HttpResponse::stop_reason). Errors:
+  //   kInvalidArgument  malformed URL, method, header or key, a header the
+  //                     client manages (IsClientManagedHeader), or a head
+  //                     over kMaxRequestHeadBytes (no attempt made)
+  //   kTransport        the last attempt failed to connect or exchange
+  //   kTimeout          the last attempt timed out
+  //   kDeadlineExceeded the deadline ended the chain after a failed attempt
+  //   kCircuitOpen      the origin's circuit breaker refused an attempt
+  //   kCallback         an on_retry hook set HttpRetryEvent::cancel, or the
+  //                     should_abort hook returned true ("aborted")
+  // `info`, when non-null, is filled in either way.
+  Result<HttpResponse> Send(const HttpRequest& request, HttpCallInfo* info = nullptr);
+
+  const RetryPolicy& policy() const;
+  const HttpClientOptions& options() const;
+
+ private:
+  struct Impl;
+  explicit HttpClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Runs many HTTP calls on one thread through libcurl's multi interface, for
+// an event loop to drive (asyncio, libuv, epoll): the loop watches the
+// sockets and the timer this engine asks for and calls SocketAction when one
+// is ready; no thread per request. The engine decides, the caller acts: when
+// an attempt fails and the policy says retry, the event carries the delay,
+// the caller waits it its own way (asyncio.sleep) and calls StartAttempt
+// again. Semantics (method rules, Retry-After, deadlines, breakers, errors)
+// are HttpClient::Send's.
+//
+//   id = engine.Begin(request);  engine.StartAttempt(id);
+//   loop: apply TakeSocketChanges() / TakeTimerChange() to the event loop;
+//         on readiness SocketAction(fd, events); on the timer SocketAction(-1, 0);
+//         for each TakeEvents(): retry -> wait delay, StartAttempt(id);
+//                                 done  -> Finish(id)
+//
+// Thread-safety: not thread-safe; one engine belongs to one event-loop
+// thread. Not copyable or movable (libcurl callbacks point at it).
+class HttpAsyncEngine {
+ public:
+  // A socket whose watch changed: events is a mask of kRead | kWrite, 0 to
+  // stop watching it, or -1 when libcurl has just closed it (a loop that
+  // keeps idle sockets registered must drop them then; the number may be
+  // reused by the next socket).
+  struct SocketWatch {
+    int fd = -1;
+    int events = 0;
+  };
+  static constexpr int kRead = 1;
+  static constexpr int kWrite = 2;
+
+  // The end of one attempt of call `id`.
+  struct Event {
+    uint64_t id = 0;
+    // True: wait `decision.delay`, then StartAttempt(id). False: Finish(id).
+    bool retry = false;
+    Decision decision;
+    ErrorKind error = ErrorKind::kNone;
+    int http_status = 0;
+  };
+
+  // Validates `options` as HttpClient::Create does. `options.clock` is used
+  // for deadlines only (the caller does the waiting).
+  static Result<std::unique_ptr<HttpAsyncEngine>> Create(const HttpClientOptions& options);
+  ~HttpAsyncEngine();
+  HttpAsyncEngine(const HttpAsyncEngine&) = delete;
+  HttpAsyncEngine& operator=(const HttpAsyncEngine&) = delete;
+
+  // Validates and copies `request` (its policy too; on_retry is ignored: the
+  // caller reports retries from the events) and returns the call's id. No
+  // transfer starts yet. kInvalidArgument as HttpClient::Send.
+  Result<uint64_t> Begin(const HttpRequest& request);
+  // The same, taking `request` over instead of copying it.
+  Result<uint64_t> Begin(HttpRequest&& request);
+  // Starts the next attempt of call `id`. When the circuit breaker refuses,
+  // no transfer starts and a final event is queued at once.
+  // kInvalidArgument for an unknown id or one already in flight.
+  Status StartAttempt(uint64_t id);
+  // Tells libcurl that `fd` is ready for `events` (kRead | kWrite), or with
+  // fd -1 that the timer fired; queues the events of finished attempts.
+  void SocketAction(int fd, int events);
+  // The socket watches changed since the last call, in order.
+  std::vector<SocketWatch> TakeSocketChanges();
+  // The same into `*out` (replaced), handing its storage to the engine in
+  // exchange: a loop that keeps one vector allocates nothing per call.
+  void TakeSocketChanges(std::vector<SocketWatch>* out);
+  // The timer change since the last call: nullopt for none, -1 to cancel
+  // the timer, otherwise fire SocketAction(-1, 0) after that many ms. Every
+  // SocketAction(-1, 0) reports the current timer, so a loop may fire early
+  // or keep an earlier timer instead of cancelling it: it is re-armed.
+  std::optional<long> TakeTimerChange();
+  // The events queued since the last call.
+  std::vector<Event> TakeEvents();
+  // The same into `*out` (replaced), swapping storage as above.
+  void TakeEvents(std::vector<Event>* out);
+  // Returns the result of a finished call (as HttpClient::Send would) and
+  // forgets the call. `info`, when non-null, is filled in either way.
+  Result<HttpResponse> Finish(uint64_t id, HttpCallInfo* info = nullptr);
+  // Abandons call `id` (removing any transfer in flight); no-op when unknown.
+  // Like an aborted HttpClient::Send, the call frees its breaker's half-open
+  // probe permit without judging the origin and is reported as failed in
+  // the metrics. Destroying the engine does the same for pending calls.
+  void Cancel(uint64_t id);
+  // Calls begun and not yet finished or cancelled.
+  size_t size() const;
+
+ private:
+  struct Impl;
+  explicit HttpAsyncEngine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace v0
+}  // namespace mulligan
+
+#endif  // MULLIGAN_HTTP_CLIENT_H_

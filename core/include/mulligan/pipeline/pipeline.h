@@ -1,0 +1,149 @@
+// mulligan/pipeline/pipeline.h — the one composition of strategies that every
+// front door drives (DESIGN.md section 2).
+//
+// A Pipeline is built and validated once from options, is immutable, and is
+// shared by every call; each logical call is a Call (pipeline/call.h) that
+// the caller steps through Admit and Record. The strategies compose in one
+// fixed order, outermost first (the order of Microsoft.Extensions.Http.
+// Resilience's standard handler, which Polly v8 documents):
+//
+//   1 fallback         the call's final failure          (CallOptions::fallback)
+//   2 bulkhead / rate limiter                            (the overload issue)
+//   3 deadline         the whole call; trims every attempt timeout
+//   4 retry            the chain of attempts (RetryPolicy), gated by a budget
+//   5 circuit breaker  each attempt; per call key from a registry
+//   6 attempt timeout  each attempt
+//
+// Metrics are handed in (a Metrics object, or a registry to look names up
+// in), as is the clock the convenience loops read; the strategies never look
+// anything up globally. Randomness comes from the retry policy's seed, or a
+// generator seeded from the OS's entropy per thread.
+//
+//   mulligan::PipelineOptions options;
+//   options.name = "payments";
+//   options.retry.max_attempts = 5;
+//   options.breaker = payments_breaker;                 // shared_ptr
+//   auto pipeline = mulligan::Pipeline::Create(options);  // validated here
+//   mulligan::Call call = (*pipeline)->Begin(clock.Now());
+
+#ifndef MULLIGAN_PIPELINE_PIPELINE_H_
+#define MULLIGAN_PIPELINE_PIPELINE_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "mulligan/base/clock.h"
+#include "mulligan/base/status.h"
+#include "mulligan/breaker/circuit_breaker.h"
+#include "mulligan/breaker/registry.h"
+#include "mulligan/pipeline/call.h"
+#include "mulligan/pipeline/strategy.h"
+#include "mulligan/retry/policy.h"
+
+namespace mulligan {
+inline namespace v0 {
+
+class Metrics;          // telemetry/metrics.h
+class MetricsRegistry;  // telemetry/metrics.h
+
+// Plain options; every default is DESIGN.md's. Validated by Pipeline::Create.
+struct PipelineOptions {
+  // The name metrics are reported under, and the prefix of error texts.
+  // Empty: metrics are reported under each call's key (the HTTP clients'
+  // origins), or not at all when the call has no key. Default empty.
+  std::string name;
+  // Strategy 4: retries (attempts, backoff, deadline, attempt timeout,
+  // Retry-After, classification). max_attempts 1 means no retry.
+  RetryOptions retry;
+  // Strategy 5: a circuit breaker checked before every attempt: one breaker
+  // for every call, or one per call key from a registry (at most one of the
+  // two). Default: none.
+  std::shared_ptr<CircuitBreaker> breaker;
+  std::shared_ptr<BreakerRegistry> breakers;
+  // Record every attempt's result in the breaker instead of one per call.
+  bool breaker_per_attempt = false;
+  // Report calls, attempts, retries, successes, failures, fallbacks and
+  // delays (telemetry/metrics.h). Default true.
+  bool report_metrics = true;
+  // Where names are looked up; null means MetricsRegistry::Default().
+  // REQUIRES: outlives the pipeline.
+  MetricsRegistry* metrics_registry = nullptr;
+  // The clock the convenience loops (RetryCall, HttpClient) read and wait
+  // through; null means SystemClock::Default(). The pipeline itself only
+  // hands it out. REQUIRES: outlives the pipeline.
+  Clock* clock = nullptr;
+};
+
+// The validated, immutable composition.
+//
+// Thread-safety: immutable after construction; Begin may be called from any
+// number of threads at once. Each Call belongs to one logical call.
+// Not copyable or movable: its calls and strategies point into it.
+class Pipeline {
+ public:
+  // The strategies of a pipeline made of parts its caller already owns
+  // (RetryCall's policy and borrowed breaker): every pointer is borrowed and
+  // must outlive the pipeline; nothing is validated (the parts already are).
+  struct Parts {
+    const RetryPolicy* policy = nullptr;  // REQUIRED
+    CircuitBreaker* breaker = nullptr;
+    BreakerRegistry* breakers = nullptr;
+    bool breaker_per_attempt = false;
+    // A fixed metrics object (null: none, unless metrics_registry is set,
+    // which then reports under each call's key).
+    Metrics* metrics = nullptr;
+    MetricsRegistry* metrics_registry = nullptr;
+    Clock* clock = nullptr;
+  };
+
+  // Validates `options` (the retry options as RetryPolicy::Create does; at
+  // most one of breaker and breakers) and builds the pipeline.
+  // kInvalidArgument names the bad field.
+  static Result<std::unique_ptr<Pipeline>> Create(const PipelineOptions& options);
+
+  // Builds a pipeline over borrowed parts (see Parts). Costs no allocation,
+  // so a front door may make one per call on the stack.
+  explicit Pipeline(const Parts& parts);
+
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+  ~Pipeline();
+
+  // Begins one logical call whose first attempt starts at `now`. Resolves the
+  // call's breaker (by options.key when the pipeline has a registry) and its
+  // metrics, and counts the call as started.
+  Call Begin(TimePoint now, const CallOptions& options = {}) const;
+
+  // The retry policy (strategy 4).
+  const RetryPolicy& policy() const { return *parts_.policy; }
+  // The clock handed in (never null).
+  Clock& clock() const { return *parts_.clock; }
+  // The metrics name (empty: by call key).
+  const std::string& name() const { return name_; }
+  // The fixed breaker, the registry, or null.
+  CircuitBreaker* breaker() const { return parts_.breaker; }
+  BreakerRegistry* breakers() const { return parts_.breakers; }
+  bool breaker_per_attempt() const { return parts_.breaker_per_attempt; }
+
+ private:
+  friend class Call;
+  // Returns the metrics of a call keyed `key` (null when not reporting).
+  Metrics* MetricsFor(std::string_view key) const;
+
+  Parts parts_;
+  std::string name_;
+  // What Create made and owns (null for a borrowed pipeline).
+  std::unique_ptr<RetryPolicy> owned_policy_;
+  std::shared_ptr<CircuitBreaker> owned_breaker_;
+  std::shared_ptr<BreakerRegistry> owned_breakers_;
+  // The strategies, in the pipeline's fixed order.
+  internal::BreakerStrategy breaker_strategy_;
+  const internal::Strategy* strategies_[4] = {};
+  int strategy_count_ = 0;
+};
+
+}  // namespace v0
+}  // namespace mulligan
+
+#endif  // MULLIGAN_PIPELINE_PIPELINE_H_

@@ -1,0 +1,109 @@
+// mulligan/pipeline/strategy.h — the one internal interface behind which the
+// pipeline's strategies plug in (DESIGN.md section 2).
+//
+// NOT PART OF THE API: everything here is in mulligan::internal. It sits in a
+// public header only because Pipeline keeps its strategies by value, so that
+// a pipeline borrowed for one RetryCall costs no allocation; user code must
+// not name these types, and they may change in any release.
+//
+// A strategy is asked three things, in the pipeline's fixed order (outermost
+// first for Admit; after the retry decision for Record):
+//   Admit    before each attempt: go (the default), or refuse with a reason;
+//   Record   after each attempt, given the retry decision already made: it
+//            may turn a retry into a stop (a budget), and it records what it
+//            must (a breaker's result);
+//   Release  when the call ends without a Record of its last attempt
+//            (abandoned, cancelled): it frees whatever it still holds.
+// Per-call state lives in CallState (one per logical call, single-threaded),
+// with a field per strategy that needs one, so no strategy allocates per call.
+
+#ifndef MULLIGAN_PIPELINE_STRATEGY_H_
+#define MULLIGAN_PIPELINE_STRATEGY_H_
+
+#include <memory>
+
+#include "mulligan/base/clock.h"
+#include "mulligan/base/outcome.h"
+#include "mulligan/breaker/circuit_breaker.h"
+#include "mulligan/retry/policy.h"
+
+namespace mulligan {
+inline namespace v0 {
+
+struct AttemptAdmission;  // pipeline/call.h
+
+namespace internal {
+
+// What strategies keep for one logical call. Owned by Call; single-threaded.
+struct CallState {
+  // The attempt being admitted or just recorded (1 for the first).
+  int attempt = 0;
+  // When the attempt being admitted or recorded started.
+  TimePoint attempt_start;
+  // Strategy 5, circuit breaker: the breaker guarding this call (null
+  // without), kept alive while the call runs when it came from a registry,
+  // and the permit of the attempt in flight.
+  CircuitBreaker* breaker = nullptr;
+  std::shared_ptr<CircuitBreaker> breaker_owner;
+  Permit permit;
+};
+
+// The interface every strategy implements. Implementations are immutable
+// after the pipeline is built, and shared by every call of it.
+// Thread-safety: every method may run on many threads at once, each with its
+// own CallState.
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // Before attempt `call.attempt` at `now`: leaves `admission` as it is to let
+  // the attempt go, or sets its action to kRefuse (with a reason) to stop the
+  // call. Later strategies are not asked once one refused.
+  virtual void Admit(CallState& call, TimePoint now, AttemptAdmission& admission) const = 0;
+  // After the attempt ended at `now` with `outcome`, classified and decided
+  // by the retry strategy as `decision` (which this may change).
+  virtual void Record(CallState& call, const Outcome& outcome, Decision& decision,
+                      TimePoint now) const = 0;
+  // The call ended without recording the attempt it admitted last.
+  virtual void Release(CallState& call, TimePoint now) const = 0;
+};
+
+// Strategy 5: the circuit breaker, one for every call or one per call key
+// from a registry. The rules are DESIGN.md section 5's and RetryCall's:
+//   - Acquire before every attempt; a refusal ends the call (kCircuitOpen);
+//   - one result per logical call (by default): the last attempt's permit
+//     records the call's final classification; a permit followed by a retry
+//     is dropped unrecorded (it holds no slot), EXCEPT a half-open probe,
+//     which records its own attempt at once (a failed probe reopens the
+//     breaker, and the retry is refused);
+//   - per_attempt: every attempt records its own result;
+//   - the recorded duration is the attempt's (slow-call detection).
+class BreakerStrategy final : public Strategy {
+ public:
+  BreakerStrategy() = default;
+  void Configure(CircuitBreaker* breaker, class BreakerRegistry* registry, bool per_attempt) {
+    breaker_ = breaker;
+    registry_ = registry;
+    per_attempt_ = per_attempt;
+  }
+  bool enabled() const { return breaker_ != nullptr || registry_ != nullptr; }
+  // Resolves the call's breaker: the fixed one, or `key`'s from the registry
+  // (none when the registry is full of live breakers: the call runs
+  // unguarded rather than stopping traffic).
+  void Bind(CallState& call, std::string_view key) const;
+
+  void Admit(CallState& call, TimePoint now, AttemptAdmission& admission) const override;
+  void Record(CallState& call, const Outcome& outcome, Decision& decision,
+              TimePoint now) const override;
+  void Release(CallState& call, TimePoint now) const override;
+
+ private:
+  CircuitBreaker* breaker_ = nullptr;
+  class BreakerRegistry* registry_ = nullptr;
+  bool per_attempt_ = false;
+};
+
+}  // namespace internal
+}  // namespace v0
+}  // namespace mulligan
+
+#endif  // MULLIGAN_PIPELINE_STRATEGY_H_

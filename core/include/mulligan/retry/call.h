@@ -1,0 +1,317 @@
+// mulligan/retry/call.h — RetryCall: the blocking retry loop for C++ callers.
+//
+// A thin shell over the pipeline (pipeline/pipeline.h: the engine decides, this loop
+// acts): it runs the operation, turns what it returned into an Outcome, asks
+// the session, and waits through the Clock. Use it for any C++ operation that
+// returns mulligan::Status or mulligan::Result<T>:
+//
+//   mulligan::Result<std::string> body = mulligan::RetryCall(policy, [&] {
+//     return FetchProfile(user_id);          // returns Result<std::string>
+//   });
+//
+// With a circuit breaker (RetryCallOptions::breaker) the breaker is asked
+// before every attempt; a refusal ends the call at once with kCircuitOpen
+// (never retried). See RetryCallOptions::breaker for what is recorded.
+
+#ifndef MULLIGAN_RETRY_CALL_H_
+#define MULLIGAN_RETRY_CALL_H_
+
+#include <exception>
+#include <functional>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "mulligan/breaker/circuit_breaker.h"
+#include "mulligan/base/clock.h"
+#include "mulligan/pipeline/pipeline.h"
+#include "mulligan/telemetry/metrics.h"
+#include "mulligan/base/outcome.h"
+#include "mulligan/retry/policy.h"
+#include "mulligan/base/status.h"
+
+namespace mulligan {
+inline namespace v0 {
+
+// What RetryCall reports about a finished call.
+struct RetryCallInfo {
+  // Attempts made (1 when the first attempt succeeded).
+  int attempts = 0;
+  // Why the loop stopped.
+  StopReason stop_reason = StopReason::kNone;
+  // Total time spent waiting between attempts.
+  Duration total_delay = Duration::zero();
+  // From the start of the first attempt to the end of the last.
+  Duration elapsed = Duration::zero();
+  // True when the breaker refused an attempt (the call returned kCircuitOpen,
+  // or the fallback's value); `attempts` then counts the attempts made before
+  // the refusal and stop_reason is kNone.
+  bool circuit_open = false;
+  // With circuit_open: the breaker's time until its next probe
+  // (Duration::max() when forced open).
+  Duration retry_in = Duration::zero();
+  // True when the value returned came from the fallback.
+  bool fallback_used = false;
+};
+
+// Passed to RetryCallOptions::on_retry before each wait.
+struct RetryEvent {
+  // The attempt that just failed (1 for the first).
+  int attempt = 0;
+  // The wait before the next attempt.
+  Duration delay = Duration::zero();
+  // The failed attempt's error (an OK status when an exception was thrown).
+  Status error;
+  // The exception the attempt threw, if it threw one.
+  std::exception_ptr exception;
+};
+
+// Returns true for the codes RetryCall retries by default: kTransport,
+// kTimeout, kUnavailable and kDeadlineExceeded (an attempt's own deadline).
+// Every other code (a bad argument, an internal error) is terminal.
+inline bool IsRetryableStatus(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kTransport:
+    case StatusCode::kTimeout:
+    case StatusCode::kUnavailable:
+    case StatusCode::kDeadlineExceeded:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct RetryCallOptions {
+  // The clock to wait through; null means SystemClock::Default().
+  Clock* clock = nullptr;
+  // Decides whether a failed Status is retryable. Default IsRetryableStatus.
+  std::function<bool(const Status&)> retry_on_status;
+  // Decides whether a thrown exception is retryable. Default: none is; the
+  // exception propagates out of RetryCall at once. When it returns true and
+  // the retries give up, the last exception is rethrown.
+  std::function<bool(const std::exception_ptr&)> retry_on_exception;
+  // Called before each wait (on the calling thread). May be empty.
+  std::function<void(const RetryEvent&)> on_retry;
+  // Filled in when the call ends, if non-null.
+  RetryCallInfo* info = nullptr;
+
+  // An optional circuit breaker guarding every attempt (borrowed; it must
+  // outlive the call). Before each attempt RetryCall calls
+  // breaker->Acquire(clock.Now()); a refusal ends the call at once with the
+  // breaker's kCircuitOpen status ("... next probe in 12.500 s"), which is
+  // never retried, and sets info->circuit_open and info->retry_in.
+  //
+  // What is recorded (breaker_record_each_attempt false, the default: one
+  // result per logical call, DESIGN.md section 4):
+  //   - the permit of the LAST attempt records the call's final result:
+  //     ResultFor(classification of the last outcome), i.e. kSuccess for a
+  //     success, kFailure when the retries gave up on a retryable error
+  //     (attempts exhausted, deadline, Retry-After too long), kIgnored for a
+  //     terminal error;
+  //   - the permit of an attempt that is followed by a retry is dropped
+  //     unrecorded when it is an ordinary (closed, disabled, metrics-only)
+  //     permit: such a permit holds no slot and no reference, so dropping it
+  //     is free, and recording it as kIgnored would only inflate `ignored`;
+  //   - EXCEPT a half-open probe permit, which always records its own
+  //     attempt's result at once. A probe holds one of the
+  //     half_open_max_calls slots, so it must be released before the next
+  //     Acquire (or a one-slot breaker would refuse this call's own retry),
+  //     and releasing a failed probe as kIgnored would let one logical call
+  //     probe a recovering dependency several times through a one-probe
+  //     breaker. So a failed probe reopens the breaker and the retry that
+  //     follows is refused with kCircuitOpen.
+  // Permits carry the breaker generation: a result recorded after the
+  // breaker changed state (another caller tripped it) changes nothing.
+  // The recorded duration is the last attempt's, for slow-call detection.
+  CircuitBreaker* breaker = nullptr;
+  // Records every attempt's result with its own permit instead (each failed
+  // attempt counts towards the trip conditions, so with failure_threshold 3
+  // an always-failing call is cut off by the breaker after its 3rd attempt).
+  bool breaker_record_each_attempt = false;
+
+  // Where the call reports its metrics (metrics.h): typically
+  // MetricsRegistry::Default().Get("payments"), looked up once and kept.
+  // Borrowed; null (the default) reports nothing.
+  Metrics* metrics = nullptr;
+};
+
+namespace internal {
+
+template <typename T>
+struct IsResult : std::false_type {};
+template <typename T>
+struct IsResult<Result<T>> : std::true_type {};
+
+inline const Status& StatusOf(const Status& status) { return status; }
+template <typename T>
+const Status& StatusOf(const Result<T>& result) {
+  return result.status();
+}
+
+}  // namespace internal
+
+namespace internal {
+
+// No fallback: RetryCall returns the error.
+struct NoFallback {};
+
+// Returns the text of an exception, for the status a fallback receives.
+inline std::string DescribeException(const std::exception_ptr& thrown) {
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const std::exception& e) {
+    return std::string("the last attempt threw: ") + e.what();
+  } catch (...) {
+    return "the last attempt threw a non-standard exception";
+  }
+}
+
+// The loop shared by both RetryCall overloads: a thin shell over a Pipeline
+// made of the borrowed parts (no allocation) and its Call. Every decision --
+// retry or stop, what the breaker records, what the metrics count, whether
+// the fallback answers -- is the Call's.
+template <typename F, typename Fallback>
+auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options,
+               Fallback* fallback) {
+  constexpr bool kTakesAttempt = std::is_invocable_v<F&, int>;
+  using Return = std::conditional_t<kTakesAttempt, std::invoke_result<F&, int>,
+                                    std::invoke_result<F&>>;
+  using R = std::decay_t<typename Return::type>;
+  static_assert(std::is_same_v<R, Status> || IsResult<R>::value,
+                "RetryCall: fn must return mulligan::Status or mulligan::Result<T>");
+  constexpr bool kHasFallback = !std::is_same_v<Fallback, NoFallback>;
+
+  Clock& clock = options.clock ? *options.clock : *SystemClock::Default();
+  Pipeline::Parts parts;
+  parts.policy = &policy;
+  parts.breaker = options.breaker;
+  parts.breaker_per_attempt = options.breaker_record_each_attempt;
+  parts.metrics = options.metrics;
+  parts.clock = &clock;
+  const Pipeline pipeline(parts);
+  CallOptions call_options;
+  call_options.fallback = kHasFallback;
+  Call call = pipeline.Begin(clock.Now(), call_options);
+
+  RetryCallInfo info;
+  auto finish = [&] {
+    info.attempts = call.attempts();
+    info.elapsed = clock.Now() - call.start();
+    info.total_delay = call.total_delay();
+    if (options.info) *options.info = info;
+  };
+  for (;;) {
+    const AttemptAdmission admission = call.Admit(clock.Now());
+    if (admission.refused()) {
+      info.circuit_open = true;
+      info.retry_in = admission.retry_in;
+      Status refused = call.RefusalStatus();
+      finish();
+      if constexpr (kHasFallback) {
+        info.fallback_used = true;
+        if (options.info) options.info->fallback_used = true;
+        return R((*fallback)(static_cast<const Status&>(refused)));
+      } else {
+        return R(std::move(refused));
+      }
+    }
+
+    std::exception_ptr thrown;
+    std::optional<R> returned;
+    try {
+      if constexpr (kTakesAttempt) {
+        returned.emplace(fn(admission.attempt));
+      } else {
+        returned.emplace(fn());
+      }
+    } catch (...) {
+      thrown = std::current_exception();
+      if (!options.retry_on_exception || !options.retry_on_exception(thrown)) {
+        // Not retried, so terminal: it frees a probe slot and counts as
+        // neither success nor failure.
+        (void)call.Record(Outcome::Failure(/*retryable=*/false), clock.Now());
+        finish();
+        throw;
+      }
+    }
+
+    Outcome outcome;
+    if (thrown) {
+      outcome = Outcome::Failure(/*retryable=*/true);
+    } else if (StatusOf(*returned).ok()) {
+      outcome = Outcome::Success();
+    } else {
+      const Status& error = StatusOf(*returned);
+      const bool retryable =
+          options.retry_on_status ? options.retry_on_status(error) : IsRetryableStatus(error);
+      outcome = Outcome::Failure(retryable);
+    }
+
+    const Decision decision = call.Record(outcome, clock.Now());
+    if (!decision.retry()) {
+      info.stop_reason = decision.reason;
+      if constexpr (kHasFallback) {
+        if (decision.use_fallback) {
+          Status error = thrown ? UnavailableError(DescribeException(thrown))
+                                : StatusOf(*returned);
+          info.fallback_used = true;
+          finish();
+          return R((*fallback)(static_cast<const Status&>(error)));
+        }
+      }
+      finish();
+      if (thrown) std::rethrow_exception(thrown);
+      return std::move(*returned);
+    }
+    if (options.on_retry) {
+      RetryEvent event;
+      event.attempt = decision.attempt;
+      event.delay = decision.delay;
+      if (returned) event.error = StatusOf(*returned);
+      event.exception = thrown;
+      options.on_retry(event);
+    }
+    clock.SleepFor(decision.delay);
+  }
+}
+
+}  // namespace internal
+
+// Runs `fn` until it succeeds or `policy` stops, waiting between attempts.
+//
+// `fn` takes no arguments, or one `int` (the attempt number, from 1), and
+// returns Status or Result<T>. Returns what the last attempt returned: the
+// first success, or the last error when the policy gave up (its reason is in
+// options.info->stop_reason), or kCircuitOpen when options.breaker refused an
+// attempt. Exceptions from `fn` propagate unless options.retry_on_exception
+// accepts them.
+// Thread-safety: reentrant; `policy` (and options.breaker) may be shared by
+// many concurrent calls.
+template <typename F>
+auto RetryCall(const RetryPolicy& policy, F&& fn, const RetryCallOptions& options = {}) {
+  return internal::RetryLoop(policy, fn, options,
+                             static_cast<internal::NoFallback*>(nullptr));
+}
+
+// Like RetryCall above, but when the call finally fails -- the policy gave up
+// on retryable errors (attempts exhausted, deadline, Retry-After too long),
+// or the breaker refused an attempt -- returns `fallback(error)` instead of
+// the error. A terminal error (one retry_on_status calls not retryable) is
+// returned as it is: it is an answer or a bug, not an outage (the one
+// meaning of a fallback in every front door, pipeline/call.h). `error` is the
+// last attempt's Status, the breaker's kCircuitOpen status, or, when the last
+// attempt threw an exception accepted by retry_on_exception, a kUnavailable
+// status describing it. `fallback` returns something R is constructible from
+// (a T for Result<T>, or an R). info->fallback_used tells which path ran.
+// Exceptions not accepted by retry_on_exception still propagate.
+template <typename F, typename Fallback>
+auto RetryCall(const RetryPolicy& policy, F&& fn, const RetryCallOptions& options,
+               Fallback&& fallback) {
+  return internal::RetryLoop(policy, fn, options, &fallback);
+}
+
+}  // namespace v0
+}  // namespace mulligan
+
+#endif  // MULLIGAN_RETRY_CALL_H_

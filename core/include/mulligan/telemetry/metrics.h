@@ -1,0 +1,281 @@
+// mulligan/telemetry/metrics.h — counters, gauges, histograms and events, per name.
+//
+// Operators need to see retries before they become an outage. Every retry
+// loop, breaker and HTTP client reports into a Metrics object named after its
+// policy, breaker or client origin; a MetricsRegistry holds them by name and
+// exports a JSON snapshot and the Prometheus text exposition format.
+//
+// Hot path: each thread writes into its own shard of a Metrics object (plain
+// relaxed loads and stores, no locked instructions, no lock), and readers sum
+// the shards. Totals are exact: 2 threads x 1,000,000 calls give 2,000,000.
+// Gauges that count things in progress (calls in flight, calls waiting to
+// retry) are derived from started/finished counters, so they cost nothing.
+//
+// What counts as what (DESIGN.md section 4, "Metrics"):
+//   calls        logical calls started (a call that retries counts once)
+//   attempts     attempts made by finished calls
+//   retries      attempts after the first, by reason (status, transport,
+//                timeout, retry_after, exception)
+//   successes    calls that finally succeeded; an eventual success is a
+//                success, never a failure
+//   failures     calls that gave up (or were refused by an open breaker)
+//   fallbacks    failed calls answered by a fallback (also counted in failures)
+//   short_circuits  attempts refused by an open circuit breaker
+
+#ifndef MULLIGAN_TELEMETRY_METRICS_H_
+#define MULLIGAN_TELEMETRY_METRICS_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "mulligan/breaker/circuit_breaker.h"
+#include "mulligan/base/clock.h"
+#include "mulligan/base/outcome.h"
+#include "mulligan/retry/policy.h"
+
+namespace mulligan {
+inline namespace v0 {
+
+// Why a retry was scheduled. Values are pinned; append only.
+enum class RetryReason : int {
+  // A retryable HTTP status (503, 429, ...) without a Retry-After hint.
+  kStatus = 0,
+  // A transport failure: refused, reset, DNS, TLS, other.
+  kTransport = 1,
+  // An attempt or connect timeout.
+  kTimeout = 2,
+  // The server's Retry-After hint set the delay.
+  kRetryAfter = 3,
+  // A failure the caller classified (a matching exception, a callback error).
+  kException = 4,
+};
+inline constexpr int kRetryReasonCount = 5;
+
+// Returns "status", "transport", "timeout", "retry_after" or "exception".
+const char* RetryReasonName(RetryReason reason);
+
+// Returns the reason for retrying after `outcome` when `decision` says retry.
+RetryReason RetryReasonFor(const Outcome& outcome, const Decision& decision);
+
+// What kind of event a listener receives. Values are pinned; append only.
+enum class EventKind : int {
+  kAttemptStarted = 0,
+  kAttemptFailed = 1,
+  kRetryScheduled = 2,
+  kGaveUp = 3,
+  kBreakerTransition = 4,
+  kFallbackUsed = 5,
+  kSucceeded = 6,
+  kShortCircuited = 7,
+};
+
+// Returns "attempt_started", "attempt_failed", "retry_scheduled", "gave_up",
+// "breaker_transition", "fallback_used", "succeeded" or "short_circuited".
+const char* EventKindName(EventKind kind);
+
+// One event. Fields that do not apply to a kind keep their defaults.
+// `name` points into the Metrics object that emitted it and is valid only
+// during the listener call.
+struct Event {
+  EventKind kind = EventKind::kAttemptStarted;
+  std::string_view name;
+  // Attempt number (1 for the first) for attempt and retry events; attempts
+  // made for kGaveUp and kSucceeded.
+  int attempt = 0;
+  // The wait before the next attempt (kRetryScheduled).
+  Duration delay = Duration::zero();
+  // The failed attempt's outcome (kAttemptFailed, kRetryScheduled, kGaveUp).
+  ErrorKind error = ErrorKind::kNone;
+  int http_status = 0;
+  RetryReason retry_reason = RetryReason::kStatus;
+  StopReason stop_reason = StopReason::kNone;
+  // kBreakerTransition only.
+  BreakerState from = BreakerState::kClosed;
+  BreakerState to = BreakerState::kClosed;
+  const char* transition_reason = "";
+  // Time since the call's first attempt started (zero for breaker events).
+  Duration elapsed = Duration::zero();
+};
+
+using EventListener = std::function<void(const Event&)>;
+
+// A consistent-enough reading of one Metrics object (each value is exact; the
+// values are read one after another while writers may run).
+struct MetricsSnapshot {
+  struct Histogram {
+    // Upper bounds of the finite buckets, ascending; a final +Inf bucket is
+    // implied. Units: seconds for durations and delays, attempts otherwise.
+    std::vector<double> upper_bounds;
+    // Non-cumulative counts; size upper_bounds.size() + 1 (the last is +Inf).
+    std::vector<uint64_t> counts;
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  std::string name;
+  uint64_t calls = 0;
+  uint64_t attempts = 0;
+  uint64_t retries = 0;
+  std::array<uint64_t, kRetryReasonCount> retries_by_reason{};
+  uint64_t successes = 0;
+  uint64_t failures = 0;
+  uint64_t fallbacks = 0;
+  uint64_t short_circuits = 0;
+  // transitions[from][to], indexed by BreakerState values.
+  std::array<std::array<uint64_t, 6>, 6> transitions{};
+  // Transitions into kOpen from any state.
+  uint64_t circuit_opens = 0;
+  int64_t in_flight = 0;
+  int64_t waiting_to_retry = 0;
+  // The last breaker state reported, or -1 when no breaker reports here.
+  int breaker_state = -1;
+  Histogram call_duration_seconds;
+  Histogram attempts_per_call;
+  Histogram retry_delay_seconds;
+};
+
+class MetricsRegistry;
+
+// The metrics of one name.
+//
+// Thread-safety: every method is thread-safe. Writes go to the calling
+// thread's own shard; readers (Snapshot) sum all shards.
+// Not copyable or movable: shards and listeners point back into it.
+class Metrics {
+ public:
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // A logical call started (its first attempt is about to run).
+  void CallStarted();
+  // An attempt is about to run (emits kAttemptStarted to listeners only).
+  void AttemptStarted(int attempt);
+  // An attempt failed and the engine decided `decision`; records the retry
+  // (and its delay) when it is one. Call RetryWaitEnded after the wait.
+  void AttemptFailed(int attempt, const Outcome& outcome, const Decision& decision,
+                     Duration elapsed);
+  // The wait before a scheduled retry is over (or was cancelled).
+  void RetryWaitEnded();
+  // An attempt was refused by an open circuit breaker.
+  void ShortCircuited(int attempt);
+  // The call finished: succeeded, or gave up (`stop_reason` says why) after
+  // `attempts` attempts, `elapsed` after its first attempt started.
+  void CallSucceeded(int attempts, Duration elapsed);
+  void CallFailed(int attempts, Duration elapsed, StopReason stop_reason);
+  // Records `count` calls that started and succeeded on their first attempt
+  // without being timed (front ends that count successes on their hot path
+  // and flush them in bulk). They add to calls, attempts, successes and the
+  // attempts-per-call histogram, not to the call-duration histogram.
+  void UntimedFirstAttemptSuccesses(uint64_t count);
+  // A fallback answered a failed call (call CallFailed too).
+  void FallbackUsed();
+  // A breaker reporting under this name changed state.
+  void BreakerTransitioned(BreakerState from, BreakerState to, const char* reason);
+  // Records the current breaker state (a gauge), without a transition.
+  void SetBreakerState(BreakerState state);
+
+  MetricsSnapshot Snapshot() const;
+  const std::string& name() const { return name_; }
+
+ private:
+  friend class MetricsRegistry;
+  struct Shard;
+  Metrics(std::string name, MetricsRegistry* registry);
+  Shard& LocalShard();
+  Shard& RegisterShard();
+  void Emit(const Event& event) const;
+
+  const std::string name_;
+  MetricsRegistry* const registry_;
+  const uint64_t id_;  // index into each thread's shard table; never reused
+  mutable std::mutex shards_mu_;
+  std::vector<std::shared_ptr<Shard>> shards_;  // guarded by shards_mu_
+  std::array<std::array<std::atomic<uint64_t>, 6>, 6> transitions_{};
+  std::atomic<int> breaker_state_{-1};
+};
+
+// Metrics by name, plus the event stream.
+//
+// Thread-safety: thread-safe. Get takes a mutex (callers keep the returned
+// pointer, which stays valid as long as the registry lives); the hot path is
+// in Metrics.
+class MetricsRegistry {
+ public:
+  // The name under which metrics beyond max_names are merged.
+  static constexpr const char* kOverflowName = "_overflow";
+  // The default bound on distinct names.
+  static constexpr size_t kDefaultMaxNames = 2000;
+
+  // Holds at most `max_names` names; metrics for further names are merged
+  // under kOverflowName, so a label with unbounded values (one breaker per
+  // user, per host) cannot exhaust memory. OpenTelemetry's metrics SDK does
+  // the same with its cardinality limit and the otel.metric.overflow
+  // attribute. REQUIRES: max_names >= 1.
+  explicit MetricsRegistry(size_t max_names = kDefaultMaxNames);
+  ~MetricsRegistry();
+  MetricsRegistry(const MetricsRegistry&) = delete;
+  MetricsRegistry& operator=(const MetricsRegistry&) = delete;
+
+  // The process-wide registry used by default (never destroyed).
+  static MetricsRegistry& Default();
+
+  // Returns the metrics named `name`, creating them on first use (or the
+  // overflow metrics once max_names names exist). The pointer is never null
+  // and stays valid for the registry's lifetime. Cost: a hash look-up under a
+  // mutex; callers keep the pointer instead of looking it up per call.
+  Metrics* Get(std::string_view name);
+  // Snapshots of every name, sorted by name.
+  std::vector<MetricsSnapshot> Snapshot() const;
+  // Clears every name (for tests): pointers handed out before stay valid but
+  // are detached and no longer exported.
+  void Clear();
+  // How many times Clear ran: lets callers that cache Metrics pointers
+  // notice that they were detached.
+  uint64_t clear_count() const { return clears_.load(std::memory_order_acquire); }
+
+  // Adds a listener for every event of every name; returns its id. Listeners
+  // run synchronously on the thread that caused the event and must be quick
+  // and must not throw (an exception is caught and dropped).
+  uint64_t AddListener(EventListener listener);
+  // Removes a listener; false if the id is unknown.
+  bool RemoveListener(uint64_t id);
+
+  // The Prometheus text exposition format (version 0.0.4): mulligan_calls_total,
+  // mulligan_retries_total{reason=...}, mulligan_call_duration_seconds, ...
+  std::string ToPrometheus() const;
+  // A JSON object {"metrics": [{"name": ..., "calls": ..., ...}], "totals": {...}}
+  // whose totals include the six classic counters: calls, retries,
+  // circuit_opens, fallbacks, successes, failures.
+  // Defined in the mulligan_config target (it uses Boost.JSON): a program
+  // linking only mulligan_engine must link mulligan_config to call it.
+  std::string ToJson() const;
+
+ private:
+  friend class Metrics;
+  void Dispatch(const Event& event) const;
+
+  const size_t max_names_;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Metrics>> metrics_;        // guarded by mu_
+  std::unordered_map<std::string, Metrics*> by_name_;    // guarded by mu_
+  Metrics* overflow_ = nullptr;                          // guarded by mu_
+  std::vector<std::unique_ptr<Metrics>> detached_;       // guarded by mu_
+  struct Listeners;
+  std::shared_ptr<const Listeners> listeners_;           // guarded by mu_
+  std::atomic<bool> has_listeners_{false};
+  std::atomic<uint64_t> clears_{0};
+  uint64_t next_listener_id_ = 1;                        // guarded by mu_
+};
+
+}  // namespace v0
+}  // namespace mulligan
+
+#endif  // MULLIGAN_TELEMETRY_METRICS_H_

@@ -1,0 +1,105 @@
+// core/src/telemetry/metrics_json.cc — MetricsRegistry::ToJson, the JSON
+// snapshot of every metric.
+//
+// It lives apart from metrics.cc because it needs Boost.JSON: it is built into
+// the mulligan_config target (core/CMakeLists.txt), so a program that links
+// only the std-only engine (mulligan_engine) gets counters, histograms,
+// events and the Prometheus text but not this export.
+
+#include <boost/json.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mulligan/telemetry/metrics.h"
+
+namespace mulligan {
+inline namespace v0 {
+
+namespace {
+
+boost::json::object HistogramJson(const MetricsSnapshot::Histogram& h) {
+  boost::json::object o;
+  boost::json::array buckets;
+  for (size_t i = 0; i < h.counts.size(); ++i) {
+    boost::json::object b;
+    if (i < h.upper_bounds.size()) {
+      b["le"] = h.upper_bounds[i];
+    } else {
+      b["le"] = "+Inf";
+    }
+    b["count"] = h.counts[i];
+    buckets.push_back(std::move(b));
+  }
+  o["buckets"] = std::move(buckets);
+  o["count"] = h.count;
+  o["sum"] = h.sum;
+  return o;
+}
+
+}  // namespace
+
+std::string MetricsRegistry::ToJson() const {
+  const std::vector<MetricsSnapshot> all = Snapshot();
+  boost::json::array metrics;
+  uint64_t calls = 0, retries = 0, opens = 0, fallbacks = 0, successes = 0, failures = 0;
+  for (const MetricsSnapshot& s : all) {
+    boost::json::object o;
+    o["name"] = s.name;
+    o["calls"] = s.calls;
+    o["attempts"] = s.attempts;
+    o["retries"] = s.retries;
+    boost::json::object by_reason;
+    for (int i = 0; i < kRetryReasonCount; ++i) {
+      by_reason[RetryReasonName(static_cast<RetryReason>(i))] = s.retries_by_reason[i];
+    }
+    o["retries_by_reason"] = std::move(by_reason);
+    o["successes"] = s.successes;
+    o["failures"] = s.failures;
+    o["fallbacks"] = s.fallbacks;
+    o["short_circuits"] = s.short_circuits;
+    o["circuit_opens"] = s.circuit_opens;
+    boost::json::array transitions;
+    for (int f = 0; f < 6; ++f) {
+      for (int t = 0; t < 6; ++t) {
+        if (s.transitions[f][t] == 0) continue;
+        transitions.push_back({{"from", BreakerStateName(static_cast<BreakerState>(f))},
+                               {"to", BreakerStateName(static_cast<BreakerState>(t))},
+                               {"count", s.transitions[f][t]}});
+      }
+    }
+    o["breaker_transitions"] = std::move(transitions);
+    if (s.breaker_state >= 0) {
+      o["breaker_state"] = BreakerStateName(static_cast<BreakerState>(s.breaker_state));
+    } else {
+      o["breaker_state"] = nullptr;
+    }
+    o["in_flight"] = s.in_flight;
+    o["waiting_to_retry"] = s.waiting_to_retry;
+    o["call_duration_seconds"] = HistogramJson(s.call_duration_seconds);
+    o["attempts_per_call"] = HistogramJson(s.attempts_per_call);
+    o["retry_delay_seconds"] = HistogramJson(s.retry_delay_seconds);
+    metrics.push_back(std::move(o));
+    calls += s.calls;
+    retries += s.retries;
+    opens += s.circuit_opens;
+    fallbacks += s.fallbacks;
+    successes += s.successes;
+    failures += s.failures;
+  }
+  boost::json::object totals;
+  totals["calls"] = calls;
+  totals["retries"] = retries;
+  totals["circuit_opens"] = opens;
+  totals["fallbacks"] = fallbacks;
+  totals["successes"] = successes;
+  totals["failures"] = failures;
+  boost::json::object root;
+  root["metrics"] = std::move(metrics);
+  root["totals"] = std::move(totals);
+  return boost::json::serialize(root);
+}
+
+}  // namespace v0
+}  // namespace mulligan
