@@ -28,6 +28,7 @@
 #include "bindings.h"
 #include "http_common.h"
 #include "mulligan/breaker/registry.h"
+#include "mulligan/http/async_engine.h"
 #include "mulligan/http/client.h"
 #include "mulligan/retry/policy.h"
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "mulligan/http/async_engine.h"
 #include "mulligan/http/client.h"
 #include "mulligan/retry/policy.h"
 

@@ -9,6 +9,7 @@
 //
 // Only the /limited test sleeps for real (about 1 s per Retry-After).
 
+#include "mulligan/http/async_engine.h"
 #include "mulligan/http/client.h"
 #include "mulligan/telemetry/metrics.h"
 

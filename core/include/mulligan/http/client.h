@@ -1,10 +1,13 @@
 // mulligan/http/client.h — a resilient HTTP client on libcurl.
 //
-// Runs the retry engine around libcurl transfers: per-attempt timeout trimmed
-// to the deadline, Retry-After honoured, and the method rules of DESIGN.md
-// section 4 (RFC 9110 section 9.2.2): GET, HEAD, OPTIONS, TRACE, PUT and DELETE
-// are retried; POST and PATCH only with an Idempotency-Key (sent unchanged on
-// every attempt) or when nothing was sent (connection refused).
+// A front door of the pipeline (pipeline/pipeline.h): each request is one
+// pipeline Call, and libcurl transfers are its attempts, so every decision --
+// the per-attempt timeout trimmed to the deadline, Retry-After, the breaker
+// per origin, the metrics, the fallback -- is the pipeline's. The client adds
+// the method rules of DESIGN.md section 5 (RFC 9110 section 9.2.2): GET, HEAD,
+// OPTIONS, TRACE, PUT and DELETE are retried; POST and PATCH only with an
+// Idempotency-Key (sent unchanged on every attempt) or when nothing was sent
+// (connection refused). The event-loop engine is http/async_engine.h.
 // Connections are kept alive and reused between attempts and calls, except
 // by requests that must not be replayed (POST/PATCH without a key): those
 // always open a new connection, since libcurl would otherwise re-send them
@@ -141,6 +144,20 @@ struct HttpRequest {
   // replaces the client's should_abort for this request. HttpAsyncEngine
   // ignores it (its caller owns the loop and calls Cancel).
   HttpAbortHook should_abort;
+  // The caller answers a give-up (retries exhausted on a retryable status or
+  // a transport error) or a refusal (circuit open) with a fallback of its
+  // own: the result then says use_fallback, and the metrics count one
+  // fallback (pipeline/call.h, CallOptions::fallback). Default false.
+  bool fallback = false;
+  // Testing mode (pipeline/call.h, CallOptions): when > 0, at most this
+  // many attempts; `no_wait`: every wait between attempts is zero.
+  // Defaults: 0 and false (the policy decides).
+  int max_attempts = 0;
+  bool no_wait = false;
+  // The clock of this request (deadlines, elapsed time, waits); null means
+  // the client's. A test's FakeClock, for one request. REQUIRES: outlives the
+  // call.
+  Clock* clock = nullptr;
 };
 
 struct HttpResponse {
@@ -160,6 +177,9 @@ struct HttpResponse {
   std::string idempotency_key;
   // The URL of the final response.
   std::string url;
+  // The request asked for a fallback (HttpRequest::fallback) and the
+  // retries gave up on a retryable status: the caller answers with it.
+  bool use_fallback = false;
 
   // Returns the value of the header `name` (case-insensitive), or nullopt.
   std::optional<std::string> Header(std::string_view name) const {
@@ -181,6 +201,9 @@ struct HttpCallInfo {
   Duration retry_in = Duration::zero();
   // The last attempt's HTTP status, 0 without a response.
   int last_status = 0;
+  // The request asked for a fallback (HttpRequest::fallback) and the call
+  // gave up or was refused: the caller answers with its fallback.
+  bool use_fallback = false;
 };
 
 struct HttpClientOptions {
@@ -245,6 +268,8 @@ struct HttpClientOptions {
   std::string metrics_name;
 };
 
+class HttpClientCall;
+
 // A long-lived client with a pool of kept-alive connections.
 //
 // Thread-safety: Send() may be called from many threads at once; each call
@@ -274,103 +299,61 @@ class HttpClient {
   // `info`, when non-null, is filled in either way.
   Result<HttpResponse> Send(const HttpRequest& request, HttpCallInfo* info = nullptr);
 
+  // Begins `request` as a call its caller steps (HttpClientCall), for callers
+  // that wait between attempts their own way (Python's driver sleeps with
+  // time.sleep, or a FakeClock, and lets Ctrl-C interrupt a wait). Takes the
+  // request over (and copies its policy, if any). Errors: kInvalidArgument as
+  // Send; kInternal when libcurl cannot make a handle.
+  Result<std::unique_ptr<HttpClientCall>> Begin(HttpRequest request);
+
   const RetryPolicy& policy() const;
   const HttpClientOptions& options() const;
 
  private:
+  friend class HttpClientCall;
   struct Impl;
   explicit HttpClient(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
-// Runs many HTTP calls on one thread through libcurl's multi interface, for
-// an event loop to drive (asyncio, libuv, epoll): the loop watches the
-// sockets and the timer this engine asks for and calls SocketAction when one
-// is ready; no thread per request. The engine decides, the caller acts: when
-// an attempt fails and the policy says retry, the event carries the delay,
-// the caller waits it its own way (asyncio.sleep) and calls StartAttempt
-// again. Semantics (method rules, Retry-After, deadlines, breakers, errors)
-// are HttpClient::Send's.
+// One logical call of an HttpClient, stepped by its caller. Send is exactly
+// this loop, with the waits through the clock:
 //
-//   id = engine.Begin(request);  engine.StartAttempt(id);
-//   loop: apply TakeSocketChanges() / TakeTimerChange() to the event loop;
-//         on readiness SocketAction(fd, events); on the timer SocketAction(-1, 0);
-//         for each TakeEvents(): retry -> wait delay, StartAttempt(id);
-//                                 done  -> Finish(id)
+//   auto call = client.Begin(request);          // validated here
+//   for (Decision d = (*call)->Attempt(); d.retry(); d = (*call)->Attempt()) {
+//     report (*call)->RetryEvent(); wait d.delay your own way;
+//     (or (*call)->Cancel() to stop here)
+//   }
+//   Result<HttpResponse> response = (*call)->Finish();
 //
-// Thread-safety: not thread-safe; one engine belongs to one event-loop
-// thread. Not copyable or movable (libcurl callbacks point at it).
-class HttpAsyncEngine {
+// Thread-safety: not thread-safe; one call belongs to one caller (any thread,
+// one at a time). REQUIRES: the client outlives the call. Destroying an
+// unfinished call cancels it.
+class HttpClientCall {
  public:
-  // A socket whose watch changed: events is a mask of kRead | kWrite, 0 to
-  // stop watching it, or -1 when libcurl has just closed it (a loop that
-  // keeps idle sockets registered must drop them then; the number may be
-  // reused by the next socket).
-  struct SocketWatch {
-    int fd = -1;
-    int events = 0;
-  };
-  static constexpr int kRead = 1;
-  static constexpr int kWrite = 2;
+  ~HttpClientCall();
+  HttpClientCall(const HttpClientCall&) = delete;
+  HttpClientCall& operator=(const HttpClientCall&) = delete;
 
-  // The end of one attempt of call `id`.
-  struct Event {
-    uint64_t id = 0;
-    // True: wait `decision.delay`, then StartAttempt(id). False: Finish(id).
-    bool retry = false;
-    Decision decision;
-    ErrorKind error = ErrorKind::kNone;
-    int http_status = 0;
-  };
-
-  // Validates `options` as HttpClient::Create does. `options.clock` is used
-  // for deadlines only (the caller does the waiting).
-  static Result<std::unique_ptr<HttpAsyncEngine>> Create(const HttpClientOptions& options);
-  ~HttpAsyncEngine();
-  HttpAsyncEngine(const HttpAsyncEngine&) = delete;
-  HttpAsyncEngine& operator=(const HttpAsyncEngine&) = delete;
-
-  // Validates and copies `request` (its policy too; on_retry is ignored: the
-  // caller reports retries from the events) and returns the call's id. No
-  // transfer starts yet. kInvalidArgument as HttpClient::Send.
-  Result<uint64_t> Begin(const HttpRequest& request);
-  // The same, taking `request` over instead of copying it.
-  Result<uint64_t> Begin(HttpRequest&& request);
-  // Starts the next attempt of call `id`. When the circuit breaker refuses,
-  // no transfer starts and a final event is queued at once.
-  // kInvalidArgument for an unknown id or one already in flight.
-  Status StartAttempt(uint64_t id);
-  // Tells libcurl that `fd` is ready for `events` (kRead | kWrite), or with
-  // fd -1 that the timer fired; queues the events of finished attempts.
-  void SocketAction(int fd, int events);
-  // The socket watches changed since the last call, in order.
-  std::vector<SocketWatch> TakeSocketChanges();
-  // The same into `*out` (replaced), handing its storage to the engine in
-  // exchange: a loop that keeps one vector allocates nothing per call.
-  void TakeSocketChanges(std::vector<SocketWatch>* out);
-  // The timer change since the last call: nullopt for none, -1 to cancel
-  // the timer, otherwise fire SocketAction(-1, 0) after that many ms. Every
-  // SocketAction(-1, 0) reports the current timer, so a loop may fire early
-  // or keep an earlier timer instead of cancelling it: it is re-armed.
-  std::optional<long> TakeTimerChange();
-  // The events queued since the last call.
-  std::vector<Event> TakeEvents();
-  // The same into `*out` (replaced), swapping storage as above.
-  void TakeEvents(std::vector<Event>* out);
-  // Returns the result of a finished call (as HttpClient::Send would) and
-  // forgets the call. `info`, when non-null, is filled in either way.
-  Result<HttpResponse> Finish(uint64_t id, HttpCallInfo* info = nullptr);
-  // Abandons call `id` (removing any transfer in flight); no-op when unknown.
-  // Like an aborted HttpClient::Send, the call frees its breaker's half-open
-  // probe permit without judging the origin and is reported as failed in
-  // the metrics. Destroying the engine does the same for pending calls.
-  void Cancel(uint64_t id);
-  // Calls begun and not yet finished or cancelled.
-  size_t size() const;
+  // Runs the next attempt on the calling thread: the pipeline's admission,
+  // the transfer (polling the should_abort hooks), the decision. Returns
+  // the decision: retry after `delay` (wait, then call Attempt again), or
+  // stop (call Finish). Once stopped (or refused), returns the stop again.
+  Decision Attempt();
+  // The retry just decided, as an on_retry hook would be told (the call's
+  // hooks are not called by Attempt: the stepping caller reports retries).
+  HttpRetryEvent RetryEvent() const;
+  // Ends a call whose caller will not make the retry just decided (a hook
+  // cancelled it, the wait was interrupted): Finish then reports kCallback.
+  void Cancel();
+  // The call's result, as Send returns it. `info`, when non-null, is filled.
+  // Call once, after a stop decision or Cancel.
+  Result<HttpResponse> Finish(HttpCallInfo* info = nullptr);
 
  private:
+  friend class HttpClient;
   struct Impl;
-  explicit HttpAsyncEngine(std::unique_ptr<Impl> impl);
+  explicit HttpClientCall(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,0 +1,481 @@
+// core/src/http/exchange.cc — one logical HTTP call over the pipeline: the
+// request prepared once, each attempt's transfer set up and read, its
+// Outcome handed to the pipeline's Call, and the call's result built.
+
+#include "exchange.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "curl_global.h"
+#include "internal/ascii.h"
+#include "mulligan/retry/retry_after.h"
+#include "mulligan/telemetry/metrics.h"
+
+namespace mulligan {
+inline namespace v0 {
+namespace internal {
+
+// ---------------------------------------------------------------------------
+// Settings
+
+namespace {
+
+Status ValidateOptions(const HttpClientOptions& options) {
+  if (options.attempt_timeout <= Duration::zero()) {
+    return InvalidArgumentError("attempt_timeout must be > 0, got " +
+                                std::to_string(options.attempt_timeout.count()) + " ns");
+  }
+  if (options.connect_timeout <= Duration::zero()) {
+    return InvalidArgumentError("connect_timeout must be > 0, got " +
+                                std::to_string(options.connect_timeout.count()) + " ns");
+  }
+  if (!IsSafeFieldValue(options.user_agent)) {
+    return InvalidArgumentError("user_agent must not contain CR, LF or NUL");
+  }
+  if (options.max_redirects < 0 || options.max_redirects > 1000) {
+    return InvalidArgumentError("max_redirects must be in [0, 1000], got " +
+                                std::to_string(options.max_redirects));
+  }
+  if (options.ca_bundle.find('\0') != std::string::npos) {
+    return InvalidArgumentError("ca_bundle must not contain NUL");
+  }
+  if (options.max_connections < 0) {
+    return InvalidArgumentError("max_connections must be >= 0 (0: no cap), got " +
+                                std::to_string(options.max_connections));
+  }
+  return OkStatus();
+}
+
+// The pipeline of a client: its default policy, its breakers by origin, and
+// its metrics (one name, or one per origin).
+Pipeline::Parts PartsFor(const HttpClientOptions& options, const RetryPolicy& policy,
+                         Clock* clock) {
+  Pipeline::Parts parts;
+  parts.policy = &policy;
+  parts.breakers = options.breakers.get();
+  parts.breaker_per_attempt = options.breaker_per_attempt;
+  parts.clock = clock;
+  if (options.report_metrics) {
+    if (options.metrics_name.empty()) {
+      parts.metrics_registry = &MetricsRegistry::Default();
+    } else {
+      parts.metrics = MetricsRegistry::Default().Get(options.metrics_name);
+    }
+  }
+  return parts;
+}
+
+}  // namespace
+
+Settings::Settings(const HttpClientOptions& opts, RetryPolicy pol)
+    : options(opts),
+      policy(std::move(pol)),
+      clock(opts.clock != nullptr ? opts.clock : SystemClock::Default()),
+      proxy_from_env(ProxyFromEnvironment()),
+      metrics_by_origin(opts.report_metrics && opts.metrics_name.empty()),
+      pipeline(PartsFor(options, policy, clock)) {}
+
+Result<std::unique_ptr<Settings>> MakeSettings(const HttpClientOptions& options) {
+  Result<RetryPolicy> policy = RetryPolicy::Create(options.retry);
+  if (!policy.ok()) return policy.status();
+  Status valid = ValidateOptions(options);
+  if (!valid.ok()) return valid;
+  if (!EnsureCurlGlobalInit()) return InternalError("curl_global_init failed");
+  return std::make_unique<Settings>(options, std::move(policy).value());
+}
+
+// ---------------------------------------------------------------------------
+// Exchange
+
+Status Exchange::Init(const Settings& settings, const HttpRequest& request, bool abortable) {
+  settings_ = &settings;
+  request_ = &request;
+  Status valid = ValidateRequest(request, &url_);
+  if (!valid.ok()) return valid;
+  // What libcurl writes besides these (request line, Host, Accept, the
+  // framing fields) is small; kMaxRequestHeadBytes leaves it ample room.
+  size_t head = request.url.size() + settings.options.user_agent.size() + 16;
+  for (const auto& [name, value] : request.headers) head += name.size() + value.size() + 4;
+  if (request.idempotency_key) head += request.idempotency_key->size() + 19;
+  if (head > kMaxRequestHeadBytes) {
+    return InvalidArgumentError("request head too large: the URL and header fields take " +
+                                std::to_string(head) + " bytes, more than the limit of " +
+                                std::to_string(kMaxRequestHeadBytes));
+  }
+  if (abortable) {
+    if (request.should_abort) {
+      abort_ = &request.should_abort;
+    } else if (settings.options.should_abort) {
+      abort_ = &settings.options.should_abort;
+    }
+  }
+  if (request.max_redirects && (*request.max_redirects < 0 || *request.max_redirects > 1000)) {
+    return InvalidArgumentError("max_redirects must be in [0, 1000], got " +
+                                std::to_string(*request.max_redirects));
+  }
+  clock_ = request.clock != nullptr ? request.clock : settings.clock;
+  follow_redirects_ = request.follow_redirects.value_or(settings.options.follow_redirects);
+  max_redirects_ = request.max_redirects.value_or(settings.options.max_redirects);
+
+  // The header list is the same on every attempt (the same Idempotency-Key
+  // above all), so it is built once.
+  bool has_content_type = false;
+  bool has_expect = false;
+  for (const auto& [name, value] : request.headers) {
+    // "Name;" is libcurl's spelling of a header with an empty value.
+    if (!SlistAppend(headers_, value.empty() ? name + ";" : name + ": " + value)) {
+      return Status(StatusCode::kNoMemory, "curl_slist_append failed");
+    }
+    has_content_type = has_content_type || EqualsIgnoreCase(name, "Content-Type");
+    has_expect = has_expect || EqualsIgnoreCase(name, "Expect");
+  }
+  if (request.idempotency_key) {
+    key_ = *request.idempotency_key;
+    if (!FindHeader(request.headers, "Idempotency-Key") &&
+        !SlistAppend(headers_, "Idempotency-Key: " + key_)) {
+      return Status(StatusCode::kNoMemory, "curl_slist_append failed");
+    }
+  } else if (std::optional<std::string> in_headers =
+                 FindHeader(request.headers, "Idempotency-Key")) {
+    key_ = *in_headers;
+  }
+  const bool sends_body = request.method != "HEAD" &&
+                          (request.method == "POST" || !request.body.empty());
+  // libcurl labels POSTFIELDS as a form (application/x-www-form-urlencoded);
+  // the body is the caller's bytes, so no type is invented for it.
+  if (sends_body && !has_content_type && !SlistAppend(headers_, "Content-Type:")) {
+    return Status(StatusCode::kNoMemory, "curl_slist_append failed");
+  }
+  // No "Expect: 100-continue" round trip for large bodies.
+  if (sends_body && !has_expect && !SlistAppend(headers_, "Expect:")) {
+    return Status(StatusCode::kNoMemory, "curl_slist_append failed");
+  }
+
+  const bool strict = request.strict_methods.value_or(settings.options.strict_methods);
+  replay_safe_ = strict ? IsStrictlySafeMethod(request.method)
+                        : (IsIdempotentMethod(request.method) || !key_.empty());
+
+  return OkStatus();
+}
+
+
+void Exchange::Begin(TimePoint now) {
+  const HttpRequest& request = *request_;
+  CallOptions options;
+  options.policy = request.policy;
+  options.replay_safe = replay_safe_;
+  options.attempt_timeout = settings_->options.attempt_timeout;
+  options.fallback = request.fallback;
+  options.max_attempts = request.max_attempts;
+  options.no_wait = request.no_wait;
+  // The breakers and the metrics are by origin: the key is worked out only
+  // when one of them needs it (a thread's last URL and origin are kept).
+  if (settings_->options.breakers || settings_->metrics_by_origin) {
+    if (const std::string* origin = CachedOrigin(request.url)) options.key = *origin;
+  }
+  call_.emplace(settings_->pipeline.Begin(now, options));
+}
+
+bool Exchange::Admit(TimePoint now) {
+  admission_ = call_->Admit(now);
+  return admission_.go();
+}
+
+Duration Exchange::AttemptTimeout(TimePoint now) const {
+  // CallOptions::attempt_timeout is always set, so the pipeline always gives
+  // a bound; the fallback is defensive.
+  Duration timeout = admission_.timeout.value_or(settings_->options.attempt_timeout);
+  if (std::optional<Duration> left = call_->TimeLeft(now)) timeout = std::min(timeout, *left);
+  return timeout;
+}
+
+void Exchange::Setup(CURL* easy, Duration timeout) {
+  last_ = AttemptResult{};
+  errbuf_[0] = '\0';
+  const HttpClientOptions& options = settings_->options;
+  const HttpRequest& request = *request_;
+  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf_);
+  // CURLOPT_URL cleared first: libcurl (7.88) otherwise keeps using the
+  // URL string of the handle's previous transfer over a new CURLU.
+  curl_easy_setopt(easy, CURLOPT_URL, static_cast<char*>(nullptr));
+  curl_easy_setopt(easy, CURLOPT_CURLU, url_.get());
+  curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, follow_redirects_ ? 1L : 0L);
+  curl_easy_setopt(easy, CURLOPT_MAXREDIRS, static_cast<long>(max_redirects_));
+  curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, ToCurlMillis(timeout));
+  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                   ToCurlMillis(std::min(timeout, options.connect_timeout)));
+  // libcurl silently sends a request again on a new connection when a
+  // kept-alive one turns out dead before any response byte arrived (it
+  // cannot tell "closed while idle" from "closed after reading the
+  // request"). For a request that must not be replayed (a POST or PATCH
+  // without an idempotency key, or anything but GET/HEAD/OPTIONS in strict
+  // mode) that could apply it twice, so such requests never reuse a
+  // connection: one extra connection buys the at-most-once promise.
+  curl_easy_setopt(easy, CURLOPT_FRESH_CONNECT, replay_safe_ ? 0L : 1L);
+  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers_.get());
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &last_.transfer);
+  curl_easy_setopt(easy, CURLOPT_HEADERDATA, &last_.transfer);
+  if (abort_ != nullptr) {
+    curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, &Exchange::OnProgress);
+    curl_easy_setopt(easy, CURLOPT_XFERINFODATA, this);
+  } else {
+    curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 1L);
+  }
+
+  // The method, from a clean state: HTTPGET sets GET and clears NOBODY
+  // and upload; no custom verb; then what this method needs.
+  const std::string& method = request.method;
+  curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+  curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, static_cast<char*>(nullptr));
+  if (method == "HEAD") {
+    curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+  } else if (method == "POST" || !request.body.empty()) {
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(request.body.size()));
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, request.body.data());
+    if (method != "POST") curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method.c_str());
+  } else if (method != "GET") {
+    curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method.c_str());
+  }
+}
+
+void Exchange::Collect(CURL* easy, CURLcode code) {
+  AttemptResult& r = last_;
+  r.code = code;
+  long status = 0;
+  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+  r.status = static_cast<int>(status);
+  char* effective = nullptr;
+  if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK &&
+      effective != nullptr) {
+    r.effective_url = effective;
+  } else {
+    r.effective_url = request_->url;
+  }
+  curl_off_t connect_us = 0;
+  curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+  long request_size = 0;
+  curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);
+  r.connected = connect_us > 0;
+  r.request_sent = request_size > 0;
+  if (r.code != CURLE_OK) {
+    r.error = errbuf_[0] != '\0' ? std::string(errbuf_) : std::string(curl_easy_strerror(r.code));
+    while (!r.error.empty() && (r.error.back() == '\n' || r.error.back() == '\r')) {
+      r.error.pop_back();
+    }
+  }
+  if (r.code == CURLE_ABORTED_BY_CALLBACK && aborted_) aborted_in_transfer_ = true;
+}
+
+bool Exchange::PollAbort() {
+  if (aborted_) return true;
+  if (abort_ == nullptr) return false;
+  bool abort = false;
+  try {
+    abort = (*abort_)();
+  } catch (...) {
+    // A hook must not throw (http/client.h): counts as "go on".
+  }
+  aborted_ = abort;
+  return aborted_;
+}
+
+bool Exchange::Wait(Duration delay) {
+  Clock& clock = *clock_;
+  if (abort_ == nullptr) {
+    clock.SleepFor(delay);
+    return true;
+  }
+  Duration left = delay;
+  while (left > Duration::zero()) {
+    if (PollAbort()) return false;
+    const Duration slice = std::min(left, kAbortPollInterval);
+    const TimePoint before = clock.Now();
+    clock.SleepFor(slice);
+    // An overslept slice counts in full; every slice counts at least its
+    // length, so the loop ends whatever the clock does.
+    left -= std::max(clock.Now() - before, slice);
+  }
+  return !PollAbort();
+}
+
+Outcome Exchange::MakeOutcome() {
+  if (last_.code == CURLE_OK && last_.status > 0) {
+    std::optional<Duration> hint;
+    if (std::optional<std::string> value = FindHeader(last_.transfer.headers, "Retry-After")) {
+      hint = ParseRetryAfter(*value, clock_->WallNow());
+    }
+    Outcome outcome = Outcome::Http(last_.status, hint);
+    // An idempotency store answers 409 with Retry-After while the first
+    // request with this key is still running (DESIGN.md section 5): for a
+    // keyed request that means "try again after the hint", not a conflict.
+    if (last_.status == 409 && hint && !key_.empty()) {
+      outcome = Outcome::Failure(/*retryable=*/true);
+      outcome.retry_after = hint;
+    }
+    return outcome;
+  }
+  if (last_.code == CURLE_OK) {
+    last_.code = CURLE_GOT_NOTHING;  // no status line: treat as an empty reply
+    last_.error = "no HTTP status received";
+  }
+  return TransportOutcome(last_.code, last_.connected, last_.request_sent);
+}
+
+Decision Exchange::OnAttemptDone(TimePoint now) {
+  if (last_.transfer.failed_alloc) {
+    // Out of memory in a callback: the call ends (Finish abandons it).
+    no_memory_ = true;
+    aborted_in_transfer_ = true;
+    decision_ = Decision{};
+    decision_.attempt = call_->attempts() + 1;
+    return decision_;
+  }
+  last_outcome_ = MakeOutcome();
+  decision_ = call_->Record(last_outcome_, now);
+  return decision_;
+}
+
+HttpRetryEvent Exchange::RetryEvent() const {
+  HttpRetryEvent e;
+  e.attempt = decision_.attempt;
+  e.delay = decision_.delay;
+  e.error = last_outcome_.error;
+  e.http_status = last_outcome_.http_status;
+  e.from_retry_after = decision_.from_retry_after;
+  return e;
+}
+
+bool Exchange::NotifyRetry() {
+  const HttpRetryHook& hook =
+      request_->on_retry ? request_->on_retry : settings_->options.on_retry;
+  if (!hook) return true;
+  HttpRetryEvent event = RetryEvent();
+  try {
+    hook(event);
+  } catch (...) {
+    // A hook must not throw (http/client.h); the retries go on.
+    return true;
+  }
+  if (event.cancel) CancelRetry(clock_->Now());
+  return !cancelled_;
+}
+
+void Exchange::CancelRetry(TimePoint now) {
+  cancelled_ = true;
+  call_->Abandon(now);
+}
+
+int Exchange::OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<Exchange*>(user)->PollAbort() ? 1 : 0;
+}
+
+void Exchange::FailToStart(TimePoint now) {
+  no_memory_ = true;
+  call_->Abandon(now);
+}
+
+void Exchange::Abandon(TimePoint now, bool in_transfer) {
+  aborted_ = true;
+  aborted_in_transfer_ = in_transfer;
+  (void)Finish(now, nullptr);
+}
+
+Status Exchange::FinalError(const std::string& what, int attempts) const {
+  const ErrorKind last_error = TransportOutcome(last_.code, last_.connected, last_.request_sent).error;
+  std::string tail = " after " + std::to_string(attempts) +
+                     (attempts == 1 ? " attempt" : " attempts") + " (" + last_.error + ")";
+  if (decision_.reason == StopReason::kDeadline) {
+    return DeadlineExceededError(what + "deadline exceeded; last error " +
+                                 ErrorPhrase(last_error) + tail);
+  }
+  if (last_error == ErrorKind::kInvalidUrl) {
+    return InvalidArgumentError(what + ErrorPhrase(last_error) + tail);
+  }
+  if (last_error == ErrorKind::kTimeout || last_error == ErrorKind::kConnectTimeout) {
+    return TimeoutError(what + ErrorPhrase(last_error) + tail);
+  }
+  return TransportError(what + ErrorPhrase(last_error) + tail);
+}
+
+Result<HttpResponse> Exchange::Finish(TimePoint now, HttpCallInfo* info) {
+  if (!call_) return InternalError("HTTP call finished before it began");
+  // A call its caller stopped (aborted, cancelled, out of memory) is
+  // abandoned: a half-open probe permit is freed without judging the
+  // origin, and the metrics count it failed, so that the in-flight gauges
+  // come back down.
+  if (!call_->finished()) call_->Abandon(now, aborted_in_transfer_ ? 1 : 0);
+  // An attempt aborted mid-transfer never reached the pipeline.
+  const int attempts = call_->attempts() + (aborted_in_transfer_ ? 1 : 0);
+  const Duration elapsed = now - call_->start();
+  const bool circuit_open = admission_.refused();
+  const bool got_response =
+      attempts > 0 && last_.code == CURLE_OK && !no_memory_ && !aborted_;
+  const ErrorKind last_error =
+      attempts == 0 || got_response
+          ? ErrorKind::kNone
+          : TransportOutcome(last_.code, last_.connected, last_.request_sent).error;
+  const bool stopped = !circuit_open && !cancelled_ && !aborted_ && !no_memory_;
+  const bool use_fallback =
+      circuit_open ? admission_.use_fallback : stopped && decision_.use_fallback;
+  if (info != nullptr) {
+    *info = HttpCallInfo{};
+    info->attempts = attempts;
+    info->elapsed = elapsed;
+    info->last_error = no_memory_ ? ErrorKind::kTransport : last_error;
+    info->stop_reason = circuit_open || aborted_ ? StopReason::kNone : decision_.reason;
+    info->idempotency_key = key_;
+    info->last_status = got_response ? last_.status : 0;
+    info->use_fallback = use_fallback;
+    if (circuit_open) {
+      CircuitBreaker* breaker = call_->breaker();
+      info->breaker_key = breaker != nullptr ? breaker->name() : std::string();
+      info->retry_in = admission_.retry_in;
+    }
+  }
+  const HttpRequest& request = *request_;
+  const std::string what = request.method + " " + request.url + ": ";
+  if (no_memory_) {
+    return Status(StatusCode::kNoMemory, "out of memory while receiving the response");
+  }
+  if (aborted_) {
+    return Status(StatusCode::kCallback,
+                  what + "aborted by the should_abort hook " +
+                      (aborted_in_transfer_ ? "during attempt " + std::to_string(attempts)
+                                            : "after " + std::to_string(attempts) +
+                                                  (attempts == 1 ? " attempt" : " attempts")));
+  }
+  if (cancelled_) {
+    return Status(StatusCode::kCallback,
+                  what + "the on_retry hook stopped the retries after " +
+                      std::to_string(attempts) + (attempts == 1 ? " attempt" : " attempts"));
+  }
+  if (circuit_open) {
+    std::string message = what + "circuit open: " + call_->RefusalStatus().message();
+    if (attempts > 0) {
+      message += " after " + std::to_string(attempts) + (attempts == 1 ? " attempt" : " attempts");
+    }
+    return Status(StatusCode::kCircuitOpen, message);
+  }
+  if (got_response) {
+    HttpResponse response;
+    response.status = last_.status;
+    response.headers = std::move(last_.transfer.headers);
+    response.body = std::move(last_.transfer.body);
+    response.attempts = attempts;
+    response.elapsed = elapsed;
+    response.stop_reason = decision_.reason;
+    response.idempotency_key = key_;
+    response.url = std::move(last_.effective_url);
+    response.use_fallback = use_fallback;
+    return response;
+  }
+  return FinalError(what, attempts);
+}
+
+}  // namespace internal
+}  // namespace v0
+}  // namespace mulligan

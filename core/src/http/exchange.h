@@ -1,0 +1,164 @@
+// core/src/http/exchange.h — one logical HTTP call: the transport side of
+// the pipeline (private).
+//
+// An Exchange turns a request into libcurl transfers and each transfer's end
+// into an Outcome; every decision about it -- admit or refuse, retry or
+// stop, what the breaker records, what the metrics count, whether a fallback
+// answers -- is its pipeline Call's (pipeline/call.h). HttpClient::Send
+// (blocking), HttpClientCall (stepped) and HttpAsyncEngine (libcurl multi,
+// driven by an event loop) are three loops over the same Exchange.
+
+#ifndef MULLIGAN_HTTP_EXCHANGE_H_
+#define MULLIGAN_HTTP_EXCHANGE_H_
+
+#include <curl/curl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "mulligan/http/client.h"
+#include "mulligan/pipeline/pipeline.h"
+#include "request.h"
+#include "transfer.h"
+
+namespace mulligan {
+inline namespace v0 {
+namespace internal {
+
+// What every call of a client shares: the validated options, the default
+// policy and the pipeline over them.
+// Not copyable or movable: the pipeline points at the policy.
+struct Settings {
+  Settings(const HttpClientOptions& opts, RetryPolicy pol);
+  Settings(const Settings&) = delete;
+  Settings& operator=(const Settings&) = delete;
+
+  HttpClientOptions options;
+  RetryPolicy policy;
+  Clock* clock;
+  bool proxy_from_env;  // read once, when the client is made
+  // Calls report metrics by origin (no metrics_name): their key is needed.
+  bool metrics_by_origin;
+  Pipeline pipeline;
+};
+
+// Validates `options` (and the retry options in them) and builds the
+// settings. kInvalidArgument names the bad field; kInternal when libcurl
+// cannot be initialised.
+Result<std::unique_ptr<Settings>> MakeSettings(const HttpClientOptions& options);
+
+// The result of one libcurl transfer.
+struct AttemptResult {
+  CURLcode code = CURLE_OK;
+  std::string error;  // libcurl's detail text when code != CURLE_OK
+  int status = 0;
+  std::string effective_url;
+  bool connected = false;
+  bool request_sent = false;
+  Transfer transfer;
+};
+
+// One logical call. Not copyable or movable: libcurl holds pointers into it
+// (error buffer, transfer, progress callback) while an attempt runs.
+// Thread-safety: not thread-safe; one call belongs to one caller.
+class Exchange {
+ public:
+  Exchange() = default;
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  // Validates `request` and prepares what every attempt sends. With
+  // `abortable` false the should_abort hooks are not polled (the async
+  // engine's caller cancels calls itself).
+  // REQUIRES: `request`, its policy and `settings` outlive the call.
+  Status Init(const Settings& settings, const HttpRequest& request, bool abortable = true);
+
+  // Begins the pipeline call at `now` (the first attempt's start).
+  void Begin(TimePoint now);
+
+  // The clock of this call: the request's (a test's fake), else the client's.
+  Clock& clock() const { return *clock_; }
+
+  // Asks the pipeline whether the next attempt may run at `now`. False: the
+  // call is over (refused: circuit open); Finish reports it.
+  bool Admit(TimePoint now);
+  // The admitted attempt's timeout for a transfer starting at `now`: the
+  // admission's bound (never unset: an HTTP attempt is always bounded, by the
+  // policy's, the client's, or the deadline's), trimmed again to the time
+  // left at `now` (an attempt queued for a connection slot starts late).
+  Duration AttemptTimeout(TimePoint now) const;
+
+  // Sets up `easy` for the admitted attempt: every option that belongs to
+  // the call, each time, over whatever an earlier call left.
+  // REQUIRES: `easy` was configured by ConfigureHandle for these settings.
+  void Setup(CURL* easy, Duration timeout);
+  // Reads what the finished transfer on `easy` produced.
+  void Collect(CURL* easy, CURLcode code);
+
+  // Polls the should_abort hook (if any); true once it asked to abort.
+  bool PollAbort();
+  bool aborted() const { return aborted_; }
+  // Sleeps `delay` through the call's clock, in slices of at most
+  // kAbortPollInterval when a should_abort hook is set; false when the hook
+  // aborted the call.
+  bool Wait(Duration delay);
+
+  // Lets the pipeline judge the attempt that just finished at `now`.
+  Decision OnAttemptDone(TimePoint now);
+  // What an on_retry hook is told about the retry just decided.
+  HttpRetryEvent RetryEvent() const;
+  // Calls the request's (or else the client's) on_retry hook; returns false
+  // when the hook cancelled the call (which is then over).
+  bool NotifyRetry();
+  // Ends a call whose retry the caller will not make (a cancelling hook):
+  // Finish reports kCallback.
+  void CancelRetry(TimePoint now);
+
+  ErrorKind last_error() const { return last_outcome_.error; }
+  int last_status() const { return last_outcome_.http_status; }
+
+  // Marks the next attempt as unable to start (libcurl could not make or add
+  // a handle: memory); Finish then reports kNoMemory.
+  void FailToStart(TimePoint now);
+  // Ends a call its caller gave up (HttpAsyncEngine::Cancel, or the engine
+  // destroyed with calls pending), as an aborted call ends. `in_transfer`:
+  // an attempt was running (it counts as made).
+  void Abandon(TimePoint now, bool in_transfer);
+
+  // The call's result once it stopped. `info`, when non-null, is filled in
+  // either way.
+  Result<HttpResponse> Finish(TimePoint now, HttpCallInfo* info);
+
+ private:
+  static int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t);
+  Outcome MakeOutcome();
+  Status FinalError(const std::string& what, int attempts) const;
+
+  const Settings* settings_ = nullptr;
+  const HttpRequest* request_ = nullptr;
+  Clock* clock_ = nullptr;
+  Slist headers_;
+  std::string key_;
+  bool replay_safe_ = true;
+  bool follow_redirects_ = false;
+  int max_redirects_ = 10;
+  ParsedUrl url_;  // the request's URL, parsed (CURLOPT_CURLU points at it)
+  std::optional<Call> call_;
+  AttemptAdmission admission_;
+  bool no_memory_ = false;
+  bool cancelled_ = false;
+  const HttpAbortHook* abort_ = nullptr;  // null: never aborted
+  bool aborted_ = false;
+  bool aborted_in_transfer_ = false;
+  AttemptResult last_;
+  Outcome last_outcome_;
+  Decision decision_;
+  char errbuf_[CURL_ERROR_SIZE] = {};
+};
+
+}  // namespace internal
+}  // namespace v0
+}  // namespace mulligan
+
+#endif  // MULLIGAN_HTTP_EXCHANGE_H_

@@ -1,0 +1,56 @@
+// core/src/http/request.h — what the HTTP client checks about a request
+// before sending it, and the URL parsed once for libcurl (private).
+//
+// Thread-safety: the functions are thread-safe; ValidateRequest keeps the
+// last URL each thread parsed (thread-local), so a client sending to one
+// URL again and again parses it once.
+
+#ifndef MULLIGAN_HTTP_REQUEST_H_
+#define MULLIGAN_HTTP_REQUEST_H_
+
+#include <curl/curl.h>
+
+#include <memory>
+#include <string_view>
+
+#include "mulligan/base/status.h"
+#include "mulligan/http/client.h"
+
+namespace mulligan {
+inline namespace v0 {
+namespace internal {
+
+// A URL parsed by libcurl, for CURLOPT_CURLU. Shared: a thread's last URL is
+// kept for its next call, and each call holds the one it sends to.
+using ParsedUrl = std::shared_ptr<CURLU>;
+
+// Returns true when a header field value holds no CR, LF or NUL (which would
+// split or truncate the header line libcurl writes).
+bool IsSafeFieldValue(std::string_view s);
+
+// Returns true for a usable idempotency key: non-empty printable ASCII
+// without leading or trailing spaces.
+bool IsValidIdempotencyKey(std::string_view key);
+
+// Returns true for GET, HEAD and OPTIONS: the only methods strict mode
+// replays once bytes were sent.
+bool IsStrictlySafeMethod(std::string_view method);
+
+// Validates everything about `request` that can be checked before sending
+// (method token, absolute http(s) URL with a host, header names and values,
+// the idempotency key); on success `*parsed_url` is its URL, parsed.
+// Errors: kInvalidArgument naming what is wrong; kInternal when libcurl
+// cannot allocate a URL handle.
+Status ValidateRequest(const HttpRequest& request, ParsedUrl* parsed_url);
+
+// Returns the origin of `url` (HttpOrigin), or null for a malformed URL.
+// The last URL and origin are kept per thread, since a client sends to few
+// origins and parsing costs more than the rest of the bookkeeping. The
+// pointer is valid until this thread's next call.
+const std::string* CachedOrigin(const std::string& url);
+
+}  // namespace internal
+}  // namespace v0
+}  // namespace mulligan
+
+#endif  // MULLIGAN_HTTP_REQUEST_H_
