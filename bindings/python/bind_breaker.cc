@@ -314,6 +314,10 @@ py::dict CountsDict(const BreakerCounts& c) {
 
 }  // namespace
 
+std::shared_ptr<CircuitBreaker> BreakerOf(py::handle core_breaker) {
+  return core_breaker.cast<const PyBreaker&>().breaker;
+}
+
 void BindBreaker(py::module_& m) {
   if (PyType_Ready(&PermitType) < 0 || PyType_Ready(&GuardType) < 0) {
     throw py::error_already_set();

@@ -1,17 +1,16 @@
-// bindings/bind_http.cc — HttpClient and idempotency keys.
+// bindings/python/bind_http.cc — HttpClient, its stepped calls, and
+// idempotency keys.
 //
-// HttpClient.request releases the GIL for the whole retry chain (libcurl
-// transfers and the waits between attempts), so other Python threads run
-// meanwhile; each retry is reported (logged, and the on_retry hook called)
-// through mulligan._http._report_retry with the GIL re-acquired, and an
-// exception it raises stops the retries (HttpRetryEvent::cancel) and is
-// re-raised once Send has returned: it never crosses into C++. Ctrl-C works
-// the same way: the request's should_abort hook takes the GIL at most every
-// kSignalPollInterval and runs PyErr_CheckSignals(); when a signal handler
-// raised (KeyboardInterrupt), the call is aborted and that exception is
-// re-raised as itself once Send has returned. Header values cross as bytes
-// (ISO-8859-1, as http.client does), so nothing a server sends can make a
-// conversion fail.
+// HttpClient.request runs attempts with the GIL released, so other Python
+// threads run meanwhile. When the pipeline decides a retry, it returns an
+// HttpCall instead of sleeping in C++: the Python driver reports the retry
+// (logs, hooks), waits with time.sleep (or mulligan.testing's FakeClock) and
+// calls resume(), so Ctrl-C, hooks that raise and the testing switches all
+// act in Python, where they belong. During a transfer, Ctrl-C is polled by
+// the request's should_abort hook (SignalPoll), which re-raises
+// KeyboardInterrupt as itself once the attempt has returned. Header values
+// cross as bytes (ISO-8859-1, as http.client does), so nothing a server
+// sends can make a conversion fail.
 //
 // The asyncio driver of HttpAsyncEngine lives in bind_http_loop.cc; the
 // helpers both files use are declared in http_common.h.
@@ -108,10 +107,16 @@ py::tuple RetryEventTuple(int attempt, Duration delay, ErrorKind error, int stat
     exc.attr("key") = Utf8(info.breaker_key);
     exc.attr("name") = Utf8(info.breaker_key);
     exc.attr("attempts") = info.attempts;
-    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
-    throw py::error_already_set();
+    exc.attr("use_fallback") = info.use_fallback;
+    RaiseError(std::move(exc));
   }
-  ThrowStatus(status, &info);
+  py::object exc = StatusError(status, &info);
+  // Whether the request's fallback answers this error: the pipeline's say
+  // (a give-up on retryable failures), never the driver's own rule.
+  if (py::isinstance(exc, py::module_::import("mulligan._errors").attr("MulliganError"))) {
+    exc.attr("use_fallback") = info.use_fallback;
+  }
+  RaiseError(std::move(exc));
 }
 
 py::tuple ResponseTuple(HttpResponse&& response) {
@@ -130,71 +135,99 @@ py::tuple ResponseTuple(HttpResponse&& response) {
                                                      : py::object(Latin1(response.idempotency_key));
   return py::make_tuple(response.status, py::bytes(response.body), response.attempts,
                         DurationToSeconds(response.elapsed), Utf8(response.url), std::move(key),
-                        StopReasonName(response.stop_reason), py::bytes(block));
+                        StopReasonName(response.stop_reason), py::bytes(block),
+                        response.use_fallback);
 }
 
 namespace {
 
-py::tuple Request(HttpClient& client, std::string method, std::string url,
-                     HttpHeaders headers, std::string body,
-                     std::optional<std::string> idempotency_key, const RetryPolicy* policy,
-                     std::optional<bool> follow_redirects, std::optional<int> max_redirects,
-                     std::optional<bool> strict, py::object on_retry) {
-  HttpRequest request = MakeRequest(std::move(method), std::move(url), std::move(headers),
-                                    std::move(body), std::move(idempotency_key), policy,
-                                    follow_redirects, max_redirects, strict);
-  // Every retry is reported through mulligan._http._report_retry (which
-  // logs it and runs the user's hook `on_retry`, None for none); looked up
-  // only when a retry happens. The first exception it raises stops the
-  // retries and is re-raised after the call. One pointer is captured, so the
-  // std::function needs no allocation.
-  struct RetryReport {
-    const HttpRequest* request;
-    py::object* hook;
-    std::optional<py::error_already_set> error;
-  } report{&request, &on_retry, std::nullopt};
-  request.on_retry = [r = &report](HttpRetryEvent& e) {
-    py::gil_scoped_acquire gil;
-    try {
-      py::module_::import("mulligan._http")
-          .attr("_report_retry")(
-              RetryEventTuple(e.attempt, e.delay, e.error, e.http_status, e.from_retry_after),
-              Utf8(r->request->method), Utf8(r->request->url), *r->hook);
-    } catch (py::error_already_set& err) {
-      // Stop the retries; the exception is raised once Send returns.
-      r->error.emplace(std::move(err));
-      e.cancel = true;
-    }
-  };
-  // The exception a signal handler raised (KeyboardInterrupt), re-raised
-  // after the call. The hook is polled on this thread, which released the
-  // GIL; it re-acquires it only every kSignalPollInterval.
-  std::optional<py::error_already_set> signal_error;
-  auto last_check = std::chrono::steady_clock::now();
-  request.should_abort = [&signal_error, &last_check]() -> bool {
-    if (signal_error) return true;
+// Polls for Ctrl-C while a transfer runs with the GIL released: the
+// request's should_abort hook takes the GIL at most every
+// kSignalPollInterval and runs PyErr_CheckSignals(); the exception a signal
+// handler raised (KeyboardInterrupt) is kept and re-raised as itself once
+// the attempt has returned.
+struct SignalPoll {
+  std::optional<py::error_already_set> error;
+  std::chrono::steady_clock::time_point last_check = std::chrono::steady_clock::now();
+
+  bool operator()() {
+    if (error) return true;
     const auto now = std::chrono::steady_clock::now();
     if (now - last_check < kSignalPollInterval) return false;
     last_check = now;
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) {
-      signal_error.emplace();  // fetches the pending exception
+      error.emplace();  // fetches the pending exception
       return true;
     }
     return false;
-  };
-  HttpCallInfo info;
-  std::optional<Result<HttpResponse>> result;
-  {
-    // The arguments (client, policy, on_retry) are referenced by the call
-    // frame, so they stay alive while the GIL is released.
-    py::gil_scoped_release release;
-    result.emplace(client.Send(request, &info));
   }
-  if (signal_error) throw std::move(*signal_error);
-  if (report.error) throw std::move(*report.error);
-  if (!result->ok()) ThrowCallStatus(result->status(), info);
-  return ResponseTuple(std::move(*result).value());
+};
+
+// One HTTP call stepped from Python (_core.HttpCall): the Python driver
+// waits between attempts itself (time.sleep, or mulligan.testing's
+// FakeClock), so a retry returns here instead of sleeping in C++.
+struct PyHttpCall {
+  std::unique_ptr<HttpClientCall> call;
+  std::unique_ptr<SignalPoll> poll;
+  // Borrowed by the core call, so kept alive with it.
+  py::object client;
+  py::object policy;
+  py::object clock;
+  Decision decision;  // the retry just decided
+};
+
+// Runs the next attempt of `self` (a PyHttpCall) with the GIL released.
+// Returns `self` when a retry is decided (the caller waits `delay` and calls
+// resume()), the response tuple when the call is over; raises what the call
+// ended with.
+py::object Step(py::object self) {
+  PyHttpCall& h = self.cast<PyHttpCall&>();
+  if (!h.call) throw std::runtime_error("this HTTP call is over");
+  Decision decision;
+  {
+    py::gil_scoped_release release;
+    decision = h.call->Attempt();
+  }
+  if (decision.retry() && !h.poll->error) {
+    h.decision = decision;
+    return self;
+  }
+  HttpCallInfo info;
+  Result<HttpResponse> result = h.call->Finish(&info);
+  h.call.reset();
+  if (h.poll->error) throw std::move(*h.poll->error);
+  if (!result.ok()) ThrowCallStatus(result.status(), info);
+  return ResponseTuple(std::move(result).value());
+}
+
+py::object Request(py::object client_obj, std::string method, std::string url,
+                   HttpHeaders headers, std::string body,
+                   std::optional<std::string> idempotency_key, py::object policy_obj,
+                   std::optional<bool> follow_redirects, std::optional<int> max_redirects,
+                   std::optional<bool> strict, bool fallback, int max_attempts, bool no_wait,
+                   py::object clock_obj) {
+  HttpClient& client = client_obj.cast<HttpClient&>();
+  const RetryPolicy* policy =
+      policy_obj.is_none() ? nullptr : &policy_obj.cast<const RetryPolicy&>();
+  HttpRequest request = MakeRequest(std::move(method), std::move(url), std::move(headers),
+                                    std::move(body), std::move(idempotency_key), policy,
+                                    follow_redirects, max_redirects, strict);
+  request.fallback = fallback;
+  request.max_attempts = max_attempts < 0 ? 0 : max_attempts;
+  request.no_wait = no_wait;
+  if (!clock_obj.is_none()) request.clock = clock_obj.cast<FakeClock*>();
+  auto poll = std::make_unique<SignalPoll>();
+  request.should_abort = [p = poll.get()] { return (*p)(); };
+  Result<std::unique_ptr<HttpClientCall>> call = client.Begin(std::move(request));
+  if (!call.ok()) ThrowStatus(call.status());
+  auto holder = std::make_unique<PyHttpCall>();
+  holder->call = std::move(call).value();
+  holder->poll = std::move(poll);
+  holder->client = std::move(client_obj);
+  holder->policy = std::move(policy_obj);
+  holder->clock = std::move(clock_obj);
+  return Step(py::cast(std::move(holder)));
 }
 
 }  // namespace
@@ -228,7 +261,33 @@ void BindHttp(py::module_& m) {
            py::arg("body"), py::arg("idempotency_key") = py::none(),
            py::arg("policy") = py::none(), py::arg("follow_redirects") = py::none(),
            py::arg("max_redirects") = py::none(), py::arg("strict") = py::none(),
-           py::arg("on_retry") = py::none());
+           py::arg("fallback") = false, py::arg("max_attempts") = 0,
+           py::arg("no_wait") = false, py::arg("clock") = py::none(),
+           "Sends one logical request: the response tuple, or an HttpCall when a retry\n"
+           "is decided (wait its delay, then resume()). Raises what the call ended with.");
+
+  py::class_<PyHttpCall, std::unique_ptr<PyHttpCall>>(
+      m, "HttpCall", "An HTTP call waiting to retry (one thread at a time).")
+      .def_property_readonly(
+          "delay", [](const PyHttpCall& h) { return DurationToSeconds(h.decision.delay); },
+          "Seconds to wait before resume().")
+      .def_property_readonly(
+          "event",
+          [](const PyHttpCall& h) {
+            const HttpRetryEvent e = h.call ? h.call->RetryEvent() : HttpRetryEvent{};
+            return RetryEventTuple(e.attempt, e.delay, e.error, e.http_status, e.from_retry_after);
+          },
+          "(attempt, delay, kind or None, status, from_retry_after) of the retry.")
+      .def("resume", &Step, "Runs the next attempt: a response tuple, or this call again.")
+      .def(
+          "cancel",
+          [](PyHttpCall& h) {
+            if (!h.call) return;
+            h.call->Cancel();
+            (void)h.call->Finish(nullptr);
+            h.call.reset();
+          },
+          "Ends the call without the retry (its hook raised, its wait was interrupted).");
 }
 
 }  // namespace python

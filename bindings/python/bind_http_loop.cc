@@ -82,6 +82,14 @@ class LoopDriver {
 
   const py::object& loop() const { return loop_; }
 
+  // Keeps `clock` alive as long as the driver (a call's HttpRequest::clock).
+  void KeepClock(std::shared_ptr<FakeClock> clock) {
+    for (const auto& kept : clocks_) {
+      if (kept == clock) return;
+    }
+    clocks_.push_back(std::move(clock));
+  }
+
   // Begins a call and starts its first attempt; `future` gets its result
   // when the attempt ends (see Start). Returns the call's id.
   uint64_t Begin(py::object future, HttpRequest&& request) {
@@ -337,6 +345,9 @@ class LoopDriver {
   }
 
   py::object loop_;
+  // The fake clocks calls of this driver read (tests only); declared before
+  // engine_ so that they outlive it.
+  std::vector<std::shared_ptr<FakeClock>> clocks_;
   std::unique_ptr<HttpAsyncEngine> engine_;
   int epoll_fd_ = -1;
   bool registered_ = false;  // epoll_fd_ is a reader on the loop
@@ -388,17 +399,29 @@ void BindHttpLoop(py::module_& m) {
           [](LoopDriver& driver, py::object future, std::string method, std::string url,
              HttpHeaders headers, std::string body, std::optional<std::string> idempotency_key,
              const RetryPolicy* policy, std::optional<bool> follow_redirects,
-             std::optional<int> max_redirects, std::optional<bool> strict) {
-            // The engine copies the request and the policy.
-            return driver.Begin(std::move(future),
-                                MakeRequest(std::move(method), std::move(url), std::move(headers),
-                                            std::move(body), std::move(idempotency_key), policy,
-                                            follow_redirects, max_redirects, strict));
+             std::optional<int> max_redirects, std::optional<bool> strict, bool fallback,
+             int max_attempts, bool no_wait, std::shared_ptr<FakeClock> clock) {
+            // The engine copies the request and the policy; the clock (a
+            // test's FakeClock) is kept by the driver while calls use it.
+            HttpRequest request =
+                MakeRequest(std::move(method), std::move(url), std::move(headers),
+                            std::move(body), std::move(idempotency_key), policy,
+                            follow_redirects, max_redirects, strict);
+            request.fallback = fallback;
+            request.max_attempts = max_attempts < 0 ? 0 : max_attempts;
+            request.no_wait = no_wait;
+            if (clock) {
+              request.clock = clock.get();
+              driver.KeepClock(std::move(clock));
+            }
+            return driver.Begin(std::move(future), std::move(request));
           },
           py::arg("future"), py::arg("method"), py::arg("url"), py::arg("headers"),
           py::arg("body"), py::arg("idempotency_key") = py::none(),
           py::arg("policy") = py::none(), py::arg("follow_redirects") = py::none(),
-          py::arg("max_redirects") = py::none(), py::arg("strict") = py::none())
+          py::arg("max_redirects") = py::none(), py::arg("strict") = py::none(),
+          py::arg("fallback") = false, py::arg("max_attempts") = 0, py::arg("no_wait") = false,
+          py::arg("clock") = nullptr)
       .def("start", &LoopDriver::Start, py::arg("id"), py::arg("future"))
       .def("finish", &LoopDriver::Finish, py::arg("id"))
       .def("cancel", &LoopDriver::Cancel, py::arg("id"))

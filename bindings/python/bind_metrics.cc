@@ -85,7 +85,7 @@ py::dict EventDict(const Event& e) {
 }
 
 StopReason ParseStopReason(const std::string& name) {
-  for (int i = 0; i <= static_cast<int>(StopReason::kNotReplaySafe); ++i) {
+  for (int i = 0; i <= static_cast<int>(StopReason::kCircuitOpen); ++i) {
     if (name == StopReasonName(static_cast<StopReason>(i))) return static_cast<StopReason>(i);
   }
   throw py::value_error("unknown stop reason: " + name);

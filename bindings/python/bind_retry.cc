@@ -97,6 +97,7 @@ void BindRetry(py::module_& m) {
       .def_property_readonly("attempt", [](const Decision& d) { return d.attempt; })
       .def_property_readonly("from_retry_after",
                              [](const Decision& d) { return d.from_retry_after; })
+      .def_property_readonly("use_fallback", [](const Decision& d) { return d.use_fallback; })
       .def("__repr__", [](const Decision& d) {
         return "<Decision retry=" + std::string(d.retry() ? "True" : "False") +
                " delay=" + std::to_string(DurationToSeconds(d.delay)) +

@@ -13,7 +13,10 @@
 #include <string>
 #include <utility>
 
+#include <memory>
+
 #include "mulligan/base/clock.h"
+#include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/http/client.h"
 #include "mulligan/base/status.h"
 
@@ -32,6 +35,7 @@ void BindHttpLoop(py::module_& m);
 void BindBreaker(py::module_& m);
 void BindMetrics(py::module_& m);
 void BindIdempotency(py::module_& m);
+void BindPipeline(py::module_& m);
 
 // The one Status -> Python exception helper. Builds the exception with
 // mulligan._errors._from_status (imported at call time, so _errors never needs
@@ -39,6 +43,12 @@ void BindIdempotency(py::module_& m);
 // a mulligan.TransportError subclass carrying `info` (kind, attempts, ...).
 // REQUIRES: the GIL is held; `status` is not OK.
 [[noreturn]] void ThrowStatus(const Status& status, const HttpCallInfo* info = nullptr);
+
+// The exception ThrowStatus raises, built but not raised (so that a caller
+// may set attributes first). REQUIRES: the GIL is held; `status` is not OK.
+py::object StatusError(const Status& status, const HttpCallInfo* info = nullptr);
+// Raises `exc` (an exception instance) as the pending Python exception.
+[[noreturn]] void RaiseError(py::object exc);
 
 // Returns the value of `result` or raises through ThrowStatus.
 template <typename T>
@@ -60,6 +70,10 @@ TimePoint MonotonicToTimePoint(double now);
 double TimePointToMonotonic(TimePoint time);
 // Converts a time.time() reading (Unix seconds) into a system-clock WallTime.
 WallTime UnixToWallTime(double now_unix);
+
+// Returns the core breaker of a _core.CircuitBreaker object (shared: the
+// caller keeps it alive). Raises TypeError for anything else.
+std::shared_ptr<CircuitBreaker> BreakerOf(py::handle core_breaker);
 
 // Decodes bytes received from the network as ISO-8859-1, like http.client:
 // never fails, whatever the peer sent.

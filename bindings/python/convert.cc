@@ -1,4 +1,4 @@
-// bindings/convert.cc — units and the one Status -> exception helper.
+// bindings/python/convert.cc — units and the one Status -> exception helper.
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -22,6 +22,15 @@ constexpr double kMaxSeconds = 9.2e9;
 }  // namespace
 
 [[noreturn]] void ThrowStatus(const Status& status, const HttpCallInfo* info) {
+  RaiseError(StatusError(status, info));
+}
+
+[[noreturn]] void RaiseError(py::object exc) {
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+  throw py::error_already_set();
+}
+
+py::object StatusError(const Status& status, const HttpCallInfo* info) {
   py::object errors = py::module_::import("mulligan._errors");
   py::object none = py::none();
   py::object exc = errors.attr("_from_status")(
@@ -32,8 +41,7 @@ constexpr double kMaxSeconds = 9.2e9;
       info ? py::object(py::float_(DurationToSeconds(info->elapsed))) : none,
       info && !info->idempotency_key.empty() ? py::object(Latin1(info->idempotency_key))
                                              : none);
-  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
-  throw py::error_already_set();
+  return exc;
 }
 
 Duration SecondsToDuration(double seconds, const char* field) {

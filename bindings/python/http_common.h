@@ -38,7 +38,7 @@ py::tuple RetryEventTuple(int attempt, Duration delay, ErrorKind error, int stat
                           bool from_retry_after);
 
 // (status, body, attempts, elapsed seconds, url, idempotency_key or None,
-// stop_reason, header block): one tuple of plain objects, so that
+// stop_reason, header block, use_fallback): one tuple of plain objects, so that
 // mulligan._http._response_from needs no further call into C++. The header
 // block is bytes holding "name:value\n" per field, in order (split by
 // mulligan._http.Headers on first use).

@@ -15,4 +15,5 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindBreaker(m);
   mulligan::python::BindMetrics(m);
   mulligan::python::BindIdempotency(m);
+  mulligan::python::BindPipeline(m);
 }

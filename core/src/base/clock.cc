@@ -1,4 +1,4 @@
-// The system clock and the fake clock.
+// core/src/base/clock.cc — the system clock and the fake clock.
 #include "mulligan/base/clock.h"
 
 #include <thread>
@@ -30,7 +30,10 @@ FakeClock::FakeClock()
     : FakeClock(WallTime(std::chrono::seconds(kDefaultWallStartUnixSeconds))) {}
 
 FakeClock::FakeClock(WallTime wall_start)
-    : start_(TimePoint(std::chrono::seconds(1000))), wall_start_(wall_start) {}
+    : FakeClock(TimePoint(std::chrono::seconds(1000)), wall_start) {}
+
+FakeClock::FakeClock(TimePoint start, WallTime wall_start)
+    : start_(start), wall_start_(wall_start) {}
 
 TimePoint FakeClock::Now() const {
   return start_ + Duration(offset_.load(std::memory_order_acquire));

@@ -58,6 +58,10 @@ class FakeClock final : public Clock {
  public:
   FakeClock();
   explicit FakeClock(WallTime wall_start);
+  // Starts the monotonic reading at `start` and the wall reading at
+  // `wall_start` (a front door that reads `now` as float seconds, such as
+  // Python's mulligan.testing.FakeClock, starts both where it likes).
+  FakeClock(TimePoint start, WallTime wall_start);
 
   TimePoint Now() const override;
   WallTime WallNow() const override;
