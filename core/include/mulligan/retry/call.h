@@ -91,6 +91,11 @@ struct RetryCallOptions {
   // exception propagates out of RetryCall at once. When it returns true and
   // the retries give up, the last exception is rethrown.
   std::function<bool(const std::exception_ptr&)> retry_on_exception;
+  // Called with each failed Status judged retryable; a returned duration is
+  // a delay hint that replaces the backoff like a Retry-After header
+  // (retry_after_max, its overflow mode and the deadline apply to it);
+  // nullopt keeps the backoff. Python's delay_hint. May be empty.
+  std::function<std::optional<Duration>(const Status&)> delay_hint;
   // Called before each wait (on the calling thread). May be empty.
   std::function<void(const RetryEvent&)> on_retry;
   // Filled in when the call ends, if non-null.
@@ -246,6 +251,7 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
       const bool retryable =
           options.retry_on_status ? options.retry_on_status(error) : IsRetryableStatus(error);
       outcome = Outcome::Failure(retryable);
+      if (retryable && options.delay_hint) outcome.retry_after = options.delay_hint(error);
     }
 
     const Decision decision = call.Record(outcome, clock.Now());
