@@ -1,6 +1,6 @@
 /* mulligan_export.h — visibility and deprecation macros of the mulligan C ABI.
  *
- * MULLIGAN_API marks every exported function of mulligan.h:
+ * MULLIGAN_API marks every exported function of the mulligan_<part>.h headers:
  *   - building the shared library (MULLIGAN_BUILDING_LIBRARY, set privately by
  *     CMake): dllexport on Windows, default visibility elsewhere;
  *   - consuming it: dllimport on Windows, default visibility elsewhere;
