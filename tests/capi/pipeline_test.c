@@ -1,8 +1,9 @@
 /* tests/capi/pipeline_test.c — the step-by-step pipeline API of
  * mulligan_pipeline.h from C: admit / record / abandon with exact delays,
  * timeouts, breaker refusals (their text and retry_in), fallbacks, the
- * testing switches, metrics, and bad input. A fake clock; no sleeps. Every
- * expected value is worked out by hand in the comments. */
+ * testing switches and metrics (bad input: pipeline_errors_test.c). A fake
+ * clock; no sleeps. Every expected value is worked out by hand in the
+ * comments. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -580,177 +581,6 @@ static void test_silent_and_unguarded(void) {
   mulligan_clock_destroy(clock);
 }
 
-static void test_bad_input(void) {
-  mulligan_clock *clock = NULL;
-  mulligan_pipeline_options *po = NULL;
-  mulligan_pipeline *p = NULL;
-  mulligan_breaker *b;
-  mulligan_breaker_registry *r = NULL;
-  mulligan_call *call = NULL;
-  mulligan_call_options co = MULLIGAN_CALL_OPTIONS_INIT;
-  mulligan_admission a = MULLIGAN_ADMISSION_INIT;
-  mulligan_outcome o = MULLIGAN_OUTCOME_INIT;
-  mulligan_decision d = MULLIGAN_DECISION_INIT;
-  double now;
-  CHECK_OK(mulligan_clock_create_fake(&clock));
-  now = mulligan_clock_now_ms(clock);
-
-  /* Options and pipelines. */
-  CHECK_FAILS(mulligan_pipeline_options_create(NULL), MULLIGAN_E_INVALID_ARGUMENT,
-              "out must not be NULL");
-  CHECK_FAILS(mulligan_pipeline_options_set_name(NULL, "x"), MULLIGAN_E_INVALID_ARGUMENT,
-              "mulligan_pipeline_options_set_name: opts must not be NULL");
-  CHECK_FAILS(mulligan_pipeline_options_set_retry(NULL, NULL), MULLIGAN_E_INVALID_ARGUMENT,
-              "opts must not be NULL");
-  CHECK_FAILS(mulligan_pipeline_options_set_breaker(NULL, NULL), MULLIGAN_E_INVALID_ARGUMENT,
-              "opts must not be NULL");
-  CHECK_FAILS(mulligan_pipeline_options_set_breaker_registry(NULL, NULL),
-              MULLIGAN_E_INVALID_ARGUMENT, "opts must not be NULL");
-  CHECK_FAILS(mulligan_pipeline_options_set_breaker_per_attempt(NULL, 1),
-              MULLIGAN_E_INVALID_ARGUMENT, "opts must not be NULL");
-  CHECK_FAILS(mulligan_pipeline_options_set_report_metrics(NULL, 1), MULLIGAN_E_INVALID_ARGUMENT,
-              "opts must not be NULL");
-  CHECK_FAILS(mulligan_pipeline_options_set_clock(NULL, clock), MULLIGAN_E_INVALID_ARGUMENT,
-              "opts must not be NULL");
-  CHECK_FAILS(mulligan_pipeline_create(NULL, NULL), MULLIGAN_E_INVALID_ARGUMENT,
-              "out must not be NULL");
-  /* A breaker and a registry are exclusive: refused at create. */
-  b = make_breaker(clock, "x", 1, 1000.0);
-  CHECK_OK(mulligan_breaker_registry_create(&r, NULL, 0));
-  CHECK_OK(mulligan_pipeline_options_create(&po));
-  CHECK_OK(mulligan_pipeline_options_set_breaker(po, b));
-  CHECK_OK(mulligan_pipeline_options_set_breaker_registry(po, r));
-  CHECK_OK(mulligan_pipeline_create(&p, NULL));
-  {
-    mulligan_pipeline *kept = p; /* a failed create must set p to NULL */
-    CHECK_FAILS(mulligan_pipeline_create(&p, po), MULLIGAN_E_INVALID_ARGUMENT,
-                "breaker and breakers are exclusive");
-    CHECK(p == NULL);
-    mulligan_pipeline_destroy(kept);
-  }
-  /* Removing one of them makes the options valid again. */
-  CHECK_OK(mulligan_pipeline_options_set_breaker_registry(po, NULL));
-  CHECK_OK(mulligan_pipeline_create(&p, po));
-  mulligan_pipeline_destroy(p);
-  mulligan_pipeline_options_destroy(po);
-  mulligan_breaker_registry_destroy(r);
-  mulligan_breaker_destroy(b);
-  CHECK_NEAR(mulligan_pipeline_now_ms(NULL), 0.0, 0.0);
-  CHECK_STR(mulligan_last_error(), "mulligan_pipeline_now_ms: pipeline must not be NULL");
-
-  /* NULL options: every default, and the system steady clock (its reading
-   * moves with the steady clock's; a fake clock's would stand still). */
-  CHECK_OK(mulligan_pipeline_create(&p, NULL));
-  {
-    const double t1 = mulligan_pipeline_now_ms(p);
-    const double t2 = mulligan_clock_now_ms(NULL);
-    const double t3 = mulligan_pipeline_now_ms(p);
-    CHECK(t1 <= t2 && t2 <= t3 && t1 < mulligan_clock_now_ms(clock) + 1e15);
-    CHECK(t1 != mulligan_clock_now_ms(clock));
-  }
-
-  /* Begin. */
-  CHECK_FAILS(mulligan_call_begin(NULL, p, now, NULL), MULLIGAN_E_INVALID_ARGUMENT,
-              "out must not be NULL");
-  CHECK_OK(mulligan_call_begin(&call, p, now, NULL));
-  {
-    mulligan_call *kept = call; /* a failed begin must set call to NULL */
-    CHECK_FAILS(mulligan_call_begin(&call, NULL, now, NULL), MULLIGAN_E_INVALID_ARGUMENT,
-                "pipeline must not be NULL");
-    CHECK(call == NULL);
-    mulligan_call_destroy(kept);
-  }
-  CHECK_FAILS(mulligan_call_begin(&call, p, NAN, NULL), MULLIGAN_E_INVALID_ARGUMENT,
-              "now_ms must be a finite number");
-  CHECK_FAILS(mulligan_call_begin(&call, p, INFINITY, NULL), MULLIGAN_E_INVALID_ARGUMENT,
-              "now_ms must be a finite number");
-  co.struct_size = 4;
-  CHECK_FAILS(mulligan_call_begin(&call, p, now, &co), MULLIGAN_E_INVALID_ARGUMENT,
-              "opts->struct_size must be at least");
-  co = (mulligan_call_options)MULLIGAN_CALL_OPTIONS_INIT;
-  co.attempt_timeout_ms = 0.0;
-  CHECK_FAILS(mulligan_call_begin(&call, p, now, &co), MULLIGAN_E_INVALID_ARGUMENT,
-              "opts->attempt_timeout_ms (negative for none) must be a finite number > 0, got 0");
-  co.attempt_timeout_ms = NAN;
-  CHECK_FAILS(mulligan_call_begin(&call, p, now, &co), MULLIGAN_E_INVALID_ARGUMENT,
-              "attempt_timeout_ms");
-  co.attempt_timeout_ms = -1.0;
-  co.max_attempts = -1;
-  CHECK_FAILS(mulligan_call_begin(&call, p, now, &co), MULLIGAN_E_INVALID_ARGUMENT,
-              "opts->max_attempts must be >= 0");
-  CHECK(call == NULL);
-  co.max_attempts = 0;
-  CHECK_OK(mulligan_call_begin(&call, p, now, &co));
-
-  /* Admit. */
-  CHECK_FAILS(mulligan_call_admit(NULL, now, &a), MULLIGAN_E_INVALID_ARGUMENT,
-              "call must not be NULL");
-  CHECK_INT(a.action, MULLIGAN_ADMISSION_REFUSE);
-  CHECK_FAILS(mulligan_call_admit(call, now, NULL), MULLIGAN_E_INVALID_ARGUMENT,
-              "out must not be NULL");
-  a.struct_size = 8;
-  CHECK_FAILS(mulligan_call_admit(call, now, &a), MULLIGAN_E_INVALID_ARGUMENT,
-              "out->struct_size must be at least");
-  a = (mulligan_admission)MULLIGAN_ADMISSION_INIT;
-  CHECK_FAILS(mulligan_call_admit(call, now - 1.0, &a), MULLIGAN_E_INVALID_ARGUMENT,
-              "now_ms must not be before the call began");
-  CHECK_FAILS(mulligan_call_admit(call, NAN, &a), MULLIGAN_E_INVALID_ARGUMENT, "now_ms");
-
-  /* Record: a bad outcome leaves the call as it was. */
-  CHECK_FAILS(mulligan_call_record(NULL, &o, now, &d), MULLIGAN_E_INVALID_ARGUMENT,
-              "call must not be NULL");
-  CHECK_FAILS(mulligan_call_record(call, NULL, now, &d), MULLIGAN_E_INVALID_ARGUMENT,
-              "outcome must not be NULL");
-  CHECK_FAILS(mulligan_call_record(call, &o, now, NULL), MULLIGAN_E_INVALID_ARGUMENT,
-              "out must not be NULL");
-  d.struct_size = 4;
-  CHECK_FAILS(mulligan_call_record(call, &o, now, &d), MULLIGAN_E_INVALID_ARGUMENT,
-              "out->struct_size must be at least");
-  d = (mulligan_decision)MULLIGAN_DECISION_INIT;
-  o.http_status = 42;
-  CHECK_FAILS(mulligan_call_record(call, &o, now, &d), MULLIGAN_E_INVALID_ARGUMENT,
-              "outcome->http_status must be 0 or in [100, 599], got 42");
-  o.http_status = 0;
-  o.retry_after_ms = NAN;
-  CHECK_FAILS(mulligan_call_record(call, &o, now, &d), MULLIGAN_E_INVALID_ARGUMENT,
-              "retry_after_ms");
-  o.retry_after_ms = -1.0;
-  o.struct_size = 4;
-  CHECK_FAILS(mulligan_call_record(call, &o, now, &d), MULLIGAN_E_INVALID_ARGUMENT,
-              "outcome->struct_size must be at least");
-  o = (mulligan_outcome)MULLIGAN_OUTCOME_INIT;
-  CHECK_INT(mulligan_call_attempts(call), 0);
-  CHECK_INT(mulligan_call_finished(call), 0);
-  CHECK_OK(mulligan_call_record(call, &o, now, &d));
-  CHECK_INT(d.reason, MULLIGAN_STOP_SUCCEEDED);
-  CHECK_INT(mulligan_call_attempts(call), 1);
-
-  /* Abandon. */
-  CHECK_FAILS(mulligan_call_abandon(NULL, now, 0), MULLIGAN_E_INVALID_ARGUMENT,
-              "call must not be NULL");
-  CHECK_FAILS(mulligan_call_abandon(call, now, -1), MULLIGAN_E_INVALID_ARGUMENT,
-              "attempts_in_flight must be >= 0, got -1");
-  CHECK_FAILS(mulligan_call_abandon(call, NAN, 0), MULLIGAN_E_INVALID_ARGUMENT, "now_ms");
-  mulligan_call_destroy(call);
-
-  /* Getters of NULL. */
-  CHECK_INT(mulligan_call_attempts(NULL), 0);
-  CHECK_STR(mulligan_last_error(), "mulligan_call_attempts: call must not be NULL");
-  CHECK_NEAR(mulligan_call_total_delay_ms(NULL), 0.0, 0.0);
-  CHECK_STR(mulligan_last_error(), "mulligan_call_total_delay_ms: call must not be NULL");
-  CHECK_INT(mulligan_call_finished(NULL), 0);
-  CHECK_STR(mulligan_last_error(), "mulligan_call_finished: call must not be NULL");
-  CHECK_INT(mulligan_call_use_fallback(NULL), 0);
-  CHECK_STR(mulligan_last_error(), "mulligan_call_use_fallback: call must not be NULL");
-
-  /* Destroying NULL is a no-op. */
-  mulligan_call_destroy(NULL);
-  mulligan_pipeline_destroy(NULL);
-  mulligan_pipeline_options_destroy(NULL);
-  mulligan_pipeline_destroy(p);
-  mulligan_clock_destroy(clock);
-}
-
 /* A give-up on retryable failures with a fallback: use_fallback; a terminal
  * outcome: never (it is an answer, not an outage). */
 static void test_fallback(void) {
@@ -794,7 +624,6 @@ int main(void) {
   test_breaker_per_attempt();
   test_registry();
   test_silent_and_unguarded();
-  test_bad_input();
   test_fallback();
   return CHECK_REPORT();
 }
