@@ -623,8 +623,8 @@ typedef struct mulligan_retry_call_options {
    *  of 0.1: non-zero records every attempt's result, as breaker_per_attempt
    *  does. Setting either field turns it on. Default 0. */
   int breaker_record_each_attempt MULLIGAN_DEPRECATED_FIELD("use breaker_per_attempt");
-  /** The name the call reports its metrics and events under (see "Metrics
-   *  and events" below), e.g. "payments"; NULL (the default) reports
+  /** The name the call reports its metrics and events under (see
+   *  mulligan_metrics.h), e.g. "payments"; NULL (the default) reports
    *  nothing. Borrowed for the duration of the call; must not be empty.
    *  Read only when struct_size covers it: callers compiled before this
    *  field existed pass a smaller struct_size and report nothing. */
@@ -687,8 +687,10 @@ typedef struct mulligan_retry_call_info {
  * reason, and one success or one failure (an aborted call, an invalid
  * outcome and a breaker refusal count as failures), and emits the events
  * attempt_started, attempt_failed, retry_scheduled, succeeded / gave_up to
- * the listeners of mulligan_event_listener_add(). The name is looked up once
- * per call (a hash look-up under a mutex).
+ * the listeners of mulligan_event_listener_add() (since 0.2, as every front
+ * door of the pipeline, attempt_started also precedes an attempt the breaker
+ * then refuses). An aborted attempt is not counted among the attempts made.
+ * The name is looked up once per call (a hash look-up under a mutex).
  *
  * @param policy  the policy (not NULL).
  * @param attempt  the callback (not NULL).
