@@ -255,6 +255,7 @@ int RunRetryCall(mulligan::Call& call, mulligan::Clock& clock, AttemptFn attempt
     clock.SleepFor(decision.delay);
   }
 }
+
 }  // namespace
 
 extern "C" {
