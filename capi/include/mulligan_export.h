@@ -1,6 +1,6 @@
 /* mulligan_export.h — visibility and deprecation macros of the mulligan C ABI.
  *
- * MULLIGAN_API marks every exported function of mulligan.h:
+ * MULLIGAN_API marks every exported function of the mulligan_<part>.h headers:
  *   - building the shared library (MULLIGAN_BUILDING_LIBRARY, set privately by
  *     CMake): dllexport on Windows, default visibility elsewhere;
  *   - consuming it: dllimport on Windows, default visibility elsewhere;
@@ -10,7 +10,10 @@
  * -fvisibility=hidden and a linker version script, see capi/abi/).
  *
  * MULLIGAN_DEPRECATED(msg) marks a function that has a replacement (a _v2);
- * it stays exported until the next major version.
+ * it stays exported until the next major version. MULLIGAN_DEPRECATED_FIELD
+ * (msg) marks a struct field kept under an old spelling next to its new one
+ * (compilers without field attributes get nothing). Defining
+ * MULLIGAN_DISABLE_DEPRECATION_WARNINGS silences both.
  *
  * MULLIGAN_EXPERIMENTAL marks a function of mulligan_experimental.h (none
  * yet): exported like MULLIGAN_API but outside the ABI promise, and declared
@@ -41,6 +44,14 @@
 #  define MULLIGAN_DEPRECATED(msg) __declspec(deprecated(msg))
 #else
 #  define MULLIGAN_DEPRECATED(msg)
+#endif
+
+#if defined(MULLIGAN_DISABLE_DEPRECATION_WARNINGS)
+#  define MULLIGAN_DEPRECATED_FIELD(msg)
+#elif defined(__GNUC__) || defined(__clang__)
+#  define MULLIGAN_DEPRECATED_FIELD(msg) __attribute__((deprecated(msg)))
+#else
+#  define MULLIGAN_DEPRECATED_FIELD(msg)
 #endif
 
 #define MULLIGAN_EXPERIMENTAL MULLIGAN_API

@@ -1,19 +1,28 @@
-// capi/src/capi_internal.h — private plumbing of the C ABI shim: the handle
-// definitions (one-member wrappers around core objects, leveldb's c.cc
-// pattern), the thread-local last error, the exception barrier and the
-// millisecond <-> Duration conversions. Never installed.
+// capi/src/capi_internal.h — private plumbing of the C ABI shims (never
+// installed): the handles more than one part uses (one-member wrappers around
+// core objects, leveldb's c.cc pattern), the thread-local last error, the
+// exception barrier, and the conversions between the C forms (milliseconds,
+// mulligan_outcome, mulligan_decision) and the core's.
+//
+// Each part's own handles live in its file (capi/src/<part>.cc). The generic
+// helpers (saturating time, ASCII, formatting) are the core's, in
+// core/src/internal/ (CMake target mulligan_internal): the C ABI keeps no copy.
 
 #ifndef MULLIGAN_CAPI_SRC_CAPI_INTERNAL_H_
 #define MULLIGAN_CAPI_SRC_CAPI_INTERNAL_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
-#include <string>
+#include <string_view>
 
 #include "mulligan.h"
 #include "mulligan/base/clock.h"
-#include "mulligan/http/client.h"
-#include "mulligan/retry/policy.h"
+#include "mulligan/base/outcome.h"
 #include "mulligan/base/status.h"
+#include "mulligan/breaker/circuit_breaker.h"
+#include "mulligan/breaker/registry.h"
+#include "mulligan/retry/policy.h"
 
 struct mulligan_retry_options {
   mulligan::RetryOptions impl;
@@ -33,18 +42,25 @@ struct mulligan_retry_session {
   const mulligan::Clock* clock;
 };
 
-struct mulligan_http_client {
-  std::unique_ptr<mulligan::HttpClient> impl;
+// Shared, so that a pipeline (and a registry's handles) keep it alive.
+struct mulligan_breaker {
+  std::shared_ptr<mulligan::CircuitBreaker> impl;
+  // Borrowed; never null.
+  const mulligan::Clock* clock;
 };
 
-struct mulligan_http_response {
-  mulligan::HttpResponse impl;
-  // The last attempt's transport failure (kNone when it got a response).
-  mulligan::ErrorKind error = mulligan::ErrorKind::kNone;
+// Shared, so that a pipeline keeps it alive after the handle is destroyed.
+struct mulligan_breaker_registry {
+  std::shared_ptr<mulligan::BreakerRegistry> impl;
+  // Borrowed; never null.
+  const mulligan::Clock* clock;
 };
 
 namespace mulligan {
 namespace capi_internal {
+
+// ---------------------------------------------------------------------------
+// Errors (status.cc)
 
 // Returns the thread-local last error (never null).
 const char* LastError();
@@ -64,16 +80,64 @@ int SetError(const Status& status);
 // records the error and returns the code (ONNX Runtime's pattern).
 int TranslateException() noexcept;
 
+// Checks a caller-initialised struct's struct_size: at least `min` (the size
+// of its first published version). Records "<what>->struct_size must be at
+// least <min> (use <init>), got <size>" and returns MULLIGAN_E_INVALID_ARGUMENT
+// otherwise; returns MULLIGAN_OK.
+int CheckStructSize(const char* what, uint32_t size, size_t min, const char* init);
+
+// Writes `text` into `buf` the snprintf way: at most size - 1 bytes and a
+// NUL; nothing when buf is null or size is 0. The callers' length protocols
+// differ (with or without the NUL), so they report the length themselves.
+void CopyTruncated(std::string_view text, char* buf, size_t size);
+
+// ---------------------------------------------------------------------------
+// Durations and time (status.cc)
+
 // Checks that `ms` is a finite number >= 0 (or > 0 when `positive`); on
-// failure records "<name> must be ..., got <ms>" and returns false.
+// failure records "<name> must be ..., got <ms>" and returns false. Valid
+// values convert with internal::DurationFromMillis (core/src/internal/
+// saturating.h), which saturates at Duration::max().
 bool CheckMs(const char* name, double ms, bool positive);
 
-// Converts finite, non-negative milliseconds to a Duration, rounding to the
-// nearest nanosecond and saturating at Duration::max() (also for +inf).
-Duration MsToDuration(double ms);
 // Converts a Duration to milliseconds; Duration::max() gives
 // MULLIGAN_DURATION_MAX_MS exactly.
 double DurationToMs(Duration d);
+
+// Converts a monotonic time to the milliseconds mulligan_clock_now_ms()
+// reports (since the clock's epoch).
+double TimePointToMs(TimePoint t);
+
+// Converts the `now_ms` of a call step back to a TimePoint, rounded to the
+// nearest nanosecond. Returns false (recording "<name> must be a finite
+// number within +-MULLIGAN_DURATION_MAX_MS, got <ms>") for NaN, infinities
+// and values beyond the clock's range.
+bool TimePointFromMs(const char* name, double ms, TimePoint* out);
+
+// The clock of a `const mulligan_clock*` argument: the fake clock, or the
+// system steady clock for NULL. Never null.
+const Clock* ClockOf(const mulligan_clock* clock);
+
+// ---------------------------------------------------------------------------
+// Outcomes and decisions (retry.cc)
+
+// The sizes of the outcome and decision structs as shipped in 0.1: callers
+// compiled against 0.1 headers must keep working when the structs grow at
+// the end.
+constexpr size_t kOutcomeSizeV0_1 = offsetof(mulligan_outcome, request_sent) + sizeof(int);
+constexpr size_t kDecisionSizeV0_1 = offsetof(mulligan_decision, from_retry_after) + sizeof(int);
+
+// Validates a caller's outcome (struct_size, error_kind, http_status,
+// retry_after_ms, request_sent, grpc_status when struct_size covers it) and
+// converts it. On failure records which field is wrong ("outcome->http_status
+// must be 0 or in [100, 599], got 42") and returns MULLIGAN_E_INVALID_ARGUMENT.
+int OutcomeFromC(const mulligan_outcome* in, Outcome* out);
+
+// Checks a caller's decision struct (NULL, struct_size).
+int CheckDecision(const mulligan_decision* out);
+
+// Fills the 0.1 fields of a caller's decision (struct_size already checked).
+void DecisionToC(const Decision& d, mulligan_decision* out);
 
 }  // namespace capi_internal
 }  // namespace mulligan

@@ -48,6 +48,10 @@ static void test_status_text(void) {
   CHECK_STR(mulligan_error_kind_str(99), "unknown");
   CHECK_STR(mulligan_stop_reason_str(MULLIGAN_STOP_DEADLINE), "deadline");
   CHECK_STR(mulligan_stop_reason_str(-3), "unknown");
+  CHECK_STR(mulligan_stop_reason_str(MULLIGAN_STOP_NOT_REPLAY_SAFE), "not_replay_safe");
+  CHECK_INT(MULLIGAN_STOP_CIRCUIT_OPEN, 7); /* pinned: appended in 0.2 */
+  CHECK_STR(mulligan_stop_reason_str(MULLIGAN_STOP_CIRCUIT_OPEN), "circuit_open");
+  CHECK_STR(mulligan_stop_reason_str(8), "unknown");
   CHECK(mulligan_last_error() != NULL);
 }
 

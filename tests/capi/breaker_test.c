@@ -1,6 +1,7 @@
 /* tests/capi/breaker_test.c — circuit breakers and mulligan_retry_call through
  * the C ABI, with a fake clock and exact expected states (no threads). */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -295,7 +296,23 @@ static mulligan_retry_policy *policy_with(int attempts) {
   return p;
 }
 
-static void test_retry_call(void) {
+/* Sets the "record every attempt in the breaker" switch under its one name,
+ * breaker_per_attempt, or under its deprecated 0.1 spelling, which must
+ * keep working (STYLE.md 3.8: deprecated, never removed before 1.0). */
+static void set_per_attempt(mulligan_retry_call_options *opts, int old_spelling, int value) {
+  if (old_spelling) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    opts->breaker_record_each_attempt = value;
+#pragma GCC diagnostic pop
+  } else {
+    opts->breaker_per_attempt = value;
+  }
+}
+
+/* Runs with either spelling of the per-attempt switch (old_spelling 1: the
+ * deprecated breaker_record_each_attempt). */
+static void test_retry_call(int old_spelling) {
   mulligan_clock *clock = NULL;
   mulligan_retry_policy *policy = policy_with(5);
   mulligan_retry_call_options opts = MULLIGAN_RETRY_CALL_OPTIONS_INIT;
@@ -337,7 +354,7 @@ static void test_retry_call(void) {
   /* The case: 5 attempts around a threshold-3 breaker, per attempt. */
   b = make_breaker(clock, 3, 30000.0, 1);
   opts.breaker = b;
-  opts.breaker_record_each_attempt = 1;
+  set_per_attempt(&opts, old_spelling, 1);
   memset(&log, 0, sizeof log);
   log.fail_until = 100;
   CHECK_FAILS(mulligan_retry_call(policy, run_attempt, &log, &opts, &info),
@@ -353,7 +370,7 @@ static void test_retry_call(void) {
   /* Per call (the default): one failure per logical call. */
   b = make_breaker(clock, 3, 30000.0, 1);
   opts.breaker = b;
-  opts.breaker_record_each_attempt = 0;
+  set_per_attempt(&opts, old_spelling, 0);
   memset(&log, 0, sizeof log);
   log.fail_until = 100;
   CHECK_FAILS(mulligan_retry_call(policy, run_attempt, &log, &opts, &info),
@@ -386,12 +403,57 @@ static void test_retry_call(void) {
   mulligan_clock_destroy(clock);
 }
 
+/* A caller compiled against 0.1 headers passes a struct_size that ends before
+ * breaker_per_attempt: its old field still turns per-attempt recording on,
+ * and whatever lies past its struct is not read. */
+static void test_retry_call_old_options_size(void) {
+  mulligan_clock *clock = NULL;
+  mulligan_retry_policy *policy = policy_with(5);
+  mulligan_retry_call_options opts = MULLIGAN_RETRY_CALL_OPTIONS_INIT;
+  mulligan_retry_call_info info = MULLIGAN_RETRY_CALL_INFO_INIT;
+  attempt_log log;
+  mulligan_breaker *b;
+  CHECK_OK(mulligan_clock_create_fake(&clock));
+  opts.clock = clock;
+  opts.struct_size = (uint32_t)offsetof(mulligan_retry_call_options, breaker_per_attempt);
+
+  /* The 0.1 field: tripped by the 3rd attempt (threshold 3, per attempt). */
+  b = make_breaker(clock, 3, 30000.0, 1);
+  opts.breaker = b;
+  set_per_attempt(&opts, 1, 1);
+  memset(&log, 0, sizeof log);
+  log.fail_until = 100;
+  CHECK_FAILS(mulligan_retry_call(policy, run_attempt, &log, &opts, &info),
+              MULLIGAN_E_CIRCUIT_OPEN, "circuit breaker 'db' is open");
+  CHECK_INT(log.calls, 3);
+  mulligan_breaker_destroy(b);
+
+  /* breaker_per_attempt lies beyond this caller's struct: not read, so one
+   * result per call (all 5 attempts run, one failure recorded). */
+  b = make_breaker(clock, 3, 30000.0, 1);
+  opts.breaker = b;
+  set_per_attempt(&opts, 1, 0);
+  opts.breaker_per_attempt = 1;
+  memset(&log, 0, sizeof log);
+  log.fail_until = 100;
+  CHECK_FAILS(mulligan_retry_call(policy, run_attempt, &log, &opts, &info),
+              MULLIGAN_E_RETRIES_EXHAUSTED, "gave up after 5 attempt(s)");
+  CHECK_INT(log.calls, 5);
+  CHECK_INT(mulligan_breaker_state_now(b), MULLIGAN_BREAKER_CLOSED);
+  mulligan_breaker_destroy(b);
+
+  mulligan_retry_policy_destroy(policy);
+  mulligan_clock_destroy(clock);
+}
+
 int main(void) {
   test_options_validation();
   test_state_script();
   test_permit_from_another_breaker();
   test_execute();
   test_registry();
-  test_retry_call();
+  test_retry_call(0);
+  test_retry_call(1);
+  test_retry_call_old_options_size();
   return CHECK_REPORT();
 }

@@ -10,6 +10,14 @@ int main() {
   mulligan_decision decision = MULLIGAN_DECISION_INIT;
   mulligan_retry_policy* policy = nullptr;
   mulligan_retry_session* session = nullptr;
+  // The 0.2 initialisers work in C++ too.
+  mulligan_call_options call_options = MULLIGAN_CALL_OPTIONS_INIT;
+  mulligan_admission admission = MULLIGAN_ADMISSION_INIT;
+  mulligan_retry_call_options retry_call_options = MULLIGAN_RETRY_CALL_OPTIONS_INIT;
+  if (call_options.struct_size != sizeof call_options || call_options.replay_safe != 1 ||
+      admission.action != MULLIGAN_ADMISSION_REFUSE || retry_call_options.breaker_per_attempt != 0) {
+    return 6;
+  }
   if (mulligan_version_number() != MULLIGAN_VERSION_NUMBER) return 1;
   if (mulligan_retry_policy_create(&policy, nullptr) != MULLIGAN_OK) return 2;
   if (mulligan_retry_session_begin(&session, policy, nullptr, 1) != MULLIGAN_OK) return 3;

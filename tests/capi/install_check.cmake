@@ -1,8 +1,11 @@
 # tests/capi/install_check.cmake — installs the build into a scratch prefix and
-# proves the installed package works: the expected files (and no C++ core
-# headers), a find_package(mulligan) consumer, and a pkg-config consumer.
+# proves the installed package works: the expected files (every C header, and
+# no C++ core header), each installed header compiling on its own
+# (headers_check.cmake), a find_package(mulligan) consumer, a pkg-config
+# consumer, and the README's C quick start built against the install.
 #
 #   cmake -DBUILD_DIR=... -DWORK_DIR=... -DCONSUMER_DIR=... -DC_COMPILER=...
+#         -DCXX_COMPILER=... -DHEADERS_CHECK=... -DSYMBOLS=... -DREADME=...
 #         -DGENERATOR=... -DPKG_CONFIG=... -DEXPECTED_VERSION=... -P install_check.cmake
 cmake_minimum_required(VERSION 3.18)
 
@@ -22,11 +25,17 @@ file(MAKE_DIRECTORY ${WORK_DIR})
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 
 # --- What got installed --------------------------------------------------------
-foreach(header mulligan.h mulligan_export.h mulligan_version.h)
+foreach(header mulligan.h mulligan_export.h mulligan_version.h mulligan_status.h
+               mulligan_retry.h mulligan_pipeline.h mulligan_breaker.h
+               mulligan_idempotency.h mulligan_config.h mulligan_metrics.h mulligan_http.h)
   if(NOT EXISTS ${prefix}/include/${header})
     message(FATAL_ERROR "not installed: include/${header}")
   endif()
 endforeach()
+# Each installed header alone (C99 and C++17), the umbrella, the declarations.
+run(${CMAKE_COMMAND} -DHEADERS_DIR=${prefix}/include -DINCLUDE_DIRS=${prefix}/include
+    -DC_COMPILER=${C_COMPILER} -DCXX_COMPILER=${CXX_COMPILER} -DSYMBOLS=${SYMBOLS}
+    -DWORK_DIR=${WORK_DIR}/headers -P ${HEADERS_CHECK})
 if(EXISTS ${prefix}/include/mulligan)
   message(FATAL_ERROR "the C++ core headers must not be installed (include/mulligan/)")
 endif()
@@ -93,3 +102,25 @@ run(${C_COMPILER} -std=c99 -pedantic -Wall -Werror ${CONSUMER_DIR}/consumer.c ${
     -o ${WORK_DIR}/pc-consumer)
 run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${WORK_DIR}/pc-consumer)
 message(STATUS "pkg-config consumer (${flags}): ${run_output}")
+
+# --- The README's C quick start, against the installed headers ---------------------
+# The first ```c block after "## Quick start: C", built (not run: it needs a
+# server on port 8080) as the README says: cc app.c $(pkg-config ...).
+file(READ ${README} readme)
+string(FIND "${readme}" "## Quick start: C\n" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "${README}: no \"## Quick start: C\" section")
+endif()
+string(SUBSTRING "${readme}" ${at} -1 readme)
+string(FIND "${readme}" "```c\n" begin)
+string(FIND "${readme}" "\n```\n" end)
+if(begin EQUAL -1 OR end LESS begin)
+  message(FATAL_ERROR "${README}: no ```c block in the C quick start")
+endif()
+math(EXPR begin "${begin} + 5")
+math(EXPR length "${end} + 1 - ${begin}")
+string(SUBSTRING "${readme}" ${begin} ${length} quickstart)
+file(WRITE ${WORK_DIR}/readme_quickstart.c "${quickstart}")
+run(${C_COMPILER} -std=c99 -pedantic -Wall -Wextra -Werror ${WORK_DIR}/readme_quickstart.c
+    ${flag_list} -o ${WORK_DIR}/readme-quickstart)
+message(STATUS "README C quick start: built against ${prefix}")

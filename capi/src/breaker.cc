@@ -1,27 +1,24 @@
-// capi/src/capi_breaker.cc — circuit breakers, the breaker registry and
-// mulligan_retry_call of the C ABI: thin extern "C" shims over
-// mulligan::CircuitBreaker / BreakerRegistry / RetrySession.
+// capi/src/breaker.cc — the circuit-breaker part of the C ABI
+// (mulligan_breaker.h): breaker options, breakers and the breaker registry,
+// thin extern "C" shims over mulligan::CircuitBreaker / BreakerRegistry.
 //
 // The permit crosses the ABI as a caller-owned struct (see mulligan.h for
 // why); its opaque_ words carry the core Permit plus the identity of the
 // breaker that issued it, so a permit handed to another breaker is rejected
-// instead of corrupting its probe slots.
+// instead of corrupting its probe slots. The breaker and registry handles are
+// defined in capi_internal.h: mulligan_retry_call and the pipeline use them.
 
-#include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <memory>
-#include <new>
 #include <string>
 #include <utility>
 
 #include "capi_internal.h"
-#include "mulligan/breaker/registry.h"
+#include "internal/saturating.h"
 #include "mulligan/breaker/circuit_breaker.h"
-#include "mulligan/telemetry/metrics.h"
+#include "mulligan/breaker/registry.h"
 
 struct mulligan_breaker_options {
   mulligan::CircuitBreakerOptions impl;
@@ -29,42 +26,23 @@ struct mulligan_breaker_options {
   const mulligan::Clock* clock = nullptr;
 };
 
-struct mulligan_breaker {
-  std::shared_ptr<mulligan::CircuitBreaker> impl;
-  // Borrowed; never null.
-  const mulligan::Clock* clock;
-};
-
-struct mulligan_breaker_registry {
-  std::unique_ptr<mulligan::BreakerRegistry> impl;
-  const mulligan::Clock* clock;
-};
-
 namespace {
 
 using mulligan::Duration;
 using mulligan::capi_internal::CheckMs;
+using mulligan::capi_internal::CheckStructSize;
 using mulligan::capi_internal::DurationToMs;
-using mulligan::capi_internal::MsToDuration;
 using mulligan::capi_internal::SetError;
+using mulligan::capi_internal::TimePointToMs;
+using mulligan::internal::DurationFromMillis;
 
 // The first published sizes of the caller-owned structs.
 constexpr size_t kPermitSizeV0_1 = sizeof(mulligan_breaker_permit);
 constexpr size_t kCountsSizeV0_1 = sizeof(mulligan_breaker_counts);
-// metrics_name came later (issue 7): callers compiled before pass the smaller
-// size and report no metrics.
-constexpr size_t kCallOptionsSizeV0_1 = offsetof(mulligan_retry_call_options, metrics_name);
-constexpr size_t kCallOptionsSizeWithMetrics =
-    offsetof(mulligan_retry_call_options, metrics_name) + sizeof(const char*);
-constexpr size_t kCallInfoSizeV0_1 = sizeof(mulligan_retry_call_info);
 
 const mulligan::Clock* ClockOf(const mulligan_breaker_options* opts) {
   if (opts != nullptr && opts->clock != nullptr) return opts->clock;
   return mulligan::SystemClock::Default();
-}
-
-double NowMs(mulligan::TimePoint t) {
-  return std::chrono::duration<double, std::milli>(t.time_since_epoch()).count();
 }
 
 uint64_t Identity(const mulligan::CircuitBreaker* breaker) {
@@ -130,24 +108,6 @@ int CheckResult(int result) {
 // Sets the last error for a refusal and returns MULLIGAN_E_CIRCUIT_OPEN.
 int Refused(const mulligan::CircuitBreaker& breaker, const mulligan::Admission& admission) {
   return SetError(breaker.OpenStatus(admission));
-}
-
-// Reports a failed attempt of mulligan_retry_call to `metrics`, rebuilding
-// the core Outcome and Decision from their (already validated) C forms.
-void ReportFailedAttempt(mulligan::Metrics& metrics, const mulligan_outcome& outcome,
-                         const mulligan_decision& decision, Duration elapsed) {
-  mulligan::Outcome o;
-  o.error = static_cast<mulligan::ErrorKind>(outcome.error_kind);
-  o.http_status = outcome.http_status;
-  if (outcome.retry_after_ms >= 0) o.retry_after = MsToDuration(outcome.retry_after_ms);
-  mulligan::Decision d;
-  d.action = static_cast<mulligan::Decision::Action>(decision.action);
-  d.delay = MsToDuration(decision.delay_ms);
-  d.reason = static_cast<mulligan::StopReason>(decision.reason);
-  d.classification = static_cast<mulligan::Classification>(decision.classification);
-  d.attempt = decision.attempt;
-  d.from_retry_after = decision.from_retry_after != 0;
-  metrics.AttemptFailed(d.attempt, o, d, elapsed);
 }
 
 // Transition listener state: the callback and the caller's user_data, freed
@@ -237,7 +197,7 @@ int mulligan_breaker_options_set_window(mulligan_breaker_options* opts, int wind
     MULLIGAN_CAPI_BEGIN                                                     \
     if (int rc = CheckOpts(opts, __func__)) return rc;                      \
     if (!CheckMs(name, ms, true)) return MULLIGAN_E_INVALID_ARGUMENT;       \
-    opts->impl.assign = MsToDuration(ms);                                   \
+    opts->impl.assign = DurationFromMillis(ms);                                   \
     return MULLIGAN_OK;                                                     \
     MULLIGAN_CAPI_END                                                       \
   }
@@ -322,11 +282,9 @@ int mulligan_breaker_acquire(mulligan_breaker* breaker, mulligan_breaker_permit*
   MULLIGAN_CAPI_BEGIN
   MULLIGAN_CHECK_NOT_NULL(breaker);
   MULLIGAN_CHECK_NOT_NULL(permit);
-  if (permit->struct_size < kPermitSizeV0_1) {
-    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
-                    "permit->struct_size must be at least %zu (use MULLIGAN_BREAKER_PERMIT_INIT), "
-                    "got %u",
-                    kPermitSizeV0_1, static_cast<unsigned>(permit->struct_size));
+  if (int rc = CheckStructSize("permit", permit->struct_size, kPermitSizeV0_1,
+                               "MULLIGAN_BREAKER_PERMIT_INIT")) {
+    return rc;
   }
   const mulligan::Admission admission = breaker->impl->Acquire(breaker->clock->Now());
   PackPermit(admission, breaker->impl.get(), permit);
@@ -340,10 +298,9 @@ int mulligan_breaker_record(mulligan_breaker* breaker, const mulligan_breaker_pe
   MULLIGAN_CAPI_BEGIN
   MULLIGAN_CHECK_NOT_NULL(breaker);
   MULLIGAN_CHECK_NOT_NULL(permit);
-  if (permit->struct_size < kPermitSizeV0_1) {
-    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
-                    "permit->struct_size must be at least %zu, got %u", kPermitSizeV0_1,
-                    static_cast<unsigned>(permit->struct_size));
+  if (int rc = CheckStructSize("permit", permit->struct_size, kPermitSizeV0_1,
+                               "MULLIGAN_BREAKER_PERMIT_INIT")) {
+    return rc;
   }
   if (int rc = CheckResult(result)) return rc;
   if (std::isnan(duration_ms) || std::isinf(duration_ms)) {
@@ -358,7 +315,7 @@ int mulligan_breaker_record(mulligan_breaker* breaker, const mulligan_breaker_pe
   }
   const mulligan::Permit p = UnpackPermit(permit);
   const mulligan::TimePoint now = breaker->clock->Now();
-  const Duration duration = duration_ms < 0 ? now - p.acquired_at : MsToDuration(duration_ms);
+  const Duration duration = duration_ms < 0 ? now - p.acquired_at : DurationFromMillis(duration_ms);
   breaker->impl->Record(p, static_cast<mulligan::CallResult>(result), duration, now);
   return MULLIGAN_OK;
   MULLIGAN_CAPI_END
@@ -412,11 +369,9 @@ int mulligan_breaker_get_counts(const mulligan_breaker* breaker, mulligan_breake
   MULLIGAN_CAPI_BEGIN
   MULLIGAN_CHECK_NOT_NULL(breaker);
   MULLIGAN_CHECK_NOT_NULL(out);
-  if (out->struct_size < kCountsSizeV0_1) {
-    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
-                    "out->struct_size must be at least %zu (use MULLIGAN_BREAKER_COUNTS_INIT), "
-                    "got %u",
-                    kCountsSizeV0_1, static_cast<unsigned>(out->struct_size));
+  if (int rc = CheckStructSize("out", out->struct_size, kCountsSizeV0_1,
+                               "MULLIGAN_BREAKER_COUNTS_INIT")) {
+    return rc;
   }
   const mulligan::BreakerCounts c = breaker->impl->counts(breaker->clock->Now());
   out->calls = c.calls;
@@ -478,7 +433,7 @@ int mulligan_breaker_add_listener(mulligan_breaker* breaker, mulligan_breaker_li
     transition.from = static_cast<int>(t.from);
     transition.to = static_cast<int>(t.to);
     transition.reason = t.reason;
-    transition.at_ms = NowMs(t.at);
+    transition.at_ms = TimePointToMs(t.at);
     (void)data->fn(&transition, data->user_data);  // reserved return value
   });
   if (out_id != nullptr) *out_id = id;
@@ -510,7 +465,8 @@ int mulligan_breaker_registry_create(mulligan_breaker_registry** out,
   if (max_breakers != 0) options.max_breakers = max_breakers;
   auto created = mulligan::BreakerRegistry::Create(options);
   if (!created.ok()) return SetError(created.status());
-  *out = new mulligan_breaker_registry{std::move(created).value(), ClockOf(opts)};
+  *out = new mulligan_breaker_registry{
+      std::shared_ptr<mulligan::BreakerRegistry>(std::move(created).value()), ClockOf(opts)};
   return MULLIGAN_OK;
   MULLIGAN_CAPI_END
 }
@@ -561,148 +517,6 @@ size_t mulligan_breaker_registry_size(const mulligan_breaker_registry* registry)
   }
   return registry->impl->size();
   MULLIGAN_CAPI_END_RETURN(0)
-}
-
-// ---------------------------------------------------------------------------
-// Retry call
-
-int mulligan_retry_call(const mulligan_retry_policy* policy,
-                        int (*attempt)(int attempt_number, mulligan_outcome* out,
-                                       void* user_data),
-                        void* user_data, const mulligan_retry_call_options* opts,
-                        mulligan_retry_call_info* info) {
-  MULLIGAN_CAPI_BEGIN
-  MULLIGAN_CHECK_NOT_NULL(policy);
-  MULLIGAN_CHECK_NOT_NULL(attempt);
-  if (opts != nullptr && opts->struct_size < kCallOptionsSizeV0_1) {
-    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
-                    "opts->struct_size must be at least %zu (use "
-                    "MULLIGAN_RETRY_CALL_OPTIONS_INIT), got %u",
-                    kCallOptionsSizeV0_1, static_cast<unsigned>(opts->struct_size));
-  }
-  if (info != nullptr && info->struct_size < kCallInfoSizeV0_1) {
-    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
-                    "info->struct_size must be at least %zu (use MULLIGAN_RETRY_CALL_INFO_INIT), "
-                    "got %u",
-                    kCallInfoSizeV0_1, static_cast<unsigned>(info->struct_size));
-  }
-  mulligan::Clock* clock = mulligan::SystemClock::Default();
-  if (opts != nullptr && opts->clock != nullptr) clock = &opts->clock->impl;
-  mulligan_breaker* const breaker = opts != nullptr ? opts->breaker : nullptr;
-  const bool each_attempt = opts != nullptr && opts->breaker_record_each_attempt != 0;
-  mulligan::Metrics* metrics = nullptr;
-  if (opts != nullptr && opts->struct_size >= kCallOptionsSizeWithMetrics &&
-      opts->metrics_name != nullptr) {
-    if (opts->metrics_name[0] == '\0') {
-      return SetError(MULLIGAN_E_INVALID_ARGUMENT,
-                      "opts->metrics_name must not be empty (NULL reports no metrics)");
-    }
-    metrics = mulligan::MetricsRegistry::Default().Get(opts->metrics_name);
-  }
-
-  mulligan_retry_session session{policy->impl.Begin(clock->Now()), clock};
-  if (metrics != nullptr) metrics->CallStarted();
-  mulligan_retry_call_info result = MULLIGAN_RETRY_CALL_INFO_INIT;
-  Duration total_delay = Duration::zero();
-  // Ends the call: fills `info` and reports the result to the metrics (as
-  // the core's RetryCall does: a refusal, an abort or an invalid outcome
-  // ends the call as a terminal failure).
-  auto finish = [&](int rc) {
-    result.attempts = session.impl.attempts();
-    result.total_delay_ms = DurationToMs(total_delay);
-    const Duration elapsed = clock->Now() - session.impl.start();
-    result.elapsed_ms = DurationToMs(elapsed);
-    if (metrics != nullptr) {
-      if (rc == MULLIGAN_OK) {
-        metrics->CallSucceeded(result.attempts, elapsed);
-      } else {
-        const auto reason = result.stop_reason != MULLIGAN_STOP_NONE
-                                ? static_cast<mulligan::StopReason>(result.stop_reason)
-                                : mulligan::StopReason::kTerminal;
-        metrics->CallFailed(result.attempts, elapsed, reason);
-      }
-    }
-    if (info != nullptr) {
-      // Copy only what the caller's struct holds (it only grows at the end).
-      const uint32_t size = info->struct_size;
-      result.struct_size = info->struct_size;
-      std::memcpy(info, &result, std::min<size_t>(size, sizeof(result)));
-    }
-    return rc;
-  };
-
-  for (;;) {
-    const int number = session.impl.attempts() + 1;
-    mulligan::Permit permit;
-    mulligan::TimePoint attempt_start = clock->Now();
-    if (breaker != nullptr) {
-      const mulligan::Admission admission = breaker->impl->Acquire(attempt_start);
-      if (!admission.admitted()) {
-        result.circuit_open = 1;
-        result.retry_in_ms = DurationToMs(admission.retry_in);
-        Refused(*breaker->impl, admission);
-        return finish(MULLIGAN_E_CIRCUIT_OPEN);
-      }
-      permit = admission.permit;
-    }
-
-    if (metrics != nullptr) metrics->AttemptStarted(number);
-    mulligan_outcome outcome = MULLIGAN_OUTCOME_INIT;
-    const int rc = attempt(number, &outcome, user_data);
-    if (rc != 0) {
-      if (breaker != nullptr) {
-        const mulligan::TimePoint end = clock->Now();
-        breaker->impl->Record(permit, mulligan::CallResult::kIgnored, end - attempt_start, end);
-      }
-      SetError(MULLIGAN_E_CALLBACK, "the attempt callback returned %d (attempt %d)", rc, number);
-      return finish(MULLIGAN_E_CALLBACK);
-    }
-    mulligan_decision decision = MULLIGAN_DECISION_INIT;
-    const int status = mulligan_retry_session_on_outcome(&session, &outcome, &decision);
-    if (status != MULLIGAN_OK) {
-      if (breaker != nullptr) {
-        const mulligan::TimePoint end = clock->Now();
-        breaker->impl->Record(permit, mulligan::CallResult::kIgnored, end - attempt_start, end);
-      }
-      return finish(status);  // the last error names the bad outcome field
-    }
-    if (metrics != nullptr && decision.classification != MULLIGAN_CLASSIFICATION_SUCCESS) {
-      ReportFailedAttempt(*metrics, outcome, decision, clock->Now() - session.impl.start());
-    }
-    // The recording rule of RetryCallOptions::breaker (core/include/mulligan/retry/call.h).
-    const bool stop = decision.action == MULLIGAN_ACTION_STOP;
-    if (breaker != nullptr && (each_attempt || permit.probe || stop)) {
-      const mulligan::TimePoint end = clock->Now();
-      breaker->impl->Record(
-          permit,
-          mulligan::ResultFor(static_cast<mulligan::Classification>(decision.classification)),
-          end - attempt_start, end);
-    }
-    if (stop) {
-      result.stop_reason = decision.reason;
-      result.last_decision = decision;
-      switch (decision.reason) {
-        case MULLIGAN_STOP_SUCCEEDED:
-          return finish(MULLIGAN_OK);
-        case MULLIGAN_STOP_TERMINAL:
-          SetError(MULLIGAN_E_UNAVAILABLE, "attempt %d failed with a terminal outcome", number);
-          return finish(MULLIGAN_E_UNAVAILABLE);
-        case MULLIGAN_STOP_DEADLINE:
-          SetError(MULLIGAN_E_DEADLINE_EXCEEDED, "the deadline ended the retries after %d "
-                   "attempt(s)", number);
-          return finish(MULLIGAN_E_DEADLINE_EXCEEDED);
-        default:
-          SetError(MULLIGAN_E_RETRIES_EXHAUSTED, "gave up after %d attempt(s): %s", number,
-                   mulligan::StopReasonName(static_cast<mulligan::StopReason>(decision.reason)));
-          return finish(MULLIGAN_E_RETRIES_EXHAUSTED);
-      }
-    }
-    const Duration delay = MsToDuration(decision.delay_ms);
-    total_delay += delay;
-    clock->SleepFor(delay);
-    if (metrics != nullptr) metrics->RetryWaitEnded();
-  }
-  MULLIGAN_CAPI_END
 }
 
 }  // extern "C"

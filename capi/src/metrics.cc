@@ -1,9 +1,10 @@
-// capi/src/capi_metrics.cc — metrics and events of the C ABI: exports of
+// capi/src/metrics.cc — the metrics part of the C ABI (mulligan_metrics.h): exports of
 // mulligan::MetricsRegistry::Default() into caller buffers (snprintf's
 // protocol, so no allocation crosses the ABI), per-name snapshots, the
 // in-flight / waiting-to-retry status, and event listeners.
 //
-// mulligan_retry_call() reports into the same registry (capi_breaker.cc).
+// mulligan_retry_call() (retry.cc) and pipelines (pipeline.cc) report into the
+// same registry.
 
 #include <algorithm>
 #include <cstddef>
@@ -49,7 +50,8 @@ static_assert(std::string_view(MULLIGAN_METRICS_OVERFLOW_NAME) ==
 // The first published size of the caller-owned snapshot struct.
 constexpr size_t kSnapshotSizeV0_1 = sizeof(mulligan_metrics_snapshot);
 
-// Copies `text` into buf with snprintf's protocol (see mulligan.h).
+// Copies `text` into buf with snprintf's protocol (see mulligan_metrics.h):
+// *needed is the size that fits the whole text, its NUL included.
 int CopyOut(const std::string& text, char* buf, size_t size, size_t* needed, const char* func) {
   if (buf == nullptr && size > 0) {
     if (needed != nullptr) *needed = 0;
@@ -58,11 +60,7 @@ int CopyOut(const std::string& text, char* buf, size_t size, size_t* needed, con
                     func, size);
   }
   if (needed != nullptr) *needed = text.size() + 1;
-  if (size > 0) {
-    const size_t n = std::min(text.size(), size - 1);
-    std::memcpy(buf, text.data(), n);
-    buf[n] = '\0';
-  }
+  mulligan::capi_internal::CopyTruncated(text, buf, size);
   return MULLIGAN_OK;
 }
 
@@ -139,11 +137,9 @@ int mulligan_metrics_json(char* buf, size_t size, size_t* needed) {
 int mulligan_metrics_get(const char* name, mulligan_metrics_snapshot* out) {
   MULLIGAN_CAPI_BEGIN
   MULLIGAN_CHECK_NOT_NULL(out);
-  if (out->struct_size < kSnapshotSizeV0_1) {
-    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
-                    "out->struct_size must be at least %zu (use MULLIGAN_METRICS_SNAPSHOT_INIT), "
-                    "got %u",
-                    kSnapshotSizeV0_1, static_cast<unsigned>(out->struct_size));
+  if (int rc = mulligan::capi_internal::CheckStructSize("out", out->struct_size, kSnapshotSizeV0_1,
+                                                        "MULLIGAN_METRICS_SNAPSHOT_INIT")) {
+    return rc;
   }
   // Zeroed first, so that a failure leaves no stale values.
   {

@@ -1,8 +1,10 @@
-// capi/src/capi_idempotency.cc — the idempotency store of the C ABI: thin
-// extern "C" shims over mulligan::IdempotencyStore and ParseIdempotencyKey.
+// capi/src/idempotency.cc — the idempotency part of the C ABI
+// (mulligan_idempotency.h): fresh keys, the key parser and the server-side
+// store, thin extern "C" shims over mulligan::NewIdempotencyKey,
+// ParseIdempotencyKey and IdempotencyStore.
 //
 // The handles are defined here rather than in capi_internal.h because no
-// other shim file needs them (and capi_internal.h is shared by every concept).
+// other shim file needs them (and capi_internal.h is shared by every part).
 
 #include <cstring>
 #include <memory>
@@ -10,6 +12,8 @@
 #include <utility>
 
 #include "capi_internal.h"
+#include "internal/saturating.h"
+#include "mulligan/http/client.h"
 #include "mulligan/idempotency/store.h"
 
 struct mulligan_idempotency_options {
@@ -31,8 +35,8 @@ namespace {
 using mulligan::Duration;
 using mulligan::capi_internal::CheckMs;
 using mulligan::capi_internal::DurationToMs;
-using mulligan::capi_internal::MsToDuration;
 using mulligan::capi_internal::SetError;
+using mulligan::internal::DurationFromMillis;
 
 // Shared body of the duration setters.
 int SetMs(mulligan_idempotency_options* opts, const char* func, const char* name, double ms,
@@ -41,7 +45,7 @@ int SetMs(mulligan_idempotency_options* opts, const char* func, const char* name
     return SetError(MULLIGAN_E_INVALID_ARGUMENT, "%s: opts must not be NULL", func);
   }
   if (!CheckMs(name, ms, positive)) return MULLIGAN_E_INVALID_ARGUMENT;
-  opts->impl.*field = MsToDuration(ms);
+  opts->impl.*field = DurationFromMillis(ms);
   return MULLIGAN_OK;
 }
 
@@ -89,6 +93,21 @@ const char* mulligan_idempotency_state_str(int state) {
   }
   return mulligan::ReserveStateName(static_cast<mulligan::ReserveState>(state));
   MULLIGAN_CAPI_END_RETURN("unknown")
+}
+
+int mulligan_idempotency_key_new(char* buf, size_t buf_size) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(buf);
+  const std::string key = mulligan::NewIdempotencyKey();
+  if (buf_size < key.size() + 1) {
+    if (buf_size > 0) buf[0] = '\0';
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
+                    "buf_size must be at least %zu (MULLIGAN_IDEMPOTENCY_KEY_SIZE), got %zu",
+                    key.size() + 1, buf_size);
+  }
+  std::memcpy(buf, key.c_str(), key.size() + 1);
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
 }
 
 int mulligan_idempotency_key_parse(const char* value, size_t max_length, char* buf,

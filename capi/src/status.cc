@@ -1,7 +1,10 @@
-// capi/src/capi_status.cc — status codes, the thread-local last error, the
-// exception barrier, versions and enum names of the C ABI; plus the
-// compile-time proof that every C enum equals its core counterpart.
+// capi/src/status.cc — the shared part of the C ABI (mulligan_status.h):
+// status codes, the thread-local last error, the exception barrier, versions,
+// time conversions and clocks; plus the compile-time proof that the C status
+// codes equal the core's.
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -9,10 +12,10 @@
 #include <exception>
 #include <limits>
 #include <new>
+#include <string>
 
 #include "capi_internal.h"
-#include "mulligan/retry/backoff.h"
-#include "mulligan/base/outcome.h"
+#include "internal/saturating.h"
 
 namespace mulligan {
 namespace capi_internal {
@@ -56,6 +59,20 @@ int TranslateException() noexcept {
   }
 }
 
+int CheckStructSize(const char* what, uint32_t size, size_t min, const char* init) {
+  if (size >= min) return MULLIGAN_OK;
+  return SetError(MULLIGAN_E_INVALID_ARGUMENT,
+                  "%s->struct_size must be at least %zu (use %s), got %u", what, min, init,
+                  static_cast<unsigned>(size));
+}
+
+void CopyTruncated(std::string_view text, char* buf, size_t size) {
+  if (buf == nullptr || size == 0) return;
+  const size_t n = std::min(text.size(), size - 1);
+  std::memcpy(buf, text.data(), n);
+  buf[n] = '\0';
+}
+
 bool CheckMs(const char* name, double ms, bool positive) {
   if (std::isfinite(ms) && (positive ? ms > 0 : ms >= 0)) return true;
   SetError(MULLIGAN_E_INVALID_ARGUMENT, "%s must be a finite number %s 0, got %g", name,
@@ -63,18 +80,31 @@ bool CheckMs(const char* name, double ms, bool positive) {
   return false;
 }
 
-Duration MsToDuration(double ms) {
-  if (!(ms > 0)) return Duration::zero();  // Callers validated; NaN is defensive.
-  const double ns = ms * 1e6;
-  // 2^63 as a double; every double below it converts to int64 exactly.
-  constexpr double kLimit = 9223372036854775808.0;
-  if (!(ns < kLimit)) return Duration::max();  // Also +inf.
-  return Duration(static_cast<Duration::rep>(std::llround(ns)));
-}
-
 double DurationToMs(Duration d) {
   if (d == Duration::max()) return MULLIGAN_DURATION_MAX_MS;
   return static_cast<double>(d.count()) / 1e6;
+}
+
+double TimePointToMs(TimePoint t) {
+  return std::chrono::duration<double, std::milli>(t.time_since_epoch()).count();
+}
+
+bool TimePointFromMs(const char* name, double ms, TimePoint* out) {
+  // |ms| <= MULLIGAN_DURATION_MAX_MS keeps ms * 1e6 within int64 nanoseconds
+  // (the bound itself rounds to 2^63 ns, so it is excluded).
+  if (!(std::fabs(ms) < MULLIGAN_DURATION_MAX_MS)) {  // Also NaN.
+    SetError(MULLIGAN_E_INVALID_ARGUMENT,
+             "%s must be a finite number within +-MULLIGAN_DURATION_MAX_MS, got %g", name, ms);
+    return false;
+  }
+  const Duration magnitude = internal::DurationFromMillis(std::fabs(ms));
+  *out = TimePoint(ms < 0 ? -magnitude : magnitude);
+  return true;
+}
+
+const Clock* ClockOf(const mulligan_clock* clock) {
+  if (clock != nullptr) return &clock->impl;
+  return SystemClock::Default();
 }
 
 }  // namespace capi_internal
@@ -82,7 +112,11 @@ double DurationToMs(Duration d) {
 
 namespace {
 
-// The C enums are the core's values: the shim converts with a cast.
+using mulligan::capi_internal::CheckMs;
+using mulligan::capi_internal::ClockOf;
+using mulligan::capi_internal::TimePointToMs;
+
+// The C status codes are the core's values: the shim converts with a cast.
 #define MULLIGAN_SAME(c_value, cxx_value) \
   static_assert(static_cast<int>(c_value) == static_cast<int>(cxx_value), #c_value)
 
@@ -99,49 +133,6 @@ MULLIGAN_SAME(MULLIGAN_E_UNAVAILABLE, StatusCode::kUnavailable);
 MULLIGAN_SAME(MULLIGAN_E_TRANSPORT, StatusCode::kTransport);
 MULLIGAN_SAME(MULLIGAN_E_TIMEOUT, StatusCode::kTimeout);
 
-using mulligan::BackoffKind;
-MULLIGAN_SAME(MULLIGAN_BACKOFF_CONSTANT, BackoffKind::kConstant);
-MULLIGAN_SAME(MULLIGAN_BACKOFF_LINEAR, BackoffKind::kLinear);
-MULLIGAN_SAME(MULLIGAN_BACKOFF_EXPONENTIAL, BackoffKind::kExponential);
-MULLIGAN_SAME(MULLIGAN_BACKOFF_DECORRELATED, BackoffKind::kDecorrelated);
-
-using mulligan::JitterKind;
-MULLIGAN_SAME(MULLIGAN_JITTER_NONE, JitterKind::kNone);
-MULLIGAN_SAME(MULLIGAN_JITTER_FULL, JitterKind::kFull);
-MULLIGAN_SAME(MULLIGAN_JITTER_EQUAL, JitterKind::kEqual);
-MULLIGAN_SAME(MULLIGAN_JITTER_PROPORTIONAL, JitterKind::kProportional);
-
-using mulligan::ErrorKind;
-MULLIGAN_SAME(MULLIGAN_ERROR_NONE, ErrorKind::kNone);
-MULLIGAN_SAME(MULLIGAN_ERROR_CONNECTION_REFUSED, ErrorKind::kConnectionRefused);
-MULLIGAN_SAME(MULLIGAN_ERROR_CONNECTION_RESET, ErrorKind::kConnectionReset);
-MULLIGAN_SAME(MULLIGAN_ERROR_DNS_FAILURE, ErrorKind::kDnsFailure);
-MULLIGAN_SAME(MULLIGAN_ERROR_CONNECT_TIMEOUT, ErrorKind::kConnectTimeout);
-MULLIGAN_SAME(MULLIGAN_ERROR_TIMEOUT, ErrorKind::kTimeout);
-MULLIGAN_SAME(MULLIGAN_ERROR_TLS, ErrorKind::kTlsError);
-MULLIGAN_SAME(MULLIGAN_ERROR_INVALID_URL, ErrorKind::kInvalidUrl);
-MULLIGAN_SAME(MULLIGAN_ERROR_TRANSPORT, ErrorKind::kTransport);
-MULLIGAN_SAME(MULLIGAN_ERROR_RETRYABLE, ErrorKind::kRetryable);
-MULLIGAN_SAME(MULLIGAN_ERROR_TERMINAL, ErrorKind::kTerminal);
-
-using mulligan::StopReason;
-MULLIGAN_SAME(MULLIGAN_STOP_NONE, StopReason::kNone);
-MULLIGAN_SAME(MULLIGAN_STOP_SUCCEEDED, StopReason::kSucceeded);
-MULLIGAN_SAME(MULLIGAN_STOP_TERMINAL, StopReason::kTerminal);
-MULLIGAN_SAME(MULLIGAN_STOP_ATTEMPTS_EXHAUSTED, StopReason::kAttemptsExhausted);
-MULLIGAN_SAME(MULLIGAN_STOP_DEADLINE, StopReason::kDeadline);
-MULLIGAN_SAME(MULLIGAN_STOP_RETRY_AFTER_TOO_LONG, StopReason::kRetryAfterTooLong);
-MULLIGAN_SAME(MULLIGAN_STOP_NOT_REPLAY_SAFE, StopReason::kNotReplaySafe);
-
-using Action = mulligan::Decision::Action;
-MULLIGAN_SAME(MULLIGAN_ACTION_RETRY, Action::kRetry);
-MULLIGAN_SAME(MULLIGAN_ACTION_STOP, Action::kStop);
-
-using mulligan::Classification;
-MULLIGAN_SAME(MULLIGAN_CLASSIFICATION_SUCCESS, Classification::kSuccess);
-MULLIGAN_SAME(MULLIGAN_CLASSIFICATION_RETRYABLE, Classification::kRetryable);
-MULLIGAN_SAME(MULLIGAN_CLASSIFICATION_TERMINAL, Classification::kTerminal);
-
 #undef MULLIGAN_SAME
 
 // The largest Duration in ms, as documented by MULLIGAN_DURATION_MAX_MS.
@@ -151,6 +142,9 @@ static_assert(std::numeric_limits<mulligan::Duration::rep>::max() == 92233720368
 }  // namespace
 
 extern "C" {
+
+// ---------------------------------------------------------------------------
+// Status codes and errors
 
 const char* mulligan_status_str(int status) {
   MULLIGAN_CAPI_BEGIN
@@ -179,6 +173,9 @@ const char* mulligan_last_error(void) {
   MULLIGAN_CAPI_END_RETURN("")
 }
 
+// ---------------------------------------------------------------------------
+// Version
+
 int mulligan_version_number(void) {
   MULLIGAN_CAPI_BEGIN
   return MULLIGAN_VERSION_NUMBER;
@@ -191,18 +188,37 @@ const char* mulligan_version_string(void) {
   MULLIGAN_CAPI_END_RETURN("")
 }
 
-const char* mulligan_error_kind_str(int kind) {
+// ---------------------------------------------------------------------------
+// Clocks
+
+int mulligan_clock_create_fake(mulligan_clock** out) {
   MULLIGAN_CAPI_BEGIN
-  if (kind < MULLIGAN_ERROR_NONE || kind > MULLIGAN_ERROR_TERMINAL) return "unknown";
-  return mulligan::ErrorKindName(static_cast<mulligan::ErrorKind>(kind));
-  MULLIGAN_CAPI_END_RETURN("unknown")
+  MULLIGAN_CHECK_NOT_NULL(out);
+  *out = nullptr;
+  *out = new mulligan_clock();
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
 }
 
-const char* mulligan_stop_reason_str(int reason) {
+int mulligan_clock_advance_ms(mulligan_clock* clock, double ms) {
   MULLIGAN_CAPI_BEGIN
-  if (reason < MULLIGAN_STOP_NONE || reason > MULLIGAN_STOP_NOT_REPLAY_SAFE) return "unknown";
-  return mulligan::StopReasonName(static_cast<mulligan::StopReason>(reason));
-  MULLIGAN_CAPI_END_RETURN("unknown")
+  MULLIGAN_CHECK_NOT_NULL(clock);
+  if (!CheckMs("ms", ms, false)) return MULLIGAN_E_INVALID_ARGUMENT;
+  clock->impl.Advance(mulligan::internal::DurationFromMillis(ms));
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+double mulligan_clock_now_ms(const mulligan_clock* clock) {
+  MULLIGAN_CAPI_BEGIN
+  return TimePointToMs(ClockOf(clock)->Now());
+  MULLIGAN_CAPI_END_RETURN(0.0)
+}
+
+void mulligan_clock_destroy(mulligan_clock* clock) {
+  MULLIGAN_CAPI_BEGIN
+  delete clock;
+  MULLIGAN_CAPI_END_VOID
 }
 
 }  // extern "C"

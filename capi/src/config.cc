@@ -1,6 +1,7 @@
-// capi/src/capi_config.cc — the C shim over mulligan::PolicyRegistry
-// (mulligan/config/config.h): load a configuration file, reload it, look up named
-// retry policies and breaker settings, list names and load warnings.
+// capi/src/config.cc — the configuration part of the C ABI
+// (mulligan_config.h), a shim over mulligan::PolicyRegistry
+// (mulligan/config/config.h): load a configuration file, reload it, look up
+// named retry policies and breaker settings, list names and load warnings.
 
 #include <cstring>
 #include <memory>
@@ -26,13 +27,11 @@ int Loaded(const mulligan::Result<mulligan::LoadReport>& report) {
   return MULLIGAN_OK;
 }
 
-// Copies `text` snprintf-style.
+// Copies `text` snprintf-style; *out_len is its full length without the NUL
+// (mulligan_config_name()'s protocol).
 void CopyOut(const std::string& text, char* buf, size_t size, size_t* out_len) {
   if (out_len != nullptr) *out_len = text.size();
-  if (buf == nullptr || size == 0) return;
-  const size_t n = text.size() < size - 1 ? text.size() : size - 1;
-  std::memcpy(buf, text.data(), n);
-  buf[n] = '\0';
+  mulligan::capi_internal::CopyTruncated(text, buf, size);
 }
 
 // The sizes of the public structs as shipped first (they only grow).
@@ -114,10 +113,9 @@ int mulligan_config_breaker_get(const mulligan_config* config, const char* name,
   MULLIGAN_CHECK_NOT_NULL(config);
   MULLIGAN_CHECK_NOT_NULL(name);
   MULLIGAN_CHECK_NOT_NULL(out);
-  if (out->struct_size < kBreakerSizeV0_1) {
-    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
-                    "%s: out->struct_size must be set (MULLIGAN_CONFIG_BREAKER_INIT), got %u",
-                    __func__, static_cast<unsigned>(out->struct_size));
+  if (int rc = mulligan::capi_internal::CheckStructSize("out", out->struct_size, kBreakerSizeV0_1,
+                                                        "MULLIGAN_CONFIG_BREAKER_INIT")) {
+    return rc;
   }
   mulligan::Result<mulligan::CircuitBreakerOptions> found = config->impl->Breaker(name);
   if (!found.ok()) return SetError(found.status());

@@ -1,4 +1,5 @@
-// capi/src/capi_http.cc — the resilient HTTP client of the C ABI, a shim over
+// capi/src/http.cc — the HTTP part of the C ABI (mulligan_http.h): the
+// resilient HTTP client, its options and responses, shims over
 // mulligan::HttpClient.
 //
 // Failure with a response: when the call ran at least one attempt, the caller
@@ -14,29 +15,30 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
-#include "mulligan/breaker/registry.h"
-
 #include "capi_internal.h"
+#include "internal/ascii.h"
+#include "mulligan/breaker/registry.h"
+#include "mulligan/http/client.h"
+
+struct mulligan_http_client {
+  std::unique_ptr<mulligan::HttpClient> impl;
+};
+
+struct mulligan_http_response {
+  mulligan::HttpResponse impl;
+  // The last attempt's transport failure (kNone when it got a response).
+  mulligan::ErrorKind error = mulligan::ErrorKind::kNone;
+};
 
 namespace {
 
 using mulligan::capi_internal::DurationToMs;
 using mulligan::capi_internal::SetError;
-
-bool IsOws(char c) { return c == ' ' || c == '\t'; }
-
-char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool EqualsIgnoreCase(const std::string& a, const char* b) {
-  const size_t n = std::strlen(b);
-  if (a.size() != n) return false;
-  for (size_t i = 0; i < n; ++i) {
-    if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
-  }
-  return true;
-}
+using mulligan::internal::EqualsIgnoreCase;
+using mulligan::internal::IsOws;
 
 // Splits "Name: value" into its parts (value without surrounding OWS).
 // Returns MULLIGAN_OK or records why the header is malformed.
@@ -62,11 +64,9 @@ int ParseHeader(size_t index, const char* line, mulligan::HttpHeaders* headers) 
                       "headers[%zu] has whitespace in its name: \"%.200s\"", index, line);
     }
   }
-  const char* begin = colon + 1;
-  const char* end = line + std::strlen(line);
-  while (begin < end && IsOws(*begin)) ++begin;
-  while (end > begin && IsOws(end[-1])) --end;
-  headers->emplace_back(std::move(name), std::string(begin, static_cast<size_t>(end - begin)));
+  // CR and LF were refused above, so this trims exactly the OWS around it.
+  const std::string_view value = mulligan::internal::TrimOws(colon + 1);
+  headers->emplace_back(std::move(name), std::string(value));
   return MULLIGAN_OK;
 }
 
@@ -446,21 +446,6 @@ void mulligan_http_response_destroy(mulligan_http_response* resp) {
   MULLIGAN_CAPI_BEGIN
   delete resp;
   MULLIGAN_CAPI_END_VOID
-}
-
-int mulligan_idempotency_key_new(char* buf, size_t buf_size) {
-  MULLIGAN_CAPI_BEGIN
-  MULLIGAN_CHECK_NOT_NULL(buf);
-  const std::string key = mulligan::NewIdempotencyKey();
-  if (buf_size < key.size() + 1) {
-    if (buf_size > 0) buf[0] = '\0';
-    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
-                    "buf_size must be at least %zu (MULLIGAN_IDEMPOTENCY_KEY_SIZE), got %zu",
-                    key.size() + 1, buf_size);
-  }
-  std::memcpy(buf, key.c_str(), key.size() + 1);
-  return MULLIGAN_OK;
-  MULLIGAN_CAPI_END
 }
 
 }  // extern "C"

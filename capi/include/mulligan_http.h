@@ -1,0 +1,376 @@
+/* mulligan_http.h — the resilient HTTP client of the mulligan C ABI (over
+ * libcurl): a client with its retry policy and options, requests, and their
+ * responses.
+ *
+ * Part of the mulligan C ABI: mulligan.h includes every part and states the
+ * conventions. A program may include just this header (it includes
+ * mulligan_retry.h for the policy and the enumerations). Compiles as C99 and
+ * as C++.
+ */
+#ifndef MULLIGAN_HTTP_H_
+#define MULLIGAN_HTTP_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mulligan_retry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ========================================================================== */
+/* HTTP client                                                                */
+/* ========================================================================== */
+
+/**
+ * A resilient HTTP client on libcurl: retries per its policy, honours
+ * Retry-After, trims each attempt to the deadline, and applies the method
+ * rules (GET, HEAD, OPTIONS, TRACE, PUT, DELETE are retried; POST and PATCH
+ * only with an idempotency key or when nothing was sent). Connections are
+ * kept alive between attempts and calls. Waits are real sleeps.
+ *
+ * Thread-safety: mulligan_http_request() may be called from many threads at
+ * once on one client.
+ * @since 0.1
+ */
+typedef struct mulligan_http_client mulligan_http_client;
+
+/**
+ * The result of one mulligan_http_request() call: the last attempt's status,
+ * headers and body plus what the retry loop did.
+ *
+ * Thread-safety: immutable; safe to read from many threads.
+ * @since 0.1
+ */
+typedef struct mulligan_http_response mulligan_http_response;
+
+/**
+ * Creates an HTTP client (attempt timeout 30000 ms unless the policy sets
+ * one, connect timeout 10000 ms, TLS verification on, User-Agent "mulligan").
+ * @param out  OUT: the new client; NULL on failure. Free with
+ *             mulligan_http_client_destroy().
+ * @param default_policy  the retry policy of every request, copied (it may be
+ *                        destroyed afterwards); NULL for the defaults.
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT, MULLIGAN_E_NO_MEMORY,
+ *         MULLIGAN_E_INTERNAL (libcurl could not be initialised).
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_client_create(mulligan_http_client **out,
+                                             const mulligan_retry_policy *default_policy);
+
+/**
+ * Destroys a client and closes its connections. NULL is a no-op.
+ * REQUIRES: no request is running on it. Responses stay valid.
+ * @param client  the client, or NULL.
+ * @since 0.1
+ */
+MULLIGAN_API void mulligan_http_client_destroy(mulligan_http_client *client);
+
+/**
+ * Sends a request, retrying per the client's policy, and blocks until the
+ * retry loop stops.
+ *
+ * A response that arrived counts as success even when its status is an error:
+ * after retries give up on a 503 the call returns MULLIGAN_OK with status 503
+ * and stop reason MULLIGAN_STOP_ATTEMPTS_EXHAUSTED. When the LAST attempt got
+ * no response, the call returns MULLIGAN_E_TRANSPORT, MULLIGAN_E_TIMEOUT or
+ * MULLIGAN_E_DEADLINE_EXCEEDED and STILL sets *out to a response with status
+ * 0 whose error kind, attempts, elapsed time and stop reason say what
+ * happened. *out is NULL only when no attempt ran (invalid arguments, no
+ * memory).
+ *
+ * @param client  the client.
+ * @param method  an HTTP method token ("GET", "POST", ...); NULL for "GET".
+ * @param url  an absolute http:// or https:// URL (not NULL).
+ * @param headers  `header_count` strings "Name: value"; copied. May be NULL
+ *                 when header_count is 0.
+ * @param header_count  number of headers.
+ * @param body  `body_len` bytes sent as the body; copied. May be NULL when
+ *              body_len is 0.
+ * @param body_len  body length in bytes.
+ * @param idempotency_key  sent as Idempotency-Key on every attempt, making a
+ *                         POST or PATCH replay-safe; NULL for none. Must be
+ *                         non-empty printable ASCII.
+ * @param out  OUT: the response (see above); free with
+ *             mulligan_http_response_destroy().
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT (bad argument, no attempt
+ *         made), MULLIGAN_E_TRANSPORT, MULLIGAN_E_TIMEOUT,
+ *         MULLIGAN_E_DEADLINE_EXCEEDED, MULLIGAN_E_NO_MEMORY,
+ *         MULLIGAN_E_INTERNAL.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_request(mulligan_http_client *client, const char *method,
+                                       const char *url, const char *const *headers,
+                                       size_t header_count, const void *body, size_t body_len,
+                                       const char *idempotency_key,
+                                       mulligan_http_response **out);
+
+/**
+ * Returns the final HTTP status (the last attempt's), or 0 when the last
+ * attempt got no response (or resp is NULL).
+ * @param resp  the response.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_response_status(const mulligan_http_response *resp);
+
+/**
+ * Returns the body of the last response.
+ * @param resp  the response.
+ * @param len  OUT, may be NULL: the body length in bytes.
+ * @return the bytes, followed by a NUL that len does not count (the body may
+ *         itself contain NULs); never NULL for a valid response. Borrowed:
+ *         valid until mulligan_http_response_destroy(resp).
+ * @since 0.1
+ */
+MULLIGAN_API const char *mulligan_http_response_body(const mulligan_http_response *resp,
+                                                     size_t *len);
+
+/**
+ * Returns the value of the first response header named `name`
+ * (case-insensitive), or NULL when there is none.
+ * @param resp  the response.
+ * @param name  the field name.
+ * @return borrowed: valid until mulligan_http_response_destroy(resp).
+ * @since 0.1
+ */
+MULLIGAN_API const char *mulligan_http_response_header(const mulligan_http_response *resp,
+                                                       const char *name);
+
+/**
+ * Returns the number of response header fields.
+ * @param resp  the response.
+ * @since 0.1
+ */
+MULLIGAN_API size_t mulligan_http_response_header_count(const mulligan_http_response *resp);
+
+/**
+ * Returns a response header field by position, in received order.
+ * @param resp  the response.
+ * @param index  in [0, mulligan_http_response_header_count()).
+ * @param name  OUT: the field name as received; borrowed like the body.
+ * @param value  OUT: the field value; borrowed like the body.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (index out of range or
+ *         a NULL pointer; the outputs are then NULL).
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_response_header_at(const mulligan_http_response *resp,
+                                                  size_t index, const char **name,
+                                                  const char **value);
+
+/**
+ * Returns the number of attempts made (1 when the first succeeded).
+ * @param resp  the response.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_response_attempts(const mulligan_http_response *resp);
+
+/**
+ * Returns the time from the start of the first attempt to the end of the
+ * last, in ms.
+ * @param resp  the response.
+ * @since 0.1
+ */
+MULLIGAN_API double mulligan_http_response_elapsed_ms(const mulligan_http_response *resp);
+
+/**
+ * Returns the last attempt's mulligan_error_kind (MULLIGAN_ERROR_NONE when it
+ * got a response).
+ * @param resp  the response.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_response_error_kind(const mulligan_http_response *resp);
+
+/**
+ * Returns why the retry loop stopped (a mulligan_stop_reason).
+ * @param resp  the response.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_response_stop_reason(const mulligan_http_response *resp);
+
+/**
+ * Returns the idempotency key sent with every attempt, or NULL when none was.
+ * @param resp  the response.
+ * @return borrowed: valid until mulligan_http_response_destroy(resp).
+ * @since 0.1
+ */
+MULLIGAN_API const char *mulligan_http_response_idempotency_key(
+    const mulligan_http_response *resp);
+
+/**
+ * Destroys a response. NULL is a no-op.
+ * @param resp  the response, or NULL.
+ * @since 0.1
+ */
+MULLIGAN_API void mulligan_http_response_destroy(mulligan_http_response *resp);
+
+/* -------------------------------------------------------------------------- */
+/* HTTP client options (mulligan_http_client_create_v2)                       */
+/* -------------------------------------------------------------------------- */
+
+/**
+ * Settings of an HTTP client beyond its retry policy, set one by one and
+ * validated by mulligan_http_client_create_v2(), which copies them (the
+ * options may be destroyed or reused afterwards). Defaults: connect timeout
+ * 10000 ms, attempt timeout 30000 ms (when the policy sets none), TLS
+ * verification on with the system CA bundle, User-Agent "mulligan",
+ * redirects not followed (at most 10 when followed), no strict mode, no
+ * on_retry callback, no circuit breakers. Proxies always come from the
+ * environment (http_proxy, https_proxy, no_proxy), as libcurl reads them.
+ *
+ * Thread-safety: not thread-safe; fill in on one thread.
+ * @since 0.1
+ */
+typedef struct mulligan_http_options mulligan_http_options;
+
+/**
+ * Creates options holding every default.
+ * @param out  OUT: the options; free with mulligan_http_options_destroy().
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT (out is NULL),
+ *         MULLIGAN_E_NO_MEMORY.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_create(mulligan_http_options **out);
+
+/**
+ * Destroys options (releasing their on_retry user_data reference). NULL is a
+ * no-op.
+ * @param opts  the options, or NULL.
+ * @since 0.1
+ */
+MULLIGAN_API void mulligan_http_options_destroy(mulligan_http_options *opts);
+
+/**
+ * Sets the time allowed to establish a connection, in ms (> 0).
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_connect_timeout_ms(mulligan_http_options *opts,
+                                                              int64_t ms);
+
+/**
+ * Sets the bound on one attempt when the policy sets no attempt timeout, in
+ * ms (> 0). Either way it is trimmed to the time left before the deadline.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_attempt_timeout_ms(mulligan_http_options *opts,
+                                                              int64_t ms);
+
+/**
+ * Turns TLS peer and host name verification on (1, the default) or off (0).
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_verify_tls(mulligan_http_options *opts, int verify);
+
+/**
+ * Sets a PEM file of CA certificates used instead of the system bundle;
+ * NULL restores the default. The path is copied.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_ca_bundle(mulligan_http_options *opts,
+                                                     const char *path);
+
+/**
+ * Sets the User-Agent sent when a request has none (copied; no CR or LF).
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_user_agent(mulligan_http_options *opts,
+                                                      const char *user_agent);
+
+/**
+ * Follows 3xx redirects (follow = 1) up to max_redirects (0 to 1000; more is
+ * a terminal failure, MULLIGAN_ERROR_TERMINAL), or returns them as responses
+ * (follow = 0, the default). Only http and https are followed.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_redirects(mulligan_http_options *opts, int follow,
+                                                     int max_redirects);
+
+/**
+ * Strict mode (1): only GET, HEAD and OPTIONS are replayed once bytes were
+ * sent; failures before anything was sent are still retried. Default 0.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_strict_methods(mulligan_http_options *opts,
+                                                          int strict);
+
+/**
+ * Guards each origin (scheme://host:port) with a circuit breaker that opens
+ * after `failure_threshold` consecutive failures (0 turns breakers off, the
+ * default) and admits a probe after `reset_timeout_ms`. The breaker is checked
+ * before every attempt; an open one ends the call with
+ * MULLIGAN_E_CIRCUIT_OPEN. breaker_per_attempt = 0 records one result per
+ * call (after its retries), 1 records every attempt. (0.1 headers called this
+ * parameter per_attempt; a parameter name is no part of the API or ABI.)
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_breaker(mulligan_http_options *opts,
+                                                   int failure_threshold,
+                                                   int64_t reset_timeout_ms,
+                                                   int breaker_per_attempt);
+
+/**
+ * What an on_retry callback is told before each wait. Grows only at the end;
+ * read struct_size before any field added after 0.1.
+ * @since 0.1
+ */
+typedef struct mulligan_http_retry_event {
+  /** sizeof(mulligan_http_retry_event) of the library that filled it. */
+  uint32_t struct_size;
+  /** The attempt that just failed (1 for the first). */
+  int attempt;
+  /** The wait before the next attempt, in ms. */
+  double delay_ms;
+  /** The failure's mulligan_error_kind, MULLIGAN_ERROR_NONE for a response. */
+  int error_kind;
+  /** The response's HTTP status, or 0. */
+  int http_status;
+  /** 1 when the delay came from a Retry-After header. */
+  int from_retry_after;
+} mulligan_http_retry_event;
+
+/**
+ * Called before each wait between attempts, on the requesting thread. Return
+ * 0 to go on; any other value stops the retries at once and the request
+ * returns MULLIGAN_E_CALLBACK. Must not longjmp or throw.
+ * @since 0.1
+ */
+typedef int (*mulligan_http_retry_fn)(const mulligan_http_retry_event *event, void *user_data);
+
+/**
+ * Sets the on_retry callback (NULL removes it). `free_user_data`, when not
+ * NULL, is called with `user_data` once neither these options nor any client
+ * created from them needs it any more.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_options_set_on_retry(mulligan_http_options *opts,
+                                                    mulligan_http_retry_fn fn, void *user_data,
+                                                    void (*free_user_data)(void *));
+
+/**
+ * Creates an HTTP client like mulligan_http_client_create(), with `opts`.
+ * @param out  OUT: the new client; NULL on failure.
+ * @param default_policy  the retry policy of every request, copied; NULL for
+ *                        the defaults.
+ * @param opts  the options, copied; NULL for the defaults.
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT, MULLIGAN_E_NO_MEMORY,
+ *         MULLIGAN_E_INTERNAL.
+ * @since 0.1
+ */
+MULLIGAN_API int mulligan_http_client_create_v2(mulligan_http_client **out,
+                                                const mulligan_retry_policy *default_policy,
+                                                const mulligan_http_options *opts);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MULLIGAN_HTTP_H_ */
