@@ -9,7 +9,7 @@ set -euo pipefail
 DEBIAN_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libcurl4-openssl-dev libboost-json1.81-dev libgtest-dev libgmock-dev
-  nginx-light libnginx-mod-http-echo
+  nginx-light libnginx-mod-http-echo libnginx-mod-http-js
   chromium
 )
 

@@ -43,16 +43,17 @@ import urllib.error
 import urllib.request
 from typing import Any, Dict, List, Optional
 
-__all__ = ["NginxServer", "NginxError", "find_nginx", "find_echo_module"]
+__all__ = ["NginxServer", "NginxError", "find_nginx", "find_echo_module", "find_js_module"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 TEMPLATE = os.path.join(_HERE, "nginx.conf.in")
 
-_ECHO_MODULE_CANDIDATES = (
-    "/usr/lib/nginx/modules/ngx_http_echo_module.so",
-    "/usr/share/nginx/modules/ngx_http_echo_module.so",
-    "/usr/lib64/nginx/modules/ngx_http_echo_module.so",
-    "/usr/local/nginx/modules/ngx_http_echo_module.so",
+# The directories Debian and other distributions keep nginx modules in.
+_MODULE_DIRS = (
+    "/usr/lib/nginx/modules",
+    "/usr/share/nginx/modules",
+    "/usr/lib64/nginx/modules",
+    "/usr/local/nginx/modules",
 )
 
 # Access-log values that are numbers; every other value stays a string.
@@ -82,22 +83,23 @@ def find_nginx() -> str:
     )
 
 
-def find_echo_module() -> str:
-    """Returns the path of ngx_http_echo_module.so.
+def _find_module(filename: str, debian_conf: str, package: str, env: str) -> str:
+    """Returns the path of the dynamic nginx module `filename`.
 
-    Looks at the usual module directories, then at the load_module line of
-    /usr/share/nginx/modules-available/mod-http-echo.conf (Debian).
+    Looks at $`env`, the usual module directories, then at the load_module
+    line of /usr/share/nginx/modules-available/`debian_conf` (Debian).
 
     Raises:
         NginxError: the module is not installed.
     """
-    env = os.environ.get("MULLIGAN_NGINX_ECHO_MODULE")
-    if env:
-        return env
-    for candidate in _ECHO_MODULE_CANDIDATES:
+    configured = os.environ.get(env)
+    if configured:
+        return configured
+    for directory in _MODULE_DIRS:
+        candidate = os.path.join(directory, filename)
         if os.path.exists(candidate):
             return candidate
-    conf = "/usr/share/nginx/modules-available/mod-http-echo.conf"
+    conf = os.path.join("/usr/share/nginx/modules-available", debian_conf)
     try:
         with open(conf, encoding="utf-8") as f:
             for line in f:
@@ -111,9 +113,30 @@ def find_echo_module() -> str:
     except OSError:
         pass
     raise NginxError(
-        "the nginx echo module (ngx_http_echo_module.so) was not found; install it "
-        "(Debian: apt-get install libnginx-mod-http-echo) or set MULLIGAN_NGINX_ECHO_MODULE"
+        f"the nginx module {filename} was not found; install it "
+        f"(Debian: apt-get install {package}) or set {env}"
     )
+
+
+def find_echo_module() -> str:
+    """Returns the path of ngx_http_echo_module.so (libnginx-mod-http-echo).
+
+    Raises:
+        NginxError: the module is not installed.
+    """
+    return _find_module("ngx_http_echo_module.so", "mod-http-echo.conf",
+                        "libnginx-mod-http-echo", "MULLIGAN_NGINX_ECHO_MODULE")
+
+
+def find_js_module() -> str:
+    """Returns the path of ngx_http_js_module.so (njs, libnginx-mod-http-js),
+    which runs tests/nginx/script.js for the /script location.
+
+    Raises:
+        NginxError: the module is not installed.
+    """
+    return _find_module("ngx_http_js_module.so", "mod-http-js.conf",
+                        "libnginx-mod-http-js", "MULLIGAN_NGINX_JS_MODULE")
 
 
 def _free_port() -> int:
@@ -172,6 +195,7 @@ class NginxServer:
             return self
         nginx = find_nginx()
         echo_module = find_echo_module()
+        js_module = find_js_module()
         for sub in ("logs", "tmp"):
             os.makedirs(os.path.join(self.workdir, sub), exist_ok=True)
         with open(TEMPLATE, encoding="utf-8") as f:
@@ -185,6 +209,8 @@ class NginxServer:
                 template.replace("@PORT@", str(port))
                 .replace("@WORKDIR@", self.workdir)
                 .replace("@ECHO_MODULE@", echo_module)
+                .replace("@JS_MODULE@", js_module)
+                .replace("@NGINX_DIR@", _HERE)
             )
             with open(self.conf_path, "w", encoding="utf-8") as f:
                 f.write(conf)

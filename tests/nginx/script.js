@@ -1,0 +1,41 @@
+// tests/nginx/script.js — the /script location of the test nginx (njs).
+//
+// Answers the n-th request carrying ?id=<id> with the n-th of its
+// ?steps=<step>,<step>,... (the last step repeats once the script runs out):
+// a step is an HTTP status, optionally followed by ":<Retry-After value>".
+// So one logical call retried by a client meets a scripted outcome per
+// attempt: ?id=c1&steps=503:2,503,200 is "503 with Retry-After: 2, then 503,
+// then 200". The count of each id lives in a file of the server's work
+// directory; nginx runs one worker process (nginx.conf.in), so requests are
+// counted one at a time. Ids are [A-Za-z0-9_-]{1,64}; anything else is 400.
+
+var fs = require('fs');
+
+function answer(r) {
+    var id = r.args.id || '';
+    var steps = (r.args.steps || '').split(',');
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(id) || steps[0] === '') {
+        r.return(400, 'bad script: need id=[A-Za-z0-9_-]{1,64} and steps=<status>[:<retry-after>],...\n');
+        return;
+    }
+    var path = r.variables.mulligan_script_dir + '/script-' + id;
+    var seen = 0;
+    try {
+        seen = parseInt(fs.readFileSync(path, 'utf8'), 10) || 0;
+    } catch (e) {
+        seen = 0;  // the first request with this id
+    }
+    fs.writeFileSync(path, String(seen + 1));
+    var step = steps[Math.min(seen, steps.length - 1)].split(':');
+    var status = parseInt(step[0], 10);
+    if (!(status >= 200 && status <= 599)) {
+        r.return(400, 'bad script step: ' + steps[Math.min(seen, steps.length - 1)] + '\n');
+        return;
+    }
+    if (step.length > 1) {
+        r.headersOut['Retry-After'] = step[1];
+    }
+    r.return(status, 'step ' + (seen + 1) + ' of ' + id + ': ' + status + '\n');
+}
+
+export default {answer};
