@@ -44,7 +44,7 @@ struct Harness {
     options.clock = &clock;
     options.info = &info;
     options.breaker = breaker;
-    options.breaker_record_each_attempt = each_attempt;
+    options.breaker_per_attempt = each_attempt;
   }
 };
 
@@ -72,6 +72,18 @@ TEST(RetryBreakerTest, PerAttemptRecordingCutsTheChainAfterTheThirdFailure) {
   EXPECT_EQ(c.failures, 3u);
   EXPECT_EQ(c.successes, 0u);
   EXPECT_EQ(c.rejected, 1u);
+}
+
+TEST(RetryBreakerTest, TheDeprecatedSpellingOfPerAttemptStillWorks) {
+  RetryPolicy policy = Policy(5);
+  auto breaker = Breaker(3);
+  Harness h(breaker.get());
+  h.options.breaker_record_each_attempt = true;  // the 0.1 name of breaker_per_attempt
+  int attempts = 0;
+  Status status = RetryCall(policy, [&] { ++attempts; return UnavailableError("down"); },
+                            h.options);
+  EXPECT_EQ(attempts, 3);  // cut off by the breaker after its 3rd recorded failure
+  EXPECT_EQ(status.code(), StatusCode::kCircuitOpen);
 }
 
 TEST(RetryBreakerTest, PerCallRecordingCountsOneFailurePerLogicalCall) {

@@ -107,7 +107,7 @@ struct RetryCallOptions {
   // breaker's kCircuitOpen status ("... next probe in 12.500 s"), which is
   // never retried, and sets info->circuit_open and info->retry_in.
   //
-  // What is recorded (breaker_record_each_attempt false, the default: one
+  // What is recorded (breaker_per_attempt false, the default: one
   // result per logical call, DESIGN.md section 4):
   //   - the permit of the LAST attempt records the call's final result:
   //     ResultFor(classification of the last outcome), i.e. kSuccess for a
@@ -133,6 +133,11 @@ struct RetryCallOptions {
   // Records every attempt's result with its own permit instead (each failed
   // attempt counts towards the trip conditions, so with failure_threshold 3
   // an always-failing call is cut off by the breaker after its 3rd attempt).
+  // The same switch is breaker_per_attempt in every layer (C, Python).
+  bool breaker_per_attempt = false;
+  // DEPRECATED: the 0.1 spelling of breaker_per_attempt; either one turns
+  // it on. (Not marked [[deprecated]]: GCC would then warn wherever the
+  // options are merely constructed.)
   bool breaker_record_each_attempt = false;
 
   // Where the call reports its metrics (metrics.h): typically
@@ -191,7 +196,7 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
   Pipeline::Parts parts;
   parts.policy = &policy;
   parts.breaker = options.breaker;
-  parts.breaker_per_attempt = options.breaker_record_each_attempt;
+  parts.breaker_per_attempt = options.breaker_per_attempt || options.breaker_record_each_attempt;
   parts.metrics = options.metrics;
   parts.clock = &clock;
   const Pipeline pipeline(parts);
