@@ -26,6 +26,10 @@ from ._errors import (
     DeadlineExceeded,
     DnsFailure,
     HTTPStatusError,
+    IdempotencyConflict,
+    IdempotencyKeyMismatch,
+    IdempotencyResultNotReplayable,
+    IdempotencyStoreFull,
     InvalidURL,
     MulliganError,
     RetriesExhausted,
@@ -51,12 +55,8 @@ from ._http import (
 from ._async_http import AsyncClient
 from ._asgi import IdempotencyMiddleware
 from ._idempotency import (
-    IdempotencyConflict,
-    IdempotencyKeyMismatch,
     IdempotencyReservation,
-    IdempotencyResultNotReplayable,
     IdempotencyStore,
-    IdempotencyStoreFull,
     parse_idempotency_key,
 )
 from ._wsgi import WSGIIdempotencyMiddleware

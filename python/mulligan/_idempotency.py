@@ -35,7 +35,13 @@ from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any, Callable, Optional, TypeVar, Union, cast
 
 from . import _core
-from ._errors import MulliganError
+from ._errors import (
+    IdempotencyConflict,
+    IdempotencyKeyMismatch,
+    IdempotencyResultNotReplayable,
+    IdempotencyStoreFull,
+    MulliganError,
+)
 
 __all__ = [
     "IdempotencyConflict",
@@ -78,65 +84,6 @@ _PROBLEM_BASE = "tag:mulligan,2024:problem:"
 # pickled result is stored without header fields, so the two never mix.
 _NOT_REPLAYABLE = b"mulligan-result-not-replayable"
 _SIZE_MAX = 2**64 - 1
-
-
-class IdempotencyConflict(MulliganError):
-    """Another call with the same idempotency key is still running (HTTP: 409).
-
-    Attributes:
-        key: the idempotency key.
-        retry_after: seconds after which a retry may find the result.
-
-    .. versionadded:: 0.1.0
-    """
-
-    def __init__(self, message: str, *, key: str, retry_after: float) -> None:
-        super().__init__(message)
-        self.key = key
-        self.retry_after = retry_after
-
-
-class IdempotencyResultNotReplayable(IdempotencyConflict):
-    """A call with this idempotency key already ran to completion, but its
-    return value could not be stored (it is not picklable, or too big for the
-    store), so a repeat can neither replay it nor run the function again.
-
-    Raised by functions decorated with :meth:`IdempotencyStore.idempotent`.
-    A subclass of :class:`IdempotencyConflict`; ``retry_after`` is the time
-    left until the entry expires (after which the key runs afresh).
-
-    Attributes:
-        key: the idempotency key.
-        retry_after: seconds until the key is forgotten.
-        reason: why the result was not stored.
-
-    .. versionadded:: 0.1.0
-    """
-
-    def __init__(self, message: str, *, key: str, retry_after: float, reason: str) -> None:
-        super().__init__(message, key=key, retry_after=retry_after)
-        self.reason = reason
-
-
-class IdempotencyKeyMismatch(MulliganError, ValueError):
-    """The idempotency key was already used for a different request (HTTP: 422).
-
-    Attributes:
-        key: the idempotency key.
-
-    .. versionadded:: 0.1.0
-    """
-
-    def __init__(self, message: str, *, key: str) -> None:
-        super().__init__(message)
-        self.key = key
-
-
-class IdempotencyStoreFull(MulliganError):
-    """The store is full of in-flight keys and cannot take a new one (HTTP: 503).
-
-    .. versionadded:: 0.1.0
-    """
 
 
 def parse_idempotency_key(value: str, *, max_length: int = 255) -> str:
