@@ -60,17 +60,10 @@ from ._idempotency import (
     parse_idempotency_key,
 )
 from ._wsgi import WSGIIdempotencyMiddleware
-from ._hooks import RetryDetails, RetryHook, RetryStatistics
-from ._retry import (
-    Attempt,
-    RetryBlock,
-    RetryDecorator,
-    RetryingCallable,
-    RetryOptions,
-    StatisticsView,
-    retry,
-    retrying,
-)
+from ._retry.hooks import RetryDetails, RetryHook, RetryStatistics, StatisticsView
+from ._retry.options import RetryOptions
+from ._retry.decorator import RetryDecorator, RetryingCallable, retry
+from ._retry.block import Attempt, RetryBlock, retrying
 from ._circuit import (
     BreakerRegistry,
     BreakerTransition,

@@ -26,7 +26,8 @@ import threading
 from types import TracebackType
 from typing import Optional
 
-from ._state import STATE
+from . import _validate
+from ._retry.state import STATE
 
 __all__ = ["FakeClock", "set_active", "set_clock", "set_testing"]
 
@@ -70,8 +71,7 @@ def set_active(active: bool) -> _Restore:
 
     .. versionadded:: 0.1.0
     """
-    if not isinstance(active, bool):
-        raise TypeError(f"set_active: active must be a bool, got {active!r}")
+    _validate.flag("mulligan.testing.set_active", "active", active)
     restore = _Restore("active")
     STATE.active = active
     return restore
@@ -90,12 +90,8 @@ def set_testing(testing: bool, *, attempts: int = 1) -> _Restore:
 
     .. versionadded:: 0.1.0
     """
-    if not isinstance(testing, bool):
-        raise TypeError(f"set_testing: testing must be a bool, got {testing!r}")
-    if isinstance(attempts, bool) or not isinstance(attempts, int):
-        raise TypeError(f"set_testing: attempts must be an int, got {attempts!r}")
-    if attempts < 1:
-        raise ValueError(f"set_testing: attempts must be >= 1, got {attempts}")
+    _validate.flag("mulligan.testing.set_testing", "testing", testing)
+    _validate.integer("mulligan.testing.set_testing", "attempts", attempts, 1, 2**31 - 1)
     restore = _Restore("testing", "testing_attempts")
     STATE.testing = testing
     STATE.testing_attempts = attempts

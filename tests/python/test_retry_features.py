@@ -554,7 +554,7 @@ def test_set_testing_caps_attempts_and_removes_waits() -> None:
 
 
 def test_fake_clock_context_restores_real_time() -> None:
-    from mulligan._state import STATE
+    from mulligan._retry.state import STATE
 
     with FakeClock(start=5.0) as c:
         assert STATE.now() == 5.0

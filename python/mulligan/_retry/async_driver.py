@@ -1,6 +1,6 @@
-"""The asyncio driver: ``@mulligan.retry`` on coroutine functions, ``async for`` blocks.
+"""The asyncio driver: ``@mulligan.retry`` on coroutine functions.
 
-Same engine and same failure-path logic as the sync driver (``_retry._Call``);
+Same engine and same failure-path logic as the sync driver (``call._Call``);
 the only difference is the wait, ``await asyncio.sleep(delay)``, so cancelling
 the task during a wait cancels the wait at once. A zero delay does not sleep
 (and does not yield to the event loop). With a FakeClock installed by
@@ -18,27 +18,24 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator
 from typing import Any, Callable, Optional
 
-from ._state import STATE
-from ._errors import CircuitOpenError
-from ._retry import (
+from .._errors import CircuitOpenError
+from .call import (
     _BREAKER_FAILURE,
     _BREAKER_IGNORED,
     _BREAKER_SUCCESS,
-    Attempt,
-    _BlockRun,
     _Call,
-    _Config,
-    _never_retried,
     _refused_first_attempt,
 )
+from .options import _Config, _never_retried
+from .state import STATE
 
-__all__ = ["iterate_async", "wrap_async"]
+__all__ = ["sleep", "wrap_async"]
 
 
-async def _sleep(delay: float) -> None:
+async def sleep(delay: float) -> None:
+    """Waits ``delay`` seconds with asyncio.sleep, or on the installed FakeClock."""
     clock = STATE.clock
     if clock is None:
         await asyncio.sleep(delay)
@@ -79,7 +76,7 @@ async def _run_async(
             if delay is None:
                 return call.give_up(exc, result)
             if delay > 0:
-                await _sleep(delay)  # cancelling the task cancels the wait
+                await sleep(delay)  # cancelling the task cancels the wait
             call.wait_over()
             refused = call.next_permit(exc)
             if refused is not None:
@@ -155,7 +152,7 @@ def wrap_async(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
 
 
 def _wrap_async_with_breaker(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
-    """The async wrapper with ``breaker=`` (see _retry._wrap_sync_with_breaker)."""
+    """The async wrapper with ``breaker=`` (see sync_driver._wrap_sync_with_breaker)."""
     breaker = cfg.breaker
     assert breaker is not None
     catch = cfg.catch
@@ -191,22 +188,3 @@ def _wrap_async_with_breaker(fn: Callable[..., Any], cfg: _Config) -> Callable[.
         return await _run_async(cfg, fn, args, kwargs, exc, None, start, permit)
 
     return breaker_wrapper
-
-
-async def iterate_async(run: _BlockRun) -> AsyncIterator[Attempt]:
-    """The ``async for`` form of a :class:`mulligan.RetryBlock`."""
-    number = 1
-    while True:
-        attempt = Attempt(run, number, run.waited())
-        yield attempt
-        delay = run.after(attempt)
-        if delay is None:
-            return
-        if delay > 0:
-            try:
-                await _sleep(delay)
-            except BaseException:
-                run.abandon()
-                raise
-        run.wait_over()
-        number += 1

@@ -11,12 +11,21 @@ attempt, because the budget is measured from the first attempt's start.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Callable, Optional, Protocol
 
-if TYPE_CHECKING:
-    from .testing import FakeClock
+__all__ = ["STATE", "Clock"]
 
-__all__ = ["STATE"]
+
+class Clock(Protocol):
+    """What the drivers need of a fake clock (:class:`mulligan.testing.FakeClock`).
+
+    Declared here, not imported from :mod:`mulligan.testing`, because that
+    module sets these switches: the dependency points from testing to here.
+    """
+
+    def monotonic(self) -> float: ...
+    def sleep(self, seconds: float) -> None: ...
+    async def async_sleep(self, seconds: float) -> None: ...
 
 
 def _real_sleep(seconds: float) -> None:
@@ -37,12 +46,12 @@ class _State:
         self.testing: bool = False
         self.testing_attempts: int = 1
         # A FakeClock installed by mulligan.testing, or None for real time.
-        self.clock: Optional[FakeClock] = None
+        self.clock: Optional[Clock] = None
         # The monotonic clock and the blocking sleep of the drivers.
         self.now: Callable[[], float] = time.monotonic
         self.sleep: Callable[[float], None] = _real_sleep
 
-    def set_clock(self, clock: Optional[FakeClock]) -> None:
+    def set_clock(self, clock: Optional[Clock]) -> None:
         self.clock = clock
         if clock is None:
             self.now = time.monotonic

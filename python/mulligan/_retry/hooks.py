@@ -1,5 +1,13 @@
 """What retry hooks receive, the hook protocol, call statistics and logging.
 
+Statistics (``fn.statistics``, :class:`StatisticsView`): each decorated
+function owns a ``contextvars.ContextVar``. A call that needed the engine (at
+least one failed attempt) stores a frozen :class:`RetryStatistics` in it when
+it ends, so the value is per thread and per asyncio task: concurrent calls
+never share or reset each other's counts. Because the success path must stay
+free of allocations and context-variable writes, a call that succeeds at its
+first attempt does *not* update it.
+
 Everything here is built on the failure path only: a call that succeeds at
 its first attempt creates none of these objects.
 
@@ -8,11 +16,12 @@ its first attempt creates none of these objects.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol
 
-__all__ = ["RetryDetails", "RetryHook", "RetryStatistics", "LOGGER"]
+__all__ = ["LOGGER", "RetryDetails", "RetryHook", "RetryStatistics", "StatisticsView"]
 
 #: Every retry and every give-up is logged here at WARNING.
 LOGGER = logging.getLogger("mulligan")
@@ -87,6 +96,39 @@ class RetryStatistics:
     def retries(self) -> int:
         """Attempts after the first."""
         return self.attempts - 1
+
+
+class StatisticsView:
+    """``fn.statistics``: the statistics of calls made in the current context.
+
+    A context is a thread, or an asyncio task (which starts from a copy of its
+    creator's context). Calls in other threads or tasks never show here.
+
+    .. versionadded:: 0.1.0
+    """
+
+    __slots__ = ("_var",)
+
+    def __init__(self, var: contextvars.ContextVar[Optional[RetryStatistics]]) -> None:
+        self._var = var
+
+    @property
+    def last(self) -> Optional[RetryStatistics]:
+        """The most recent call in this context that had at least one failed attempt.
+
+        A call that succeeds at its first attempt is not recorded (keeping the
+        success path free of allocations), so after such a call this still
+        shows the earlier one; use :meth:`clear` first to tell them apart.
+        None when there was no such call.
+        """
+        return self._var.get()
+
+    def clear(self) -> None:
+        """Forgets the recorded call, in this context only."""
+        self._var.set(None)
+
+    def __repr__(self) -> str:
+        return f"<StatisticsView last={self._var.get()!r}>"
 
 
 class RetryHook(Protocol):
