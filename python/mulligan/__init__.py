@@ -64,13 +64,8 @@ from ._retry.hooks import RetryDetails, RetryHook, RetryStatistics, StatisticsVi
 from ._retry.options import RetryOptions
 from ._retry.decorator import RetryDecorator, RetryingCallable, retry
 from ._retry.block import Attempt, RetryBlock, retrying
-from ._circuit import (
-    BreakerRegistry,
-    BreakerTransition,
-    CircuitBreaker,
-    breakers,
-    circuit_breaker,
-)
+from ._breaker.breaker import BreakerTransition, CircuitBreaker
+from ._breaker.registry import BreakerRegistry, breakers, circuit_breaker
 from ._metrics import (
     RetryStatus,
     add_event_listener,

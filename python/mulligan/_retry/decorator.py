@@ -36,7 +36,7 @@ from typing import (
     overload,
 )
 
-from .._circuit import CircuitBreaker
+from .._breaker.breaker import CircuitBreaker
 from .._validate import UNSET as _UNSET, Seconds
 from .async_driver import wrap_async
 from .hooks import StatisticsView

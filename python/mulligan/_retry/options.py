@@ -20,7 +20,7 @@ import sys
 from typing import Any, Callable, Optional, TypedDict, Union
 
 from .. import _config, _core, _metrics, _validate
-from .._circuit import CircuitBreaker
+from .._breaker.breaker import CircuitBreaker
 from .._validate import UNSET as _UNSET, Seconds
 from .hooks import RetryHook, RetryStatistics
 

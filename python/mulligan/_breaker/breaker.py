@@ -1,4 +1,4 @@
-"""Circuit breakers: :class:`CircuitBreaker`, :func:`circuit_breaker` and :data:`breakers`.
+"""The circuit breaker: :class:`CircuitBreaker` and :class:`BreakerTransition`.
 
 A breaker fails fast while a dependency is down (DESIGN.md section 4): after
 ``failure_threshold`` consecutive failures (or a failure rate over a sliding
@@ -33,12 +33,10 @@ import logging
 import threading
 import weakref
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import (
     Any,
     Callable,
     Dict,
-    Iterator,
     Optional,
     Tuple,
     Type,
@@ -47,22 +45,15 @@ from typing import (
     cast,
 )
 
-from . import _core
-from ._errors import CircuitOpenError
+from .. import _core, _validate
+from .._errors import CircuitOpenError
+from .._validate import Seconds
 
-__all__ = [
-    "BreakerRegistry",
-    "BreakerTransition",
-    "CircuitBreaker",
-    "CircuitOpenError",
-    "breakers",
-    "circuit_breaker",
-]
+__all__ = ["BreakerTransition", "CircuitBreaker"]
 
 LOGGER = logging.getLogger("mulligan")
 
 F = TypeVar("F", bound=Callable[..., Any])
-Seconds = Union[float, int, timedelta]
 ExceptionFilter = Union[
     Type[BaseException], Tuple[Type[BaseException], ...], Callable[[BaseException], bool]
 ]
@@ -74,6 +65,9 @@ _NEVER_COUNTED = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.Cancelle
 _TIMEOUTS = (TimeoutError, asyncio.TimeoutError)
 
 _SUCCESS, _FAILURE, _IGNORED = 0, 1, 2
+
+_INT_MAX = 2**31 - 1
+_OWNER = "mulligan.CircuitBreaker"
 
 
 @dataclass(frozen=True)
@@ -105,16 +99,6 @@ class BreakerTransition:
     at: float
 
 
-def _seconds(value: Optional[Seconds], field: str, allow_none: bool = False) -> Any:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{field} must be seconds (float) or a timedelta, got {value!r}")
-    return float(value)
-
-
 def _matcher(value: Optional[ExceptionFilter], field: str) -> Callable[[BaseException], bool]:
     if value is None:
         return lambda exc: False
@@ -131,6 +115,7 @@ def _matcher(value: Optional[ExceptionFilter], field: str) -> Callable[[BaseExce
 
 
 def _core_kwargs(
+    owner: str,
     *,
     failure_threshold: int,
     window: Optional[str],
@@ -147,21 +132,34 @@ def _core_kwargs(
     half_open_max_calls: int,
     permit_timeout: Seconds,
 ) -> Dict[str, Any]:
+    """The core breaker's keyword arguments, each checked by its kind (``owner``
+    names the front door in the errors). Ranges that depend on the window or
+    on other fields are the core's to check (it names the field)."""
+    v = _validate
+
+    def count(field: str, value: Any) -> int:
+        # Every count fits the core's C int; its exact range is the core's.
+        return v.integer(owner, field, value, 0, _INT_MAX)
+
     return dict(
-        failure_threshold=failure_threshold,
-        window="none" if window is None else window,
-        window_size=window_size,
-        window_duration=_seconds(window_duration, "window_duration"),
-        window_buckets=window_buckets,
-        failure_rate_threshold=float(failure_rate_threshold),
-        minimum_calls=minimum_calls,
-        slow_call_duration=_seconds(slow_call_duration, "slow_call_duration", True),
-        slow_call_rate_threshold=float(slow_call_rate_threshold),
-        reset_timeout=_seconds(reset_timeout, "reset_timeout"),
-        reset_timeout_multiplier=float(reset_timeout_multiplier),
-        max_reset_timeout=_seconds(max_reset_timeout, "max_reset_timeout"),
-        half_open_max_calls=half_open_max_calls,
-        permit_timeout=_seconds(permit_timeout, "permit_timeout"),
+        failure_threshold=count("failure_threshold", failure_threshold),
+        window="none" if window is None else v.name(owner, "window", window),
+        window_size=count("window_size", window_size),
+        window_duration=v.seconds(owner, "window_duration", window_duration),
+        window_buckets=count("window_buckets", window_buckets),
+        failure_rate_threshold=v.percentage(owner, "failure_rate_threshold", failure_rate_threshold),
+        minimum_calls=count("minimum_calls", minimum_calls),
+        slow_call_duration=v.seconds_or_none(
+            owner, "slow_call_duration", slow_call_duration, positive=True
+        ),
+        slow_call_rate_threshold=v.percentage(
+            owner, "slow_call_rate_threshold", slow_call_rate_threshold
+        ),
+        reset_timeout=v.seconds(owner, "reset_timeout", reset_timeout, positive=True),
+        reset_timeout_multiplier=v.number(owner, "reset_timeout_multiplier", reset_timeout_multiplier),
+        max_reset_timeout=v.seconds(owner, "max_reset_timeout", max_reset_timeout),
+        half_open_max_calls=count("half_open_max_calls", half_open_max_calls),
+        permit_timeout=v.seconds(owner, "permit_timeout", permit_timeout, positive=True),
     )
 
 
@@ -299,9 +297,9 @@ class CircuitBreaker:
         ignore_on: Optional[ExceptionFilter] = None,
         clock: Optional[Callable[[], float]] = None,
     ) -> None:
-        if not isinstance(name, str):
-            raise TypeError(f"name must be a str, got {name!r}")
+        _validate.name(_OWNER, "name", name)
         kwargs = _core_kwargs(
+            _OWNER,
             failure_threshold=failure_threshold,
             window=window,
             window_size=window_size,
@@ -338,8 +336,7 @@ class CircuitBreaker:
         ignore_on: Optional[ExceptionFilter],
         clock: Optional[Callable[[], float]],
     ) -> None:
-        if clock is not None and not callable(clock):
-            raise TypeError("clock must be a callable returning monotonic seconds")
+        _validate.callable_or_none(_OWNER, "clock", clock)
         self._core = core
         self._guard = core.guard()
         self._clock = clock
@@ -561,8 +558,7 @@ class CircuitBreaker:
         transition, after the breaker's lock is released. An exception from
         a listener is logged on the ``mulligan`` logger and swallowed.
         """
-        if not callable(listener):
-            raise TypeError("listener must be callable")
+        _validate.function(_OWNER, "listener", listener)
         with self._lock:
             self._listeners = self._listeners + [listener]
         return listener
@@ -579,120 +575,3 @@ class CircuitBreaker:
 
     def __repr__(self) -> str:
         return f"<mulligan.CircuitBreaker {self.name!r} {self.state}>"
-
-
-class BreakerRegistry:
-    """Breakers by name with one shared configuration (Polly's registry).
-
-    :meth:`get` returns the breaker for a name, creating it on first use; a
-    later lookup never resets or reconfigures it. The registry holds at most
-    ``max_breakers`` core breakers: when full, the least recently used idle
-    closed one no Python object refers to is evicted. Iterating yields the
-    live breakers, most recently used first (for metrics).
-
-    Args:
-        max_breakers: the bound. Default 10,000.
-        **options: the :class:`CircuitBreaker` options every breaker gets
-            (``failure_on``, ``ignore_on`` and ``clock`` included).
-
-    Thread-safety: thread-safe.
-
-    .. versionadded:: 0.1.0
-    """
-
-    def __init__(self, *, max_breakers: int = 10000, **options: Any) -> None:
-        self._max_breakers = max_breakers
-        self._configure(options)
-
-    def _configure(self, options: Dict[str, Any]) -> None:
-        options = dict(options)
-        self._failure_on = options.pop("failure_on", Exception)
-        self._ignore_on = options.pop("ignore_on", None)
-        self._clock = options.pop("clock", None)
-        _matcher(self._failure_on, "failure_on")
-        _matcher(self._ignore_on, "ignore_on")
-        defaults = inspect.signature(CircuitBreaker.__init__).parameters
-        unknown = set(options) - set(defaults)
-        if unknown:
-            raise TypeError(f"unknown breaker options: {sorted(unknown)}")
-        skip = ("self", "name", "failure_on", "ignore_on", "clock")
-        core_options = {k: v.default for k, v in defaults.items() if k not in skip}
-        core_options.update(options)
-        self._options = options
-        self._core = _core.BreakerRegistry(
-            max_breakers=self._max_breakers, **_core_kwargs(**core_options)
-        )
-        self._lock = threading.Lock()
-        self._live: "weakref.WeakValueDictionary[str, CircuitBreaker]" = (
-            weakref.WeakValueDictionary()
-        )
-
-    def configure(self, *, max_breakers: Optional[int] = None, **options: Any) -> None:
-        """Replaces the shared configuration (for breakers created later).
-
-        Existing breakers are dropped from the registry: callers holding them
-        keep them, and the next lookup of their name builds a new one.
-        """
-        with self._lock:
-            if max_breakers is not None:
-                self._max_breakers = max_breakers
-            self._configure(options)
-
-    def get(self, name: str) -> CircuitBreaker:
-        """Returns the breaker named `name`, creating it when there is none.
-
-        Raises:
-            ValueError: `name` is empty.
-            mulligan.MulliganError: the registry is full of breakers in use.
-        """
-        if not isinstance(name, str):
-            raise TypeError(f"name must be a str, got {name!r}")
-        with self._lock:
-            breaker = self._live.get(name)
-            if breaker is None:
-                breaker = CircuitBreaker._wrap(
-                    self._core.get(name), self._failure_on, self._ignore_on, self._clock
-                )
-                self._live[name] = breaker
-            return breaker
-
-    def find(self, name: str) -> Optional[CircuitBreaker]:
-        """Returns the breaker named `name`, or None; never creates one."""
-        with self._lock:
-            breaker = self._live.get(name)
-            if breaker is None:
-                core = self._core.find(name)
-                if core is None:
-                    return None
-                breaker = CircuitBreaker._wrap(core, self._failure_on, self._ignore_on, self._clock)
-                self._live[name] = breaker
-            return breaker
-
-    def __iter__(self) -> Iterator[CircuitBreaker]:
-        for name in self._core.names():
-            breaker = self.find(name)
-            if breaker is not None:
-                yield breaker
-
-    def __len__(self) -> int:
-        return len(self._core)
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self._core.find(name) is not None
-
-
-#: The process-wide registry used by :func:`circuit_breaker`.
-breakers = BreakerRegistry()
-
-
-def circuit_breaker(name: str) -> CircuitBreaker:
-    """Returns the shared breaker `name` of :data:`mulligan.breakers`.
-
-    Use it as a decorator (``@mulligan.circuit_breaker(name="db")``) or a
-    context manager. Every use of one name gets the same breaker, built with
-    the registry's shared configuration (set it with
-    ``mulligan.breakers.configure(...)``); a new lookup never resets it.
-
-    .. versionadded:: 0.1.0
-    """
-    return breakers.get(name)
