@@ -36,23 +36,11 @@ from ._errors import (
     TlsError,
     TransportError,
 )
-from ._http import (
-    Client,
-    Headers,
-    Response,
-    RetryEvent,
-    delete,
-    get,
-    head,
-    new_idempotency_key,
-    options,
-    parse_retry_after,
-    patch,
-    post,
-    put,
-    request,
-)
-from ._async_http import AsyncClient
+from ._http.headers import Headers, new_idempotency_key, parse_retry_after
+from ._http.response import Response
+from ._http.events import RetryEvent
+from ._http.client import Client, delete, get, head, options, patch, post, put, request
+from ._http.async_client import AsyncClient
 from ._asgi import IdempotencyMiddleware
 from ._idempotency import (
     IdempotencyReservation,

@@ -27,7 +27,8 @@ from ._errors import (
     DeadlineExceeded,
     TransportError,
 )
-from ._http import Client, RetryEvent
+from ._http.client import Client
+from ._http.events import RetryEvent
 
 __all__ = ["main"]
 

@@ -46,7 +46,6 @@ from typing import (
 )
 
 from .. import _core, _validate
-from .._errors import CircuitOpenError
 from .._validate import Seconds
 
 __all__ = ["BreakerTransition", "CircuitBreaker"]

@@ -20,7 +20,6 @@ Statistics (``fn.statistics``) are described in ``hooks``.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import sys
 from typing import (

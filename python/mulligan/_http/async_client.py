@@ -21,26 +21,16 @@ import inspect
 import threading
 import warnings
 from collections.abc import Coroutine
-from typing import Any, Optional, Union
+from typing import Any, ClassVar, Optional, Union
 
-from . import _core
-from ._errors import CircuitOpenError, RetriesExhausted, TransportError
-from ._http import (
-    HeadersInput,
-    ParamsInput,
-    Response,
-    _HttpRetryHook,
-    _UNSET,
-    _COMMON_METHODS,
-    _GAVE_UP_REASONS,
-    _ClientBase,
-    _check_switches,
-    _check_url,
-    _checked_method,
-    _report_retry,
-    _merge_named,
-    _response_from,
-)
+from .. import _core, _validate
+from .._errors import CircuitOpenError, RetriesExhausted, TransportError
+from .._validate import UNSET as _UNSET
+from .base import _ClientBase, _merge_named
+from .events import _GAVE_UP_REASONS, _HttpRetryHook, _report_retry
+from .headers import HeadersInput
+from .request import _COMMON_METHODS, ParamsInput, _check_switches, _check_url, _checked_method
+from .response import Response, _response_from
 
 __all__ = ["AsyncClient"]
 
@@ -74,18 +64,16 @@ class AsyncClient(_ClientBase):
     .. versionadded:: 0.1.0
     """
 
+    _OWNER: ClassVar[str] = "mulligan.AsyncClient"
+
     def __init__(
         self, *, policy: Optional[str] = None, max_connections: Optional[int] = 100, **kwargs: Any
     ) -> None:
-        if max_connections is not None and (
-            isinstance(max_connections, bool) or not isinstance(max_connections, int)
-        ):
-            raise TypeError(f"max_connections must be an int or None, got {max_connections!r}")
-        if max_connections is not None and not 1 <= max_connections <= 2**31 - 1:
-            raise ValueError(
-                f"max_connections must be in [1, 2**31 - 1] or None, got {max_connections}"
-            )
-        super().__init__(**_merge_named(policy, kwargs))
+        _validate.integer_or_none(
+            self._OWNER, "max_connections", max_connections, 1, 2**31 - 1,
+            range_text="[1, 2**31 - 1] or None",
+        )
+        super().__init__(**_merge_named(self._OWNER, policy, kwargs))
         self._native_args["max_connections"] = max_connections or 0
         self._driver: Any = None  # _core.HttpLoopDriver, made on the first request
         self._driver_thread = 0  # the thread of its loop
@@ -177,7 +165,7 @@ class AsyncClient(_ClientBase):
         if method not in _COMMON_METHODS:
             method = _checked_method(method)
         if follow_redirects is not None or max_redirects is not None or strict is not None:
-            _check_switches(follow_redirects, max_redirects, strict)
+            _check_switches(self._OWNER, follow_redirects, max_redirects, strict)
         url, pairs, body, key = self._prepare(method, url, params, data, json, headers, idempotency_key)
         policy = self._request_policy(
             attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on
