@@ -41,13 +41,9 @@ from ._http.response import Response
 from ._http.events import RetryEvent
 from ._http.client import Client, delete, get, head, options, patch, post, put, request
 from ._http.async_client import AsyncClient
-from ._asgi import IdempotencyMiddleware
-from ._idempotency import (
-    IdempotencyReservation,
-    IdempotencyStore,
-    parse_idempotency_key,
-)
-from ._wsgi import WSGIIdempotencyMiddleware
+from ._idempotency.store import IdempotencyReservation, IdempotencyStore, parse_idempotency_key
+from ._idempotency.asgi import IdempotencyMiddleware
+from ._idempotency.wsgi import WSGIIdempotencyMiddleware
 from ._retry.hooks import RetryDetails, RetryHook, RetryStatistics, StatisticsView
 from ._retry.options import RetryOptions
 from ._retry.decorator import RetryDecorator, RetryingCallable, retry

@@ -13,7 +13,7 @@ import pytest
 
 import mulligan
 from mulligan import _core
-from mulligan._idempotency import IdempotencyResultNotReplayable
+from mulligan import IdempotencyResultNotReplayable
 
 
 class FakeClock:

@@ -17,19 +17,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Iterable, MutableMapping
 from typing import Any, Callable, Optional, Union
 
-from ._idempotency import (
-    IdempotencyStore,
-    IdempotencyStoreFull,
-    PathRule,
-    _answer,
-    _malformed_key,
-    _missing_key,
-    _Rules,
-    _storable_headers,
-    _store_full,
-    parse_idempotency_key,
-    request_fingerprint,
-)
+from .._errors import IdempotencyStoreFull
+from .problems import _answer, _malformed_key, _missing_key, _storable_headers, _store_full
+from .rules import PathRule, _Rules
+from .store import IdempotencyStore, parse_idempotency_key, request_fingerprint
 
 __all__ = ["IdempotencyMiddleware"]
 

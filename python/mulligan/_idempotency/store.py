@@ -1,21 +1,9 @@
-"""The server side of idempotency keys: :class:`IdempotencyStore`, the key parser,
-request fingerprints, RFC 9457 problem responses, and ``@store.idempotent``.
+"""The server side of idempotency keys: :class:`IdempotencyStore`, its
+reservations, the key parser, request fingerprints, and ``@store.idempotent``.
 
 The store itself lives in the C++ core (bounded, sharded, thread-safe); this
-module wraps it. The ASGI and WSGI middlewares (``_asgi.py``, ``_wsgi.py``)
-build on :class:`_Rules` and the helpers here, so that both answer alike:
-
-==============================  ======  ==========================================
-situation                       status  body / headers
-==============================  ======  ==========================================
-first request with a key        (app)   the handler's response, stored for ``ttl``
-repeat, same fingerprint        stored  the stored response + ``Idempotent-Replayed: true``
-repeat while the first runs     409     problem JSON + ``Retry-After``
-same key, different request     422     problem JSON
-key required but missing        400     problem JSON
-key malformed or too long       400     problem JSON
-store full of in-flight keys    503     problem JSON + ``Retry-After``
-==============================  ======  ==========================================
+module wraps it. The ASGI and WSGI middlewares (``asgi``, ``wsgi``) build on
+it through ``rules`` and ``problems``, so that both answer alike.
 
 .. versionadded:: 0.1.0
 """
@@ -26,64 +14,41 @@ import functools
 import hashlib
 import inspect
 import json
-import math
-import numbers
 import pickle
 import time
 import warnings
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Iterable
 from typing import Any, Callable, Optional, TypeVar, Union, cast
 
-from . import _core
-from ._errors import (
+from .. import _core, _validate
+from .._errors import (
     IdempotencyConflict,
     IdempotencyKeyMismatch,
     IdempotencyResultNotReplayable,
     IdempotencyStoreFull,
     MulliganError,
 )
+from .._text import format_seconds
+from .._validate import Seconds
 
 __all__ = [
-    "IdempotencyConflict",
-    "IdempotencyKeyMismatch",
-    "IdempotencyStore",
-    "IdempotencyStoreFull",
     "IdempotencyReservation",
-    "IdempotencyResultNotReplayable",
+    "IdempotencyStore",
     "parse_idempotency_key",
+    "request_fingerprint",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-PathRule = Union[None, str, Sequence[str], Callable[[str], bool]]
 # What reserve() and complete() take for bytes (copied into bytes).
 BytesLike = Union[bytes, bytearray, memoryview]
 
-# Responses the client may retry (mulligan's defaults): storing one would make
-# every retry with the same key replay the failure.
-_NOT_STORED = frozenset({408, 429})
-# Hop-by-hop fields (RFC 9110 section 7.6.1) and per-response fields that a
-# replay must not repeat.
-_DROPPED_HEADERS = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"transfer-encoding",
-        b"te",
-        b"trailer",
-        b"upgrade",
-        b"proxy-connection",
-        b"date",
-        b"server",
-    }
-)
-_PROBLEM_BASE = "tag:mulligan,2024:problem:"
 # Marks an entry stored by @store.idempotent for a call that completed but
 # whose return value could not be stored (not picklable, or too big): a
 # repeat raises IdempotencyResultNotReplayable instead of running again. A
 # pickled result is stored without header fields, so the two never mix.
 _NOT_REPLAYABLE = b"mulligan-result-not-replayable"
 _SIZE_MAX = 2**64 - 1
+_OWNER = "mulligan.IdempotencyStore"
 
 
 def parse_idempotency_key(value: str, *, max_length: int = 255) -> str:
@@ -121,22 +86,6 @@ def request_fingerprint(method: str, target: str, body: bytes) -> bytes:
     h.update(b"\0")
     h.update(body)
     return h.digest()
-
-
-def _check_int(name: str, value: Any, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}: {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    if value > high:
-        raise ValueError(f"{name} must be <= {high}, got {value}")
-
-
-def _check_seconds(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"{name} must be a number of seconds, got {type(value).__name__}: {value!r}"
-        )
 
 
 def _bytes_arg(name: str, value: Any) -> bytes:
@@ -232,11 +181,14 @@ class IdempotencyStore:
     refuses new keys with :class:`IdempotencyStoreFull`, 503 in the
     middlewares). Expired entries are swept lazily.
 
+    Durations are seconds (int or float) or a :class:`datetime.timedelta`.
+
     Args:
-        ttl: seconds a completed response is replayed. Default 86400 (24 h).
-        lease: seconds a reservation holds its key. Default 60.
+        ttl: seconds a completed response is replayed, > 0. Default 86400 (24 h).
+        lease: seconds a reservation holds its key, > 0. Default 60.
         in_flight_retry_after: the longest Retry-After hint of a 409, seconds
-            (the hint is what is left of the lease, at most this). Default 1.
+            (the hint is what is left of the lease, at most this), >= 0.
+            Default 1.
         max_entries: bound on entries. Default 100,000.
         max_bytes: bound on stored bytes (keys, fingerprints, responses, plus
             a fixed per-entry overhead). Default 256 MiB.
@@ -252,41 +204,36 @@ class IdempotencyStore:
     def __init__(
         self,
         *,
-        ttl: float = 86400.0,
-        lease: float = 60.0,
-        in_flight_retry_after: float = 1.0,
+        ttl: Seconds = 86400.0,
+        lease: Seconds = 60.0,
+        in_flight_retry_after: Seconds = 1.0,
         max_entries: int = 100_000,
         max_bytes: int = 256 * 2**20,
         max_key_length: int = 255,
         shards: int = 16,
         clock: Optional[Callable[[], float]] = None,
     ) -> None:
+        v = _validate
         for name, value, high in (
             ("max_entries", max_entries, _SIZE_MAX),
             ("max_bytes", max_bytes, _SIZE_MAX),
             ("max_key_length", max_key_length, _SIZE_MAX),
             ("shards", shards, 1024),
         ):
-            _check_int(name, value, 1, high)
-        for field, seconds in (
-            ("ttl", ttl),
-            ("lease", lease),
-            ("in_flight_retry_after", in_flight_retry_after),
-        ):
-            _check_seconds(field, seconds)
-        if clock is not None and not callable(clock):
-            raise TypeError(f"clock must be a callable returning seconds, got {clock!r}")
+            v.integer(_OWNER, name, value, 1, high)
+        ttl_seconds = v.seconds(_OWNER, "ttl", ttl, positive=True)
+        v.callable_or_none(_OWNER, "clock", clock)
         self._store = _core.IdempotencyStore(
-            ttl=float(ttl),
-            lease=float(lease),
-            in_flight_retry_after=float(in_flight_retry_after),
+            ttl=ttl_seconds,
+            lease=v.seconds(_OWNER, "lease", lease, positive=True),
+            in_flight_retry_after=v.seconds(_OWNER, "in_flight_retry_after", in_flight_retry_after),
             max_entries=max_entries,
             max_bytes=max_bytes,
             max_key_length=max_key_length,
             shards=shards,
         )
         self._clock: Callable[[], float] = clock if clock is not None else time.monotonic
-        self._ttl = float(ttl)
+        self._ttl = ttl_seconds
         self.max_key_length = max_key_length
 
     def reserve(
@@ -365,7 +312,7 @@ class IdempotencyStore:
             raise TypeError(
                 f"reservation must be an IdempotencyReservation, got {type(reservation).__name__}"
             )
-        _check_int("status", status, 100, 599)
+        _validate.integer(_OWNER, "status", status, 100, 599)
         fields = _header_list(headers)
         body = _bytes_arg("body", body)
         try:
@@ -455,149 +402,179 @@ class IdempotencyStore:
 
         .. versionadded:: 0.1.0
         """
-        if isinstance(key, str):
-            name = key
-        elif not callable(key):
+        if not isinstance(key, str) and not callable(key):
             raise TypeError(f"key must be a parameter name or a callable, got {key!r}")
+        return _Idempotent(self, key, fingerprint, scope).decorate
 
-        def key_reader(fn: Callable[..., Any]) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
-            """Returns a function of (args, kwargs) giving the key of a call to fn."""
-            if not isinstance(key, str):
-                key_fn = key
-                return lambda args, kwargs: key_fn(*args, **kwargs)
-            try:
-                sig = inspect.signature(fn)
-            except (TypeError, ValueError):
-                # No introspectable signature (some builtins): keyword only.
-                return lambda args, kwargs: kwargs.get(name)
-            param = sig.parameters.get(name)
-            if param is not None and param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                default = None if param.default is param.empty else param.default
 
-                def read_bound(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-                    # Raises TypeError (before anything is reserved) when the
-                    # call does not fit the signature, e.g. omits the key.
-                    return sig.bind(*args, **kwargs).arguments.get(name, default)
+def _key_reader(
+    key: Union[str, Callable[..., Optional[str]]], fn: Callable[..., Any]
+) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+    """Returns a function of (args, kwargs) giving the key of a call to fn."""
+    if not isinstance(key, str):
+        key_fn = key
+        return lambda args, kwargs: key_fn(*args, **kwargs)
+    name = key
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        # No introspectable signature (some builtins): keyword only.
+        return lambda args, kwargs: kwargs.get(name)
+    param = sig.parameters.get(name)
+    if param is not None and param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        default = None if param.default is param.empty else param.default
 
-                return read_bound
-            if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-                return lambda args, kwargs: kwargs.get(name)
-            raise TypeError(
-                f"@idempotent(key={name!r}): {getattr(fn, '__qualname__', fn)!r} has no "
-                f"parameter {name!r} (and no **kwargs)"
+        def read_bound(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            # Raises TypeError (before anything is reserved) when the
+            # call does not fit the signature, e.g. omits the key.
+            return sig.bind(*args, **kwargs).arguments.get(name, default)
+
+        return read_bound
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return lambda args, kwargs: kwargs.get(name)
+    raise TypeError(
+        f"@idempotent(key={name!r}): {getattr(fn, '__qualname__', fn)!r} has no "
+        f"parameter {name!r} (and no **kwargs)"
+    )
+
+
+class _Idempotent:
+    """What ``store.idempotent(...)`` returns the ``decorate`` method of: the
+    options of one ``@store.idempotent``, and the steps of a decorated call
+    (begin, settle a repeat, finish a first run)."""
+
+    __slots__ = ("store", "key", "fingerprint", "scope")
+
+    def __init__(
+        self,
+        store: IdempotencyStore,
+        key: Union[str, Callable[..., Optional[str]]],
+        fingerprint: Optional[Callable[..., Union[bytes, str]]],
+        scope: Optional[Callable[..., str]],
+    ) -> None:
+        self.store = store
+        self.key = key
+        self.fingerprint = fingerprint
+        self.scope = scope
+
+    def begin(
+        self,
+        key_of: Callable[[tuple[Any, ...], dict[str, Any]], Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Optional[tuple[IdempotencyReservation, bytes]]:
+        """Reserves the call's key; None when the call has no key (it runs as is)."""
+        k = key_of(args, kwargs)
+        if k is None:
+            return None
+        fingerprint, scope = self.fingerprint, self.scope
+        fp: Union[bytes, str] = fingerprint(*args, **kwargs) if fingerprint else b""
+        fp_bytes = fp.encode("utf-8") if isinstance(fp, str) else bytes(fp)
+        s = scope(*args, **kwargs) if scope else ""
+        return self.store.reserve(k, fp_bytes, scope=s), fp_bytes
+
+    def settle(self, r: IdempotencyReservation) -> Any:
+        """Answers a repeat: the stored result, or the conflict or mismatch error."""
+        if r.state == "replay":
+            headers = r.headers
+            if headers and any(n == _NOT_REPLAYABLE for n, _ in headers):
+                raise self._not_replayable(r)
+            return pickle.loads(r.body)
+        if r.state == "in_flight":
+            raise IdempotencyConflict(
+                f"a call with idempotency key {r.key!r} is still running; retry after "
+                f"{format_seconds(r.retry_after)}",
+                key=r.key,
+                retry_after=r.retry_after,
             )
+        raise IdempotencyKeyMismatch(
+            f"idempotency key {r.key!r} was already used with different arguments", key=r.key
+        )
 
-        def begin(
-            key_of: Callable[[tuple[Any, ...], dict[str, Any]], Any],
-            args: tuple[Any, ...],
-            kwargs: dict[str, Any],
-        ) -> Optional[tuple[IdempotencyReservation, bytes]]:
-            k = key_of(args, kwargs)
-            if k is None:
-                return None
-            fp: Union[bytes, str] = fingerprint(*args, **kwargs) if fingerprint else b""
-            fp_bytes = fp.encode("utf-8") if isinstance(fp, str) else bytes(fp)
-            s = scope(*args, **kwargs) if scope else ""
-            return self.reserve(k, fp_bytes, scope=s), fp_bytes
-
-        def settle(r: IdempotencyReservation) -> Any:
-            if r.state == "replay":
-                headers = r.headers
-                if headers and any(n == _NOT_REPLAYABLE for n, _ in headers):
-                    raise self._not_replayable(r)
-                return pickle.loads(r.body)
-            if r.state == "in_flight":
-                raise IdempotencyConflict(
-                    f"a call with idempotency key {r.key!r} is still running; retry after "
-                    f"{r.retry_after:g} s",
-                    key=r.key,
-                    retry_after=r.retry_after,
-                )
-            raise IdempotencyKeyMismatch(
-                f"idempotency key {r.key!r} was already used with different arguments", key=r.key
+    def finish(self, r: IdempotencyReservation, fp: bytes, result: Any) -> Any:
+        """Stores the result of a call that returned; never releases the
+        key, so that the call never runs twice."""
+        # Warnings name the caller of the decorated function: stacklevel 3 is
+        # this frame, the wrapper's, then the caller's.
+        try:
+            body = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException as e:
+            reason = (
+                f"its return value ({type(result).__name__}) could not be pickled: "
+                f"{type(e).__name__}: {e}"
             )
-
-        def finish(r: IdempotencyReservation, fp: bytes, result: Any) -> Any:
-            """Stores the result of a call that returned; never releases the
-            key, so that the call never runs twice."""
-            try:
-                body = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-            except BaseException as e:
-                reason = (
-                    f"its return value ({type(result).__name__}) could not be pickled: "
-                    f"{type(e).__name__}: {e}"
-                )
-                self._store_not_replayable(r, fp, reason, lease_held=True)
-                if not isinstance(e, Exception):
-                    raise
-                warnings.warn(
-                    f"idempotency key {r.key!r}: {reason}; a repeat of this call will raise "
-                    "IdempotencyResultNotReplayable instead of running again",
-                    RuntimeWarning,
-                    stacklevel=3,
-                )
-                return result
-            try:
-                self.complete(r, body=body)
-            except IdempotencyStoreFull as e:
-                # The core released the key: mark it again with the small marker.
-                reason = f"its pickled return value ({len(body)} bytes) was not stored: {e}"
-                self._store_not_replayable(r, fp, reason, lease_held=False)
-                warnings.warn(
-                    f"idempotency key {r.key!r}: {reason}; a repeat of this call will raise "
-                    "IdempotencyResultNotReplayable instead of running again",
-                    RuntimeWarning,
-                    stacklevel=3,
-                )
-            except ValueError as e:
-                # The lease ran out while the function ran and another call
-                # took the key over: nothing can be stored for this call.
-                warnings.warn(
-                    f"idempotency key {r.key!r}: the result was not stored: {e}",
-                    RuntimeWarning,
-                    stacklevel=3,
-                )
+            self._store_not_replayable(r, fp, reason, lease_held=True)
+            if not isinstance(e, Exception):
+                raise
+            warnings.warn(
+                f"idempotency key {r.key!r}: {reason}; a repeat of this call will raise "
+                "IdempotencyResultNotReplayable instead of running again",
+                RuntimeWarning,
+                stacklevel=3,
+            )
             return result
+        try:
+            self.store.complete(r, body=body)
+        except IdempotencyStoreFull as e:
+            # The core released the key: mark it again with the small marker.
+            reason = f"its pickled return value ({len(body)} bytes) was not stored: {e}"
+            self._store_not_replayable(r, fp, reason, lease_held=False)
+            warnings.warn(
+                f"idempotency key {r.key!r}: {reason}; a repeat of this call will raise "
+                "IdempotencyResultNotReplayable instead of running again",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        except ValueError as e:
+            # The lease ran out while the function ran and another call
+            # took the key over: nothing can be stored for this call.
+            warnings.warn(
+                f"idempotency key {r.key!r}: the result was not stored: {e}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return result
 
-        def decorate(fn: F) -> F:
-            key_of = key_reader(fn)
-            if inspect.iscoroutinefunction(fn):
-
-                @functools.wraps(fn)
-                async def run_async(*args: Any, **kwargs: Any) -> Any:
-                    begun = begin(key_of, args, kwargs)
-                    if begun is None:
-                        return await cast(Callable[..., Awaitable[Any]], fn)(*args, **kwargs)
-                    r, fp = begun
-                    if r.state != "reserved":
-                        return settle(r)
-                    try:
-                        result = await cast(Callable[..., Awaitable[Any]], fn)(*args, **kwargs)
-                    except BaseException:
-                        self.release(r)
-                        raise
-                    return finish(r, fp, result)
-
-                return cast(F, run_async)
+    def decorate(self, fn: F) -> F:
+        """Returns `fn` (a function or a coroutine function) made idempotent."""
+        key_of = _key_reader(self.key, fn)
+        release = self.store.release
+        begin, settle, finish = self.begin, self.settle, self.finish
+        if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
-            def run(*args: Any, **kwargs: Any) -> Any:
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
                 begun = begin(key_of, args, kwargs)
                 if begun is None:
-                    return fn(*args, **kwargs)
+                    return await cast(Callable[..., Awaitable[Any]], fn)(*args, **kwargs)
                 r, fp = begun
                 if r.state != "reserved":
                     return settle(r)
                 try:
-                    result = fn(*args, **kwargs)
+                    result = await cast(Callable[..., Awaitable[Any]], fn)(*args, **kwargs)
                 except BaseException:
-                    self.release(r)
+                    release(r)
                     raise
                 return finish(r, fp, result)
 
-            return cast(F, run)
+            return cast(F, run_async)
 
-        return decorate
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            begun = begin(key_of, args, kwargs)
+            if begun is None:
+                return fn(*args, **kwargs)
+            r, fp = begun
+            if r.state != "reserved":
+                return settle(r)
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException:
+                release(r)
+                raise
+            return finish(r, fp, result)
+
+        return cast(F, run)
 
     def _store_not_replayable(
         self, r: IdempotencyReservation, fp: bytes, reason: str, *, lease_held: bool
@@ -609,21 +586,21 @@ class IdempotencyStore:
         repeat that slipped in between runs the function (a narrow race).
         """
         body = json.dumps(
-            {"completed_at": self._clock(), "reason": reason}, separators=(",", ":")
+            {"completed_at": self.store._clock(), "reason": reason}, separators=(",", ":")
         ).encode("utf-8")
         marker = [(_NOT_REPLAYABLE, b"1")]
         if lease_held:
             try:
-                self.complete(r, headers=marker, body=body)
+                self.store.complete(r, headers=marker, body=body)
                 return
             except ValueError:
                 return  # the lease was taken over: the key is someone else's now
             except IdempotencyStoreFull:
                 pass  # the key was released: take it again below
         try:
-            again = self.reserve(r.key, fp, scope=r.scope)
+            again = self.store.reserve(r.key, fp, scope=r.scope)
             if again.state == "reserved":
-                self.complete(again, headers=marker, body=body)
+                self.store.complete(again, headers=marker, body=body)
         except (ValueError, IdempotencyStoreFull):
             pass
 
@@ -631,130 +608,14 @@ class IdempotencyStore:
         try:
             info = json.loads(r.body)
             reason = str(info["reason"])
-            retry_after = max(0.0, float(info["completed_at"]) + self._ttl - self._clock())
+            retry_after = max(0.0, float(info["completed_at"]) + self.store._ttl - self.store._clock())
         except (ValueError, KeyError, TypeError):
-            reason, retry_after = "unknown", self._ttl
+            reason, retry_after = "unknown", self.store._ttl
         return IdempotencyResultNotReplayable(
             f"a call with idempotency key {r.key!r} already completed, but its result is not "
             f"replayable ({reason}); it will not run again until the key expires in "
-            f"{retry_after:g} s",
+            f"{format_seconds(retry_after)}",
             key=r.key,
             retry_after=retry_after,
             reason=reason,
         )
-
-
-# ---------------------------------------------------------------------------
-# Shared by the ASGI and WSGI middlewares.
-
-
-class _Rules:
-    """Which requests a middleware handles, and how (validated once)."""
-
-    __slots__ = ("methods", "paths", "required", "scope", "store", "store_status", "header")
-
-    def __init__(
-        self,
-        store: IdempotencyStore,
-        methods: Iterable[str],
-        paths: PathRule,
-        required: Union[bool, Callable[[str, str], bool]],
-        scope: Optional[Callable[[Any], str]],
-        store_status: Optional[Callable[[int], bool]],
-    ) -> None:
-        if not isinstance(store, IdempotencyStore):
-            raise TypeError(f"store must be a mulligan.IdempotencyStore, got {store!r}")
-        self.store = store
-        self.methods = frozenset(m.upper() for m in methods)
-        if paths is None:
-            self.paths: Callable[[str], bool] = lambda path: True
-        elif isinstance(paths, str):
-            prefix = paths
-            self.paths = lambda path: path.startswith(prefix)
-        elif callable(paths):
-            self.paths = paths
-        else:
-            prefixes = tuple(paths)
-            if not all(isinstance(p, str) for p in prefixes):
-                raise TypeError("paths must be a prefix, a sequence of prefixes or a predicate")
-            self.paths = lambda path: path.startswith(prefixes)
-        if callable(required):
-            self.required: Callable[[str, str], bool] = required
-        else:
-            flag = bool(required)
-            self.required = lambda method, path: flag
-        self.scope = scope
-        self.store_status = store_status or _default_store_status
-
-    def applies(self, method: str, path: str) -> bool:
-        return method in self.methods and self.paths(path)
-
-
-def _default_store_status(status: int) -> bool:
-    return status < 500 and status not in _NOT_STORED
-
-
-def _problem(
-    status: int, kind: str, title: str, detail: str, retry_after: Optional[float] = None
-) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    """An RFC 9457 problem response: (status, headers, body)."""
-    body = json.dumps(
-        {"type": _PROBLEM_BASE + kind, "title": title, "status": status, "detail": detail},
-        separators=(",", ":"),
-    ).encode("utf-8")
-    headers = [
-        (b"content-type", b"application/problem+json"),
-        (b"content-length", str(len(body)).encode("ascii")),
-    ]
-    if retry_after is not None:
-        # Whole seconds (RFC 9110 delay-seconds), at least 1 so that a client
-        # does not spin.
-        headers.append((b"retry-after", str(max(1, math.ceil(retry_after))).encode("ascii")))
-    return status, headers, body
-
-
-def _missing_key() -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    return _problem(
-        400,
-        "idempotency-key-missing",
-        "Idempotency-Key is missing",
-        "This operation requires an Idempotency-Key header.",
-    )
-
-
-def _malformed_key(why: str) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    return _problem(400, "idempotency-key-malformed", "Idempotency-Key is malformed", why)
-
-
-def _answer(
-    r: IdempotencyReservation,
-) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    """The response for a reservation that is not ``"reserved"``."""
-    if r.state == "replay":
-        headers = [(n, v) for n, v in r.headers if n.lower() != b"idempotent-replayed"]
-        headers.append((b"idempotent-replayed", b"true"))
-        return r.status, headers, r.body
-    if r.state == "in_flight":
-        return _problem(
-            409,
-            "idempotency-key-in-flight",
-            "A request with this Idempotency-Key is being processed",
-            "Retry the request after the time given by Retry-After.",
-            retry_after=r.retry_after,
-        )
-    return _problem(
-        422,
-        "idempotency-key-reused",
-        "Idempotency-Key reused with a different request",
-        "This Idempotency-Key was used with a different method, path or body.",
-    )
-
-
-def _store_full(detail: str) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    return _problem(
-        503, "idempotency-store-full", "Too many requests in flight", detail, retry_after=1.0
-    )
-
-
-def _storable_headers(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    return [(n, v) for n, v in headers if n.lower() not in _DROPPED_HEADERS]

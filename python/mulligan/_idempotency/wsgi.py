@@ -20,19 +20,10 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Callable, Optional, Union
 
-from ._idempotency import (
-    IdempotencyStore,
-    IdempotencyStoreFull,
-    PathRule,
-    _answer,
-    _malformed_key,
-    _missing_key,
-    _Rules,
-    _storable_headers,
-    _store_full,
-    parse_idempotency_key,
-    request_fingerprint,
-)
+from .._errors import IdempotencyStoreFull
+from .problems import _answer, _malformed_key, _missing_key, _storable_headers, _store_full
+from .rules import PathRule, _Rules
+from .store import IdempotencyStore, parse_idempotency_key, request_fingerprint
 
 __all__ = ["WSGIIdempotencyMiddleware"]
 
@@ -151,7 +142,7 @@ class WSGIIdempotencyMiddleware:
                     body=out,
                 )
             except (IdempotencyStoreFull, ValueError):
-                # Not stored (see _asgi._settle); the client still gets it, and
+                # Not stored (see asgi._settle); the client still gets it, and
                 # the key is freed rather than blocked until the lease expires.
                 try:
                     store.release(reservation)
