@@ -50,7 +50,7 @@ from ._retry.decorator import RetryDecorator, RetryingCallable, retry
 from ._retry.block import Attempt, RetryBlock, retrying
 from ._breaker.breaker import BreakerTransition, CircuitBreaker
 from ._breaker.registry import BreakerRegistry, breakers, circuit_breaker
-from ._metrics import (
+from ._telemetry.metrics import (
     RetryStatus,
     add_event_listener,
     metrics_json,
@@ -59,8 +59,8 @@ from ._metrics import (
     remove_event_listener,
     status,
 )
-from ._dashboard import Dashboard, start_dashboard
-from ._config import (
+from ._telemetry.dashboard import Dashboard, start_dashboard
+from ._config.policies import (
     BreakerConfig,
     ClientConfig,
     ConfigReport,

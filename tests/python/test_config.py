@@ -19,11 +19,11 @@ import pytest
 
 import mulligan
 from mulligan import _core
-from mulligan._config import (
+from mulligan._cli.config_check import check_main
+from mulligan._config.policies import (
     _resolve_breaker_kwargs,
     _resolve_client_kwargs,
     _resolve_retry_kwargs,
-    check_main,
 )
 
 ROOT = Path(__file__).resolve().parents[2]

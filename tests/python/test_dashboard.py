@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 import mulligan
-from mulligan import _metrics
+from mulligan._telemetry import metrics as _metrics
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = pathlib.Path(os.environ.get("MULLIGAN_TEST_ARTIFACTS", REPO / "build" / "test-artifacts"))

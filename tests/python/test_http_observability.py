@@ -10,7 +10,7 @@ import socket
 import pytest
 
 import mulligan
-from mulligan import _metrics
+from mulligan._telemetry import metrics as _metrics
 from mulligan.testing import FakeClock
 
 

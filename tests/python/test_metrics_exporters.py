@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import mulligan
-from mulligan import _metrics
+from mulligan._telemetry import metrics as _metrics
 
 
 @pytest.fixture(autouse=True)

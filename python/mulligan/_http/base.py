@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Optional, Union
 
-from .. import _config, _core, _metrics, _validate
+from .. import _core, _validate
+from .._config import policies as _config
+from .._telemetry import metrics as _metrics
 from .._errors import RetriesExhausted
 from .._retry.fallback import call_fallback
 from .._text import fold

@@ -19,7 +19,9 @@ import logging
 import sys
 from typing import Any, Callable, Optional, TypedDict, Union
 
-from .. import _config, _core, _metrics, _validate
+from .. import _core, _validate
+from .._config import policies as _config
+from .._telemetry import metrics as _metrics
 from .._breaker.breaker import CircuitBreaker
 from .._validate import UNSET as _UNSET, Seconds
 from .hooks import RetryHook, RetryStatistics

@@ -18,17 +18,20 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from ._errors import (
+from .._errors import (
     AttemptTimeout,
     CircuitOpenError,
     ConnectTimeout,
     DeadlineExceeded,
     TransportError,
 )
-from ._http.client import Client
-from ._http.events import RetryEvent
+from .._http.client import Client
+from .._http.events import RetryEvent
+from .._http.response import Response
+from .._telemetry.dashboard import start_dashboard
+from .config_check import check_main
 
 __all__ = ["main"]
 
@@ -208,8 +211,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     argv = [bare.get(a, a) for a in argv]
     args = parser.parse_args(argv)  # exits 2 on a usage error
     if args.command == "config":
-        from ._config import check_main
-
         return check_main(list(args.files))
     if args.command == "dashboard":
         return _dashboard(args)
@@ -223,8 +224,6 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 def _dashboard(args: argparse.Namespace) -> int:
-    from ._dashboard import start_dashboard
-
     if not 0 <= args.port <= 65535:
         print(f"mulligan dashboard: --port must be in 0..65535, got {args.port}", file=sys.stderr)
         return EXIT_USAGE
@@ -246,7 +245,7 @@ def _dashboard(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    verbose = args.verbose
+    """Sends the request of ``mulligan get`` or ``mulligan request``; returns the exit code."""
     method = "GET"
     body = None
     if args.command == "request":
@@ -266,17 +265,43 @@ def _run(args: argparse.Namespace) -> int:
     def on_retry(e: RetryEvent) -> None:
         what = e.kind if e.kind is not None else str(e.status)
         waits.append({"attempt": e.attempt, "outcome": what, "delay": round(e.delay, 6)})
-        if verbose:
+        if args.verbose:
             hint = " (Retry-After)" if e.from_retry_after else ""
             print(f"* attempt {e.attempt}: {what} -> retrying in {e.delay:.3f}s{hint}",
                   file=sys.stderr, flush=True)
 
-    if args.idempotency_key is None:
-        key: Any = None
-    elif args.idempotency_key == "auto":
-        key = True
+    client = _client(args, on_retry)
+    summary: dict[str, Any] = {"method": method, "url": args.url}
+    start = time.monotonic()
+    with client:
+        code, response, error = _send(client, method, args.url, body, headers, _key(args))
+    elapsed = time.monotonic() - start
+    if response is None:
+        _report_error(args, code, error, summary)
     else:
-        key = args.idempotency_key
+        code = _report_response(args, method, code, response, summary)
+        if code == EXIT_INTERNAL:
+            return code
+    if args.metrics:
+        attempts = summary.get("attempts") or 0
+        summary.update(retries=max(attempts - 1, 0), waits=waits,
+                       total_wait=round(sum(w["delay"] for w in waits), 6),
+                       elapsed=round(elapsed, 6), exit_code=code)
+        print(json.dumps(summary, sort_keys=True), file=sys.stderr)
+    return code
+
+
+def _key(args: argparse.Namespace) -> Any:
+    """The ``idempotency_key=`` of --idempotency-key: None, True (=auto) or the key."""
+    if args.idempotency_key is None:
+        return None
+    if args.idempotency_key == "auto":
+        return True
+    return args.idempotency_key
+
+
+def _client(args: argparse.Namespace, on_retry: Callable[[RetryEvent], None]) -> Client:
+    """The client the options describe; a bad value is a usage error."""
     if args.insecure:
         verify: Any = False
     elif args.cacert:
@@ -287,7 +312,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.breaker is not None:
         breaker = {"failure_threshold": args.breaker, "per_attempt": True}
     try:
-        client = Client(
+        return Client(
             verify=verify,
             connect_timeout=max(args.connect_timeout, 0.001),
             timeout=max(args.timeout, 0.001),
@@ -306,67 +331,75 @@ def _run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as e:
         raise _UsageError(str(e)) from None
 
-    summary: dict[str, Any] = {"method": method, "url": args.url}
-    start = time.monotonic()
-    code = EXIT_OK
-    response = None
-    error: BaseException = RuntimeError("no response")
-    with client:
-        try:
-            response = client.request(method, args.url, data=body, headers=headers,
-                                      idempotency_key=key)
-        except ValueError as e:  # a malformed URL or header: nothing was sent
-            if not isinstance(e, TransportError):
-                raise _UsageError(str(e)) from None
-            code, error = EXIT_TRANSPORT, e
-        except CircuitOpenError as e:
-            code, error = EXIT_CIRCUIT_OPEN, e
-        except (DeadlineExceeded, AttemptTimeout, ConnectTimeout) as e:
-            code, error = EXIT_TIMEOUT, e
-        except TransportError as e:
-            code, error = EXIT_TRANSPORT, e
-    elapsed = time.monotonic() - start
 
-    if response is None:
-        attempts = getattr(error, "attempts", 0)
-        summary.update(outcome={EXIT_CIRCUIT_OPEN: "circuit_open", EXIT_TIMEOUT: "timeout"}.get(
-            code, "transport_error"), error=str(error), kind=getattr(error, "kind", None),
-            stop_reason=getattr(error, "stop_reason", None), attempts=attempts, status=None)
-        if verbose:
-            print(f"* attempt {attempts}: {getattr(error, 'kind', 'circuit_open')} -> giving up",
-                  file=sys.stderr)
-        print(f"mulligan: {error}", file=sys.stderr)
+def _send(
+    client: Client,
+    method: str,
+    url: str,
+    body: Optional[bytes],
+    headers: list[tuple[str, str]],
+    key: Any,
+) -> tuple[int, Optional[Response], BaseException]:
+    """Sends the request: (exit code so far, the final response or None, the error)."""
+    try:
+        response = client.request(method, url, data=body, headers=headers, idempotency_key=key)
+    except ValueError as e:  # a malformed URL or header: nothing was sent
+        if not isinstance(e, TransportError):
+            raise _UsageError(str(e)) from None
+        return EXIT_TRANSPORT, None, e
+    except CircuitOpenError as e:
+        return EXIT_CIRCUIT_OPEN, None, e
+    except (DeadlineExceeded, AttemptTimeout, ConnectTimeout) as e:
+        return EXIT_TIMEOUT, None, e
+    except TransportError as e:
+        return EXIT_TRANSPORT, None, e
+    return EXIT_OK, response, RuntimeError("no response")
+
+
+def _report_error(
+    args: argparse.Namespace, code: int, error: BaseException, summary: dict[str, Any]
+) -> None:
+    """Tells on stderr why no response came, and fills the --metrics summary."""
+    attempts = getattr(error, "attempts", 0)
+    summary.update(outcome={EXIT_CIRCUIT_OPEN: "circuit_open", EXIT_TIMEOUT: "timeout"}.get(
+        code, "transport_error"), error=str(error), kind=getattr(error, "kind", None),
+        stop_reason=getattr(error, "stop_reason", None), attempts=attempts, status=None)
+    if args.verbose:
+        print(f"* attempt {attempts}: {getattr(error, 'kind', 'circuit_open')} -> giving up",
+              file=sys.stderr)
+    print(f"mulligan: {error}", file=sys.stderr)
+
+
+def _report_response(
+    args: argparse.Namespace, method: str, code: int, response: Response, summary: dict[str, Any]
+) -> int:
+    """Writes the final response's body, tells on stderr how it ended, fills
+    the --metrics summary; returns the exit code (EXIT_INTERNAL when the body
+    cannot be written)."""
+    gave_up = response.stop_reason in _GAVE_UP_REASONS and response.status_code >= 400
+    if gave_up:
+        code = EXIT_GAVE_UP
+    elif args.fail and response.status_code >= 400:
+        code = EXIT_HTTP_ERROR
+    if args.verbose:
+        print(f"* attempt {response.attempts}: {response.status_code} "
+              f"({response.stop_reason}) in {response.elapsed:.3f}s total", file=sys.stderr)
+    if gave_up:
+        print(f"mulligan: gave up on {method} {args.url} after {response.attempts} attempt"
+              f"{'s' if response.attempts != 1 else ''} ({response.stop_reason}): "
+              f"last status {response.status_code}", file=sys.stderr)
+    summary.update(outcome="gave_up" if gave_up else ("http_error" if code else "success"),
+                   status=response.status_code, stop_reason=response.stop_reason,
+                   attempts=response.attempts, idempotency_key=response.idempotency_key,
+                   final_url=response.url)
+    if args.output:
+        try:
+            with open(args.output, "wb") as f:
+                f.write(response.content)
+        except OSError as e:
+            print(f"mulligan: cannot write {args.output!r}: {e.strerror}", file=sys.stderr)
+            return EXIT_INTERNAL
     else:
-        gave_up = response.stop_reason in _GAVE_UP_REASONS and response.status_code >= 400
-        if gave_up:
-            code = EXIT_GAVE_UP
-        elif args.fail and response.status_code >= 400:
-            code = EXIT_HTTP_ERROR
-        if verbose:
-            print(f"* attempt {response.attempts}: {response.status_code} "
-                  f"({response.stop_reason}) in {response.elapsed:.3f}s total", file=sys.stderr)
-        if gave_up:
-            print(f"mulligan: gave up on {method} {args.url} after {response.attempts} attempt"
-                  f"{'s' if response.attempts != 1 else ''} ({response.stop_reason}): "
-                  f"last status {response.status_code}", file=sys.stderr)
-        summary.update(outcome="gave_up" if gave_up else ("http_error" if code else "success"),
-                       status=response.status_code, stop_reason=response.stop_reason,
-                       attempts=response.attempts, idempotency_key=response.idempotency_key,
-                       final_url=response.url)
-        if args.output:
-            try:
-                with open(args.output, "wb") as f:
-                    f.write(response.content)
-            except OSError as e:
-                print(f"mulligan: cannot write {args.output!r}: {e.strerror}", file=sys.stderr)
-                return EXIT_INTERNAL
-        else:
-            sys.stdout.buffer.write(response.content)
-            sys.stdout.buffer.flush()
-    if args.metrics:
-        attempts = summary.get("attempts") or 0
-        summary.update(retries=max(attempts - 1, 0), waits=waits,
-                       total_wait=round(sum(w["delay"] for w in waits), 6),
-                       elapsed=round(elapsed, 6), exit_code=code)
-        print(json.dumps(summary, sort_keys=True), file=sys.stderr)
+        sys.stdout.buffer.write(response.content)
+        sys.stdout.buffer.flush()
     return code

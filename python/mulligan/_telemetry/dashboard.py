@@ -24,10 +24,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any, Deque
 
-from . import _metrics
+from .. import _validate
+from . import metrics as _metrics
 
 __all__ = ["Dashboard", "start_dashboard"]
 
+_OWNER = "mulligan.start_dashboard"
 _PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -42,7 +44,7 @@ class Dashboard:
 
     def __init__(self, host: str, port: int, history: int) -> None:
         self._transitions: Deque[dict[str, Any]] = collections.deque(maxlen=history)
-        self._page = resources.files(__package__).joinpath("_static/dashboard.html").read_bytes()
+        self._page = resources.files(__package__).joinpath("static/dashboard.html").read_bytes()
         self._listener_id = _metrics.add_event_listener(self._on_transition, ["breaker_transition"])
         dashboard = self
 
@@ -133,9 +135,8 @@ def start_dashboard(port: int = 8000, host: str = "127.0.0.1", history: int = 50
         OSError: the address is in use or cannot be bound.
         ValueError: ``port`` outside 0..65535 or ``history`` < 1.
     """
-    if not 0 <= port <= 65535:
-        raise ValueError(f"port must be in 0..65535, got {port}")
-    if history < 1:
-        raise ValueError(f"history must be >= 1, got {history}")
+    _validate.integer(_OWNER, "port", port, 0, 65535, range_text="0..65535")
+    _validate.name(_OWNER, "host", host)
+    _validate.integer(_OWNER, "history", history, 1, 2**31 - 1)
     return Dashboard(host, port, history)
 

@@ -35,7 +35,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
-from . import _core
+from .. import _core, _validate
 
 __all__ = [
     "EventListener",
@@ -216,8 +216,7 @@ def add_event_listener(listener: EventListener, kinds: Optional[Iterable[str]] =
         TypeError: ``listener`` is not callable.
         ValueError: an unknown kind.
     """
-    if not callable(listener):
-        raise TypeError(f"mulligan.add_event_listener: listener must be callable, got {listener!r}")
+    _validate.function("mulligan.add_event_listener", "listener", listener)
     wanted = list(kinds) if kinds is not None else []
     for kind in wanted:
         if kind not in EVENT_KINDS:

@@ -26,11 +26,11 @@ The process-wide registry lives in the C++ core; this module only converts.
 
 from __future__ import annotations
 
-import sys
+import os
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence, TextIO
+from typing import Any, Optional
 
-from . import _core
+from .. import _core, _validate
 
 __all__ = [
     "BreakerConfig",
@@ -38,7 +38,6 @@ __all__ = [
     "ConfigReport",
     "Policy",
     "breaker_config",
-    "check_main",
     "client_config",
     "load_config",
     "policy",
@@ -214,8 +213,6 @@ def load_config(path: Optional[str] = None) -> ConfigReport:
         report = _report(_REGISTRY.load_env())
     else:
         if not isinstance(path, str):
-            import os
-
             if isinstance(path, os.PathLike):
                 path = os.fspath(path)
             if not isinstance(path, str):
@@ -249,7 +246,7 @@ def policy(name: str) -> Policy:
 
     .. versionadded:: 0.1.0
     """
-    native, extras = _REGISTRY.policy_with_extras(name)
+    native, extras = _REGISTRY.policy_with_extras(_validate.name("mulligan.policy", "name", name))
     return Policy(
         name=name,
         attempts=native.attempts,
@@ -278,7 +275,7 @@ def breaker_config(name: str) -> BreakerConfig:
     Raises:
         ValueError: no breaker has that name, or nothing has been loaded.
     """
-    return BreakerConfig(**_REGISTRY.breaker(name))
+    return BreakerConfig(**_REGISTRY.breaker(_validate.name("mulligan.breaker_config", "name", name)))
 
 
 def client_config(name: str) -> ClientConfig:
@@ -287,10 +284,11 @@ def client_config(name: str) -> ClientConfig:
     Raises:
         ValueError: no client has that name, or nothing has been loaded.
     """
+    _validate.name("mulligan.client_config", "name", name)
     return ClientConfig(name=name, **_REGISTRY.client(name))
 
 
-# --- hooks for @mulligan.retry(policy=...), Client(policy=...) and the CLI ---
+# --- hooks for @mulligan.retry(policy=...) and Client(policy=...) ---
 
 
 def _resolve_retry_kwargs(name: str) -> dict[str, Any]:
@@ -356,49 +354,3 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
         if p.attempt_timeout is not None:
             kwargs["timeout"] = p.attempt_timeout
     return kwargs
-
-
-def check_main(
-    argv: Sequence[str], stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None
-) -> int:
-    """Implements ``mulligan config check FILE...``.
-
-    Loads each file into a scratch registry (the process-wide one is not
-    touched), with the environment overrides applied as a service would see
-    them. Prints ``OK <file>: policies: a, b; breakers: c; clients: d`` (and
-    each warning, prefixed ``warning:``) to stdout, or the errors, one per
-    line, to stderr.
-
-    Args:
-        argv: the arguments after ``config check``: one or more file paths.
-
-    Returns:
-        0 when every file is valid, 1 when one is not, 2 on a usage error.
-    """
-    out = stdout if stdout is not None else sys.stdout
-    err = stderr if stderr is not None else sys.stderr
-    paths = list(argv)
-    if not paths or any(p in ("-h", "--help") for p in paths):
-        print("usage: mulligan config check FILE [FILE...]", file=out if paths else err)
-        return 0 if paths else 2
-    status = 0
-    for path in paths:
-        registry = _core.PolicyRegistry()
-        try:
-            report = _report(registry.load_file(path))
-        except ValueError as e:
-            print(str(e), file=err)
-            status = 1
-            continue
-        parts = [
-            f"{label}: {', '.join(names) if names else '(none)'}"
-            for label, names in (
-                ("policies", report.policies),
-                ("breakers", report.breakers),
-                ("clients", report.clients),
-            )
-        ]
-        print(f"OK {path}: " + "; ".join(parts), file=out)
-        for warning in report.warnings:
-            print(f"warning: {warning}", file=out)
-    return status
