@@ -28,8 +28,10 @@ import numbers
 from typing import Any, Callable, Optional, Union
 
 __all__ = [
+    "INT_MAX",
     "UNSET",
     "Seconds",
+    "attempts",
     "callable_or_none",
     "flag",
     "flag_or_none",
@@ -47,6 +49,9 @@ __all__ = [
 
 #: A duration argument: seconds (an int or a float) or a datetime.timedelta.
 Seconds = Union[float, datetime.timedelta]
+
+#: The largest count the core takes (a C int): attempts, thresholds, sizes.
+INT_MAX = 2**31 - 1
 
 
 class _Unset:
@@ -161,6 +166,11 @@ def integer_or_none(
     if value is None:
         return None
     return _integer(owner, field, value, minimum, maximum, range_text, True)
+
+
+def attempts(owner: str, field: str, value: Any) -> int:
+    """Returns a number of attempts (the first included): an int in [1, INT_MAX]."""
+    return _integer(owner, field, value, 1, INT_MAX, f"[1, {INT_MAX}]", False)
 
 
 def number(owner: str, field: str, value: Any) -> float:

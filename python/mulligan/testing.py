@@ -91,7 +91,7 @@ def set_testing(testing: bool, *, attempts: int = 1) -> _Restore:
     .. versionadded:: 0.1.0
     """
     _validate.flag("mulligan.testing.set_testing", "testing", testing)
-    _validate.integer("mulligan.testing.set_testing", "attempts", attempts, 1, 2**31 - 1)
+    _validate.attempts("mulligan.testing.set_testing", "attempts", attempts)
     restore = _Restore("testing", "testing_attempts")
     STATE.testing = testing
     STATE.testing_attempts = attempts

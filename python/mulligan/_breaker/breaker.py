@@ -65,7 +65,6 @@ _TIMEOUTS = (TimeoutError, asyncio.TimeoutError)
 
 _SUCCESS, _FAILURE, _IGNORED = 0, 1, 2
 
-_INT_MAX = 2**31 - 1
 _OWNER = "mulligan.CircuitBreaker"
 
 
@@ -138,7 +137,7 @@ def _core_kwargs(
 
     def count(field: str, value: Any) -> int:
         # Every count fits the core's C int; its exact range is the core's.
-        return v.integer(owner, field, value, 0, _INT_MAX)
+        return v.integer(owner, field, value, 0, v.INT_MAX)
 
     return dict(
         failure_threshold=count("failure_threshold", failure_threshold),

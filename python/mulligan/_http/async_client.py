@@ -70,7 +70,7 @@ class AsyncClient(_ClientBase):
         self, *, policy: Optional[str] = None, max_connections: Optional[int] = 100, **kwargs: Any
     ) -> None:
         _validate.integer_or_none(
-            self._OWNER, "max_connections", max_connections, 1, 2**31 - 1,
+            self._OWNER, "max_connections", max_connections, 1, _validate.INT_MAX,
             range_text="[1, 2**31 - 1] or None",
         )
         super().__init__(**_merge_named(self._OWNER, policy, kwargs))

@@ -36,8 +36,6 @@ from .response import Response
 __all__: list[str] = []
 
 _USER_AGENT = "mulligan-python"
-# The engine counts attempts in a C int.
-_MAX_ATTEMPTS = 2**31 - 1
 
 
 def _origin_label(url: str) -> str:
@@ -182,9 +180,7 @@ class _ClientBase:
         }
         owner, v = self._OWNER, _validate
         return _policy(
-            v.integer(
-                owner, "attempts", o["attempts"], 1, _MAX_ATTEMPTS, range_text=f"[1, {_MAX_ATTEMPTS}]"
-            ),
+            v.attempts(owner, "attempts", o["attempts"]),
             v.seconds_or_none(owner, "timeout", o["timeout"], positive=True),
             v.seconds_or_none(owner, "deadline", o["deadline"], positive=True),
             v.name(owner, "backoff", o["backoff"]),

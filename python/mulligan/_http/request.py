@@ -185,7 +185,7 @@ def _breaker_args(owner: str, breaker: Any) -> dict[str, Any]:
         raise ValueError(f"unknown breaker options: {sorted(unknown)}")
     return {
         "breaker_failure_threshold": _validate.integer(
-            owner, 'breaker["failure_threshold"]', breaker.get("failure_threshold", 5), 0, 2**31 - 1
+            owner, 'breaker["failure_threshold"]', breaker.get("failure_threshold", 5), 0, _validate.INT_MAX
         ),
         "breaker_reset_timeout": _validate.seconds(
             owner, 'breaker["reset_timeout"]', breaker.get("reset_timeout", 30.0), positive=True

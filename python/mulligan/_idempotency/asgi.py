@@ -108,15 +108,9 @@ class IdempotencyMiddleware:
             return
 
         # The fingerprint needs the whole body before the app runs.
-        chunks = []
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        body = await _read_body(receive)
+        if body is None:
+            return  # the client went away
         query: bytes = scope.get("query_string", b"")
         target = path + "?" + query.decode("latin-1") if query else path
         fingerprint = request_fingerprint(method, target, body)
@@ -129,7 +123,15 @@ class IdempotencyMiddleware:
         if reservation.state != "reserved":
             await _send(send, _answer(reservation))
             return
+        await self._run_once(scope, receive, send, body, reservation)
 
+    async def _run_once(
+        self, scope: Scope, receive: Receive, send: Send, body: bytes, reservation: Any
+    ) -> None:
+        """Runs the app for a reserved key, passing its response through to the
+        client and storing it (or releasing the key) when it is complete."""
+        store = self._rules.store
+        store_status = self._rules.store_status
         replayed_body = False
 
         async def replay_receive() -> Message:
@@ -156,7 +158,7 @@ class IdempotencyMiddleware:
                     # Settled before the last bytes leave: a retry that races
                     # the end of this response must find it stored.
                     settled = True
-                    _settle(store, reservation, rules.store_status, status, headers, parts)
+                    _settle(store, reservation, store_status, status, headers, parts)
             await send(message)
 
         try:
@@ -168,6 +170,18 @@ class IdempotencyMiddleware:
             raise
         if not settled:  # the app returned without a complete response
             store.release(reservation)
+
+
+async def _read_body(receive: Receive) -> Optional[bytes]:
+    """The whole request body, or None when the client disconnected first."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 def _parse(raw: bytes, max_length: int) -> str:

@@ -103,7 +103,16 @@ class WSGIIdempotencyMiddleware:
             status, headers, out = _answer(reservation)
             return _respond(start_response, (status, headers, out))
 
+        return self._run_once(environ, start_response, reservation)
+
+    def _run_once(
+        self, environ: Environ, start_response: StartResponse, reservation: Any
+    ) -> list[bytes]:
+        """Runs the app for a reserved key, collects its whole response, stores
+        it (or releases the key) and sends it."""
+        store = self._rules.store
         captured: dict[str, Any] = {}
+        parts: list[bytes] = []
 
         def capture(
             status: str, headers: list[tuple[str, str]], exc_info: Optional[ExcInfo] = None
@@ -112,7 +121,6 @@ class WSGIIdempotencyMiddleware:
             captured["headers"] = headers
             return parts.append
 
-        parts: list[bytes] = []
         try:
             result = self.app(environ, capture)
             try:
@@ -129,29 +137,41 @@ class WSGIIdempotencyMiddleware:
             raise RuntimeError("the WSGI application returned without calling start_response")
         status_line: str = captured["status"]
         str_headers: list[tuple[str, str]] = captured["headers"]
-        code = int(status_line.split(" ", 1)[0])
         out = b"".join(parts)
-        if rules.store_status(code):
-            try:
-                store.complete(
-                    reservation,
-                    status=code,
-                    headers=_storable_headers(
-                        (n.encode("latin-1"), v.encode("latin-1")) for n, v in str_headers
-                    ),
-                    body=out,
-                )
-            except (IdempotencyStoreFull, ValueError):
-                # Not stored (see asgi._settle); the client still gets it, and
-                # the key is freed rather than blocked until the lease expires.
-                try:
-                    store.release(reservation)
-                except ValueError:
-                    pass
-        else:
-            store.release(reservation)
+        _settle(store, reservation, self._rules.store_status, status_line, str_headers, out)
         start_response(status_line, str_headers)
         return [out]
+
+
+def _settle(
+    store: IdempotencyStore,
+    reservation: Any,
+    store_status: Callable[[int], bool],
+    status_line: str,
+    str_headers: list[tuple[str, str]],
+    out: bytes,
+) -> None:
+    """Stores a complete response, or releases the key (see asgi._settle)."""
+    code = int(status_line.split(" ", 1)[0])
+    if not store_status(code):
+        store.release(reservation)
+        return
+    try:
+        store.complete(
+            reservation,
+            status=code,
+            headers=_storable_headers(
+                (n.encode("latin-1"), v.encode("latin-1")) for n, v in str_headers
+            ),
+            body=out,
+        )
+    except (IdempotencyStoreFull, ValueError):
+        # Not stored (see asgi._settle); the client still gets it, and
+        # the key is freed rather than blocked until the lease expires.
+        try:
+            store.release(reservation)
+        except ValueError:
+            pass
 
 
 def _respond(

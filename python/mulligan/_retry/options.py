@@ -43,9 +43,6 @@ _NEVER_RETRIED: tuple[type[BaseException], ...] = (KeyboardInterrupt, SystemExit
 # The default of `fallback=` (and of retry's positional slot): "none given".
 _MISSING: Any = object()
 
-# The engine counts attempts in a C int.
-_MAX_ATTEMPTS = 2**31 - 1
-
 # The owner named in every error message of the retry options.
 _OWNER = "mulligan.retry"
 
@@ -151,9 +148,7 @@ def _compile_policy(o: dict[str, Any]) -> tuple[_core.RetryPolicy, Optional[floa
     deadline = _validate.seconds_or_none(_OWNER, "deadline", o["deadline"], positive=True)
     retry_after_max = _validate.seconds(_OWNER, "retry_after_max", o["retry_after_max"])
     policy = _core.RetryPolicy(
-        attempts=_validate.integer(
-            _OWNER, "attempts", o["attempts"], 1, _MAX_ATTEMPTS, range_text=f"[1, {_MAX_ATTEMPTS}]"
-        ),
+        attempts=_validate.attempts(_OWNER, "attempts", o["attempts"]),
         backoff=_validate.name(_OWNER, "backoff", o["backoff"]),
         base_delay=_validate.seconds(_OWNER, "base_delay", o["base_delay"]),
         multiplier=_validate.number(_OWNER, "multiplier", o["multiplier"]),

@@ -137,6 +137,6 @@ def start_dashboard(port: int = 8000, host: str = "127.0.0.1", history: int = 50
     """
     _validate.integer(_OWNER, "port", port, 0, 65535, range_text="0..65535")
     _validate.name(_OWNER, "host", host)
-    _validate.integer(_OWNER, "history", history, 1, 2**31 - 1)
+    _validate.integer(_OWNER, "history", history, 1, _validate.INT_MAX)
     return Dashboard(host, port, history)
 
