@@ -368,6 +368,12 @@ class IdempotencyStoreFull(MulliganError):
     """
 
 
+class _UsageError(Exception):
+    """A bad argument of the ``mulligan`` command found after argument parsing
+    (an unreadable ``-d @file``, a malformed header or URL). Private to the
+    command: ``main()`` turns it into a usage message and exit code 2."""
+
+
 _KIND_CLASSES: dict[str, type[TransportError]] = {
     "connection_refused": ConnectionRefused,
     "connection_reset": ConnectionReset,

@@ -26,6 +26,7 @@ from .._errors import (
     ConnectTimeout,
     DeadlineExceeded,
     TransportError,
+    _UsageError,
 )
 from .._http.client import Client
 from .._http.events import RetryEvent
@@ -61,10 +62,6 @@ exit codes:
 """
 
 _GAVE_UP_REASONS = ("attempts_exhausted", "deadline", "retry_after_too_long", "not_replay_safe")
-
-
-class _UsageError(Exception):
-    pass
 
 
 def _seconds(text: str) -> float:
