@@ -22,6 +22,7 @@ to be flipped while other threads are retrying.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from types import TracebackType
 from typing import Optional
@@ -159,8 +160,6 @@ class FakeClock:
 
     async def async_sleep(self, seconds: float) -> None:
         """Like :meth:`sleep`, then yields to the event loop once."""
-        import asyncio  # not at module level: `import mulligan` imports this module
-
         self.sleep(seconds)
         await asyncio.sleep(0)
 
