@@ -15,7 +15,7 @@ import pytest
 import mulligan
 from mulligan._telemetry import metrics as _metrics
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[3]
 ARTIFACTS = pathlib.Path(os.environ.get("MULLIGAN_TEST_ARTIFACTS", REPO / "build" / "test-artifacts"))
 CHROMIUM_FLAGS = [
     "--headless",

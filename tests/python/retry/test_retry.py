@@ -365,7 +365,7 @@ def test_non_int_attempts_is_a_type_error() -> None:
 
 
 def test_generator_and_async_generator_functions_are_rejected() -> None:
-    # Coroutine functions are supported (tests/python/test_retry_async.py).
+    # Coroutine functions are supported (tests/python/retry/test_retry_async.py).
     decorator = mulligan.retry(on=ValueError)
 
     def gen() -> Any:

@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import urllib.request
 import socket
 import subprocess
-import sys
 from typing import Any
 
 import pytest
+from conftest import mulligan_cmd
 
 FAST = ["--backoff", "0.01", "--max-delay", "0.05"]
-
-
-def mulligan_cmd() -> list[str]:
-    # The script installed with this interpreter's package (not another one on
-    # PATH); `python -m mulligan` when it is not there.
-    beside = os.path.join(os.path.dirname(sys.executable), "mulligan")
-    found = beside if os.access(beside, os.X_OK) else shutil.which("mulligan")
-    if found and os.path.dirname(found) != os.path.dirname(sys.executable):
-        found = None
-    return [found] if found else [sys.executable, "-m", "mulligan"]
 
 
 def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:

@@ -8,7 +8,7 @@ import re
 
 import mulligan
 
-DASHBOARD = pathlib.Path(__file__).resolve().parents[2] / "grafana" / "mulligan-dashboard.json"
+DASHBOARD = pathlib.Path(__file__).resolve().parents[3] / "grafana" / "mulligan-dashboard.json"
 SUFFIXES = ("_bucket", "_sum", "_count")
 
 

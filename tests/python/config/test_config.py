@@ -26,7 +26,7 @@ from mulligan._config.policies import (
     _resolve_retry_kwargs,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "config" / "mulligan.json"
 GRPC_EXAMPLE = ROOT / "examples" / "config" / "grpc_service_config.json"
 EXPECTED = ROOT / "tests" / "vectors" / "config" / "expected.json"

@@ -19,7 +19,7 @@ import pytest
 
 import mulligan
 
-from test_cli import mulligan_cmd
+from conftest import mulligan_cmd
 
 
 # -- argument types -------------------------------------------------------------

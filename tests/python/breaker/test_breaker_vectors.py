@@ -11,7 +11,7 @@ import pytest
 
 from mulligan import CircuitBreaker, CircuitOpenError
 
-VECTORS = pathlib.Path(__file__).resolve().parents[1] / "vectors" / "breaker.json"
+VECTORS = pathlib.Path(__file__).resolve().parents[2] / "vectors" / "breaker.json"
 CASES = json.loads(VECTORS.read_text(encoding="utf-8"))["cases"]
 START = 1000.0
 
