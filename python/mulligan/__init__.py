@@ -9,7 +9,12 @@ One C++ engine decides; this package acts on its decisions in Python::
 
     response = mulligan.get("https://example.org/", attempts=3, timeout=5.0)
 
-Anything not listed in ``__all__`` is private.
+Anything not listed in ``__all__`` is private: the subpackages that hold
+each part (``_retry``, ``_breaker``, ``_http``, ``_idempotency``,
+``_telemetry``, ``_config``, ``_cli``), the native module ``_core`` and every
+other ``_``-prefixed module may change without notice. The public modules
+besides this one are :mod:`mulligan.testing`, :mod:`mulligan.prometheus` and
+:mod:`mulligan.otel`.
 
 .. versionadded:: 0.1.0
 """
