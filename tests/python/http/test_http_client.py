@@ -110,6 +110,11 @@ def test_a_reply_that_is_not_http_is_a_terminal_transport_error() -> None:
         assert info.value.kind == "terminal"
         assert info.value.attempts == 1
         assert not isinstance(info.value, ValueError)
+        # The server thread counts a connection after answering it, which may
+        # be just after the client saw the answer: wait for the count.
+        deadline = time.monotonic() + 5.0
+        while not served and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert served == [1]
     finally:
         listener.close()
