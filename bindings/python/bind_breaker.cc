@@ -1,5 +1,5 @@
 // bindings/bind_breaker.cc — circuit breakers and the breaker registry for
-// mulligan._core (wrapped by python/mulligan/_circuit.py).
+// mulligan._core (wrapped by python/mulligan/_breaker/breaker.py).
 //
 // Two surfaces:
 //   - _core.CircuitBreaker / _core.BreakerRegistry (pybind11): construction,

@@ -1,6 +1,7 @@
 // bindings/module.cc — the private extension module mulligan._core.
 //
-// Only python/mulligan/_*.py import it; users see the pure-Python layer.
+// Only the private modules of python/mulligan/ (its _-prefixed modules and
+// subpackages) import it; users see the pure-Python layer.
 #include "bindings.h"
 
 PYBIND11_MODULE(_core, m) {

@@ -9,7 +9,12 @@ One C++ engine decides; this package acts on its decisions in Python::
 
     response = mulligan.get("https://example.org/", attempts=3, timeout=5.0)
 
-Anything not listed in ``__all__`` is private.
+Anything not listed in ``__all__`` is private: the subpackages that hold
+each part (``_retry``, ``_breaker``, ``_http``, ``_idempotency``,
+``_telemetry``, ``_config``, ``_cli``), the native module ``_core`` and every
+other ``_``-prefixed module may change without notice. The public modules
+besides this one are :mod:`mulligan.testing`, :mod:`mulligan.prometheus` and
+:mod:`mulligan.otel`.
 
 .. versionadded:: 0.1.0
 """
@@ -26,59 +31,31 @@ from ._errors import (
     DeadlineExceeded,
     DnsFailure,
     HTTPStatusError,
+    IdempotencyConflict,
+    IdempotencyKeyMismatch,
+    IdempotencyResultNotReplayable,
+    IdempotencyStoreFull,
     InvalidURL,
     MulliganError,
     RetriesExhausted,
     TlsError,
     TransportError,
 )
-from ._http import (
-    Client,
-    Headers,
-    Response,
-    RetryEvent,
-    delete,
-    get,
-    head,
-    new_idempotency_key,
-    options,
-    parse_retry_after,
-    patch,
-    post,
-    put,
-    request,
-)
-from ._async_http import AsyncClient
-from ._asgi import IdempotencyMiddleware
-from ._idempotency import (
-    IdempotencyConflict,
-    IdempotencyKeyMismatch,
-    IdempotencyReservation,
-    IdempotencyResultNotReplayable,
-    IdempotencyStore,
-    IdempotencyStoreFull,
-    parse_idempotency_key,
-)
-from ._wsgi import WSGIIdempotencyMiddleware
-from ._hooks import RetryDetails, RetryHook, RetryStatistics
-from ._retry import (
-    Attempt,
-    RetryBlock,
-    RetryDecorator,
-    RetryingCallable,
-    RetryOptions,
-    StatisticsView,
-    retry,
-    retrying,
-)
-from ._circuit import (
-    BreakerRegistry,
-    BreakerTransition,
-    CircuitBreaker,
-    breakers,
-    circuit_breaker,
-)
-from ._metrics import (
+from ._http.headers import Headers, new_idempotency_key, parse_retry_after
+from ._http.response import Response
+from ._http.events import RetryEvent
+from ._http.client import Client, delete, get, head, options, patch, post, put, request
+from ._http.async_client import AsyncClient
+from ._idempotency.store import IdempotencyReservation, IdempotencyStore, parse_idempotency_key
+from ._idempotency.asgi import IdempotencyMiddleware
+from ._idempotency.wsgi import WSGIIdempotencyMiddleware
+from ._retry.hooks import RetryDetails, RetryHook, RetryStatistics, StatisticsView
+from ._retry.options import RetryOptions
+from ._retry.decorator import RetryDecorator, RetryingCallable, retry
+from ._retry.block import Attempt, RetryBlock, retrying
+from ._breaker.breaker import BreakerTransition, CircuitBreaker
+from ._breaker.registry import BreakerRegistry, breakers, circuit_breaker
+from ._telemetry.metrics import (
     RetryStatus,
     add_event_listener,
     metrics_json,
@@ -87,8 +64,8 @@ from ._metrics import (
     remove_event_listener,
     status,
 )
-from ._dashboard import Dashboard, start_dashboard
-from ._config import (
+from ._telemetry.dashboard import Dashboard, start_dashboard
+from ._config.policies import (
     BreakerConfig,
     ClientConfig,
     ConfigReport,

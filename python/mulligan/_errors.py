@@ -5,19 +5,23 @@ Bad configuration raises the built-in :class:`ValueError` or :class:`TypeError`,
 and a decorated function that gives up re-raises the user's own last exception,
 so these classes appear mainly around HTTP calls.
 
-The native module builds instances through :func:`_from_status`, imported at
-call time, which is why this module must stay free of ``_core`` imports.
+Every exception class of the package is defined here, and nowhere else. The
+module imports nothing from the package: the native module builds instances
+through :func:`_from_status`, imported at call time, so this module must stay
+free of ``_core`` imports (or importing the package would be circular), and
+the HTTP response that :class:`HTTPStatusError` and :class:`RetriesExhausted`
+carry is described by the :class:`HTTPResponse` protocol instead of being
+imported from ``_http`` (whose ``Response.raise_for_status`` raises
+:class:`HTTPStatusError`, so each would import the other).
 
 .. versionadded:: 0.1.0
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
-
-if TYPE_CHECKING:
-    from ._http import Response
+from typing import Any, Optional, Protocol
 
 __all__ = [
     "AttemptOutcome",
@@ -28,13 +32,48 @@ __all__ = [
     "ConnectionReset",
     "DeadlineExceeded",
     "DnsFailure",
+    "HTTPResponse",
     "HTTPStatusError",
+    "IdempotencyConflict",
+    "IdempotencyKeyMismatch",
+    "IdempotencyResultNotReplayable",
+    "IdempotencyStoreFull",
     "InvalidURL",
     "MulliganError",
     "RetriesExhausted",
     "TlsError",
     "TransportError",
 ]
+
+
+class HTTPResponse(Protocol):
+    """What an HTTP error carries: the members of :class:`mulligan.Response`.
+
+    :class:`mulligan.Response` satisfies it (mypy checks that wherever one is
+    passed to :class:`HTTPStatusError` or :class:`RetriesExhausted`), so code
+    reading ``error.response.status_code`` or ``error.response.json()`` is
+    typed without this module importing the HTTP client.
+    """
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    @property
+    def content(self) -> bytes: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def elapsed(self) -> float: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def idempotency_key(self) -> Optional[str]: ...
+    @property
+    def stop_reason(self) -> str: ...
+    def json(self, **kwargs: Any) -> Any: ...
 
 
 class MulliganError(Exception):
@@ -209,7 +248,7 @@ class HTTPStatusError(MulliganError):
         status_code: its HTTP status.
     """
 
-    def __init__(self, message: str, *, response: Response) -> None:
+    def __init__(self, message: str, *, response: HTTPResponse) -> None:
         super().__init__(message)
         self.response = response
         self.status_code = response.status_code
@@ -260,7 +299,7 @@ class RetriesExhausted(MulliganError):
         *,
         attempts: int,
         stop_reason: str,
-        response: Optional[Response] = None,
+        response: Optional[HTTPResponse] = None,
         outcomes: tuple[AttemptOutcome, ...] = (),
     ) -> None:
         super().__init__(message)
@@ -268,6 +307,71 @@ class RetriesExhausted(MulliganError):
         self.stop_reason = stop_reason
         self.response = response
         self.outcomes = outcomes
+
+
+class IdempotencyConflict(MulliganError):
+    """Another call with the same idempotency key is still running (HTTP: 409).
+
+    Attributes:
+        key: the idempotency key.
+        retry_after: seconds after which a retry may find the result.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, message: str, *, key: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.key = key
+        self.retry_after = retry_after
+
+
+class IdempotencyResultNotReplayable(IdempotencyConflict):
+    """A call with this idempotency key already ran to completion, but its
+    return value could not be stored (it is not picklable, or too big for the
+    store), so a repeat can neither replay it nor run the function again.
+
+    Raised by functions decorated with :meth:`IdempotencyStore.idempotent`.
+    A subclass of :class:`IdempotencyConflict`; ``retry_after`` is the time
+    left until the entry expires (after which the key runs afresh).
+
+    Attributes:
+        key: the idempotency key.
+        retry_after: seconds until the key is forgotten.
+        reason: why the result was not stored.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, message: str, *, key: str, retry_after: float, reason: str) -> None:
+        super().__init__(message, key=key, retry_after=retry_after)
+        self.reason = reason
+
+
+class IdempotencyKeyMismatch(MulliganError, ValueError):
+    """The idempotency key was already used for a different request (HTTP: 422).
+
+    Attributes:
+        key: the idempotency key.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class IdempotencyStoreFull(MulliganError):
+    """The store is full of in-flight keys and cannot take a new one (HTTP: 503).
+
+    .. versionadded:: 0.1.0
+    """
+
+
+class _UsageError(Exception):
+    """A bad argument of the ``mulligan`` command found after argument parsing
+    (an unreadable ``-d @file``, a malformed header or URL). Private to the
+    command: ``main()`` turns it into a usage message and exit code 2."""
 
 
 _KIND_CLASSES: dict[str, type[TransportError]] = {

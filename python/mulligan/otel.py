@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Optional
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
-from . import _metrics
+from ._telemetry import metrics as _metrics
 from ._version import __version__
 
 __all__ = ["OtelBridge", "instrument"]

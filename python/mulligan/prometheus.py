@@ -24,7 +24,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import REGISTRY, CollectorRegistry
 
-from . import _metrics
+from ._telemetry import metrics as _metrics
 
 __all__ = ["MulliganCollector", "register"]
 

@@ -22,11 +22,13 @@ to be flipped while other threads are retrying.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from types import TracebackType
 from typing import Optional
 
-from ._state import STATE
+from . import _validate
+from ._retry.state import STATE
 
 __all__ = ["FakeClock", "set_active", "set_clock", "set_testing"]
 
@@ -70,8 +72,7 @@ def set_active(active: bool) -> _Restore:
 
     .. versionadded:: 0.1.0
     """
-    if not isinstance(active, bool):
-        raise TypeError(f"set_active: active must be a bool, got {active!r}")
+    _validate.flag("mulligan.testing.set_active", "active", active)
     restore = _Restore("active")
     STATE.active = active
     return restore
@@ -90,12 +91,8 @@ def set_testing(testing: bool, *, attempts: int = 1) -> _Restore:
 
     .. versionadded:: 0.1.0
     """
-    if not isinstance(testing, bool):
-        raise TypeError(f"set_testing: testing must be a bool, got {testing!r}")
-    if isinstance(attempts, bool) or not isinstance(attempts, int):
-        raise TypeError(f"set_testing: attempts must be an int, got {attempts!r}")
-    if attempts < 1:
-        raise ValueError(f"set_testing: attempts must be >= 1, got {attempts}")
+    _validate.flag("mulligan.testing.set_testing", "testing", testing)
+    _validate.attempts("mulligan.testing.set_testing", "attempts", attempts)
     restore = _Restore("testing", "testing_attempts")
     STATE.testing = testing
     STATE.testing_attempts = attempts
@@ -163,8 +160,6 @@ class FakeClock:
 
     async def async_sleep(self, seconds: float) -> None:
         """Like :meth:`sleep`, then yields to the event loop once."""
-        import asyncio  # not at module level: `import mulligan` imports this module
-
         self.sleep(seconds)
         await asyncio.sleep(0)
 

@@ -1,6 +1,6 @@
 // The shared circuit breaker scripts of tests/vectors/breaker.json, which the
 // C (tests/capi/breaker_vectors_test.c) and Python
-// (tests/python/test_breaker_vectors.py) suites run too.
+// (tests/python/breaker/test_breaker_vectors.py) suites run too.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>

@@ -3,8 +3,11 @@
 ``nginx`` starts the real nginx test server once per session
 (tests/nginx/nginx_server.py, imported by path: it is not a package); the
 end-to-end tests that use it are skipped cleanly only when nginx or its echo
-module is not installed. ``vectors`` loads tests/vectors/*.json, the cases the
-C++, C and Python suites share.
+module is not installed. ``load_vectors`` reads tests/vectors/*.json, the cases
+the C++, C and Python suites share; ``mulligan_cmd`` is how tests run the
+installed ``mulligan`` command. The tests sit in one folder per part
+(retry/, breaker/, http/, idempotency/, telemetry/, config/, cli/); the
+package-wide checks (surface, import graph, durations, typing) sit here.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -31,6 +35,16 @@ def load_nginx_server_module() -> Any:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def mulligan_cmd() -> list[str]:
+    # The script installed with this interpreter's package (not another one on
+    # PATH); `python -m mulligan` when it is not there.
+    beside = os.path.join(os.path.dirname(sys.executable), "mulligan")
+    found = beside if os.access(beside, os.X_OK) else shutil.which("mulligan")
+    if found and os.path.dirname(found) != os.path.dirname(sys.executable):
+        found = None
+    return [found] if found else [sys.executable, "-m", "mulligan"]
 
 
 def load_vectors(name: str) -> list[dict[str, Any]]:

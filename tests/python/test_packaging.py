@@ -1,9 +1,14 @@
-"""The package surface: one version, a private _core, an explicit __all__."""
+"""The package surface: one version, a private _core, an explicit __all__,
+every exception in _errors."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import importlib.metadata
+import inspect
 import os
+import pkgutil
 
 import mulligan
 from mulligan import _core
@@ -76,3 +81,103 @@ def test_transport_error_attributes_and_pickle() -> None:
         e.message,
         e.stop_reason,
     )
+
+
+# The public surface, written out: a name dropped from (or added to)
+# mulligan.__all__ fails here until this list says so.
+PUBLIC_NAMES = [
+    "AsyncClient", "Attempt", "AttemptOutcome", "AttemptTimeout", "BreakerConfig",
+    "BreakerRegistry", "BreakerTransition", "CircuitBreaker", "CircuitOpenError", "Client",
+    "ClientConfig", "ConfigReport", "ConnectTimeout", "ConnectionRefused", "ConnectionReset",
+    "Dashboard", "DeadlineExceeded", "DnsFailure", "HTTPStatusError", "Headers",
+    "IdempotencyConflict", "IdempotencyKeyMismatch", "IdempotencyMiddleware",
+    "IdempotencyReservation", "IdempotencyResultNotReplayable", "IdempotencyStore",
+    "IdempotencyStoreFull", "InvalidURL", "MulliganError", "Policy", "Response",
+    "RetriesExhausted", "RetryBlock", "RetryDecorator", "RetryDetails", "RetryEvent",
+    "RetryHook", "RetryOptions", "RetryStatistics", "RetryStatus", "RetryingCallable",
+    "StatisticsView", "TlsError", "TransportError", "WSGIIdempotencyMiddleware", "__version__",
+    "add_event_listener", "breaker_config", "breakers", "circuit_breaker", "client_config",
+    "delete", "get", "head", "load_config", "metrics_json", "metrics_snapshot",
+    "new_idempotency_key", "options", "parse_idempotency_key", "parse_retry_after", "patch",
+    "policy", "post", "prometheus_text", "put", "reload_config", "remove_event_listener",
+    "request", "retry", "retrying", "start_dashboard", "status", "testing",
+]
+
+# Public modules besides the package itself.
+PUBLIC_SUBMODULES = ["mulligan.testing", "mulligan.prometheus", "mulligan.otel"]
+
+
+def test_all_is_the_written_out_public_surface() -> None:
+    assert sorted(mulligan.__all__) == sorted(PUBLIC_NAMES)
+    assert len(set(mulligan.__all__)) == len(mulligan.__all__)
+
+
+def test_every_public_name_imports_from_the_package() -> None:
+    namespace: dict[str, object] = {}
+    exec("from mulligan import *", namespace)  # what `import *` gives is __all__
+    for name in PUBLIC_NAMES:
+        assert name in namespace, name
+        exec(f"from mulligan import {name}", {})
+    # The public decorators and functions are the objects, not the private
+    # subpackages of the same part (mulligan._retry is no mulligan.retry).
+    assert callable(mulligan.retry) and inspect.isfunction(mulligan.retry)
+    assert inspect.ismodule(mulligan.testing) and mulligan.testing.__name__ == "mulligan.testing"
+
+
+def test_public_submodules_import() -> None:
+    for name in PUBLIC_SUBMODULES:
+        module = importlib.import_module(name)
+        assert module.__doc__, name
+        for public in module.__all__:
+            assert getattr(module, public) is not None, f"{name}.{public}"
+
+
+def _package_modules() -> list[str]:
+    names = ["mulligan"]
+    for info in pkgutil.walk_packages(mulligan.__path__, "mulligan."):
+        names.append(info.name)
+    return names
+
+
+def test_every_exception_class_is_defined_in_errors() -> None:
+    defined_elsewhere = []
+    for name in _package_modules():
+        if name in ("mulligan.prometheus", "mulligan.otel"):
+            continue  # optional extras; they define no exception either
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and value.__module__ == name
+                and name != "mulligan._errors"
+            ):
+                defined_elsewhere.append(f"{name}.{attr}")
+    assert defined_elsewhere == []
+    for name in PUBLIC_NAMES:
+        value = getattr(mulligan, name)
+        if inspect.isclass(value) and issubclass(value, BaseException):
+            assert value.__module__ == "mulligan._errors", name
+
+
+def test_errors_module_imports_nothing_from_the_package() -> None:
+    import mulligan._errors as errors_module
+
+    with open(errors_module.__file__, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 0 and not (node.module or "").startswith("mulligan"), ast.dump(node)
+        elif isinstance(node, ast.Import):
+            assert all(not a.name.startswith("mulligan") for a in node.names)
+
+
+def test_subpackages_are_private() -> None:
+    # Every part lives in a private subpackage; the only public modules are
+    # the package and PUBLIC_SUBMODULES (the package docstring says so).
+    public = [
+        name for name in _package_modules()
+        if name != "mulligan" and not any(part.startswith("_") for part in name.split(".")[1:])
+    ]
+    assert sorted(public) == sorted(PUBLIC_SUBMODULES)
+    assert "not listed in ``__all__`` is private" in (mulligan.__doc__ or "")

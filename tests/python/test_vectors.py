@@ -1,10 +1,10 @@
 """The shared vectors (tests/vectors/*.json) through the Python front doors.
 
-backoff.json runs through ``mulligan.retrying`` (test_retry.py runs it through
+backoff.json runs through ``mulligan.retrying`` (retry/test_retry.py runs it through
 the decorator too); deadline.json's session scripts run through the engine's
 policy and session as bound in ``_core`` and, for the exception-only scripts,
 through ``@mulligan.retry`` on a FakeClock; retry_after.json is in
-test_retry_after.py.
+http/test_retry_after.py.
 """
 
 from __future__ import annotations

@@ -1,0 +1,575 @@
+"""The circuit breaker: :class:`CircuitBreaker` and :class:`BreakerTransition`.
+
+A breaker fails fast while a dependency is down (DESIGN.md section 4): after
+``failure_threshold`` consecutive failures (or a failure rate over a sliding
+window) it opens and refuses calls with :class:`mulligan.CircuitOpenError`;
+after ``reset_timeout`` it lets ``half_open_max_calls`` probes through, and
+closes or reopens on their results. The state machine is the C++ core's; this
+module only acquires a permit before the call and records the result after it::
+
+    import mulligan
+
+    db = mulligan.CircuitBreaker("db", failure_threshold=3, reset_timeout=10.0)
+
+    @db
+    def query(sql: str) -> list[Row]: ...
+
+    @mulligan.circuit_breaker(name="payments")   # shared, by name
+    async def charge(amount: int) -> Receipt: ...
+
+    with db:                                      # or `async with db:`
+        run_block()
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import logging
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Optional,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+    cast,
+)
+
+from .. import _core, _validate
+from .._validate import Seconds
+
+__all__ = ["BreakerTransition", "CircuitBreaker"]
+
+LOGGER = logging.getLogger("mulligan")
+
+F = TypeVar("F", bound=Callable[..., Any])
+ExceptionFilter = Union[
+    Type[BaseException], Tuple[Type[BaseException], ...], Callable[[BaseException], bool]
+]
+
+# Never counted, whatever failure_on says (DESIGN.md section 4): the caller
+# went away, not the dependency. asyncio.CancelledError is a BaseException.
+_NEVER_COUNTED = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError)
+# Timeouts always count as failures (unless ignore_on names them).
+_TIMEOUTS = (TimeoutError, asyncio.TimeoutError)
+
+_SUCCESS, _FAILURE, _IGNORED = 0, 1, 2
+
+_OWNER = "mulligan.CircuitBreaker"
+
+
+@dataclass(frozen=True)
+class BreakerTransition:
+    """A state change of a breaker, as given to listeners.
+
+    Attributes:
+        name: the breaker's name.
+        from_state: the state before, one of ``"closed"``, ``"open"``,
+            ``"half_open"``, ``"forced_open"``, ``"disabled"``, ``"metrics_only"``.
+        to_state: the state after.
+        reason: why: ``"failure_threshold"``, ``"failure_rate"``,
+            ``"slow_call_rate"``, ``"reset_timeout_elapsed"``,
+            ``"probe_succeeded"``, ``"probe_failed"``, ``"forced_open"``,
+            ``"disabled"``, ``"metrics_only"``, ``"reset"``, or
+            ``"metrics_only:<condition>"`` for the trip a metrics-only
+            breaker would have made.
+        at: the breaker clock's reading (monotonic seconds) of the call that
+            made the transition.
+
+    .. versionadded:: 0.1.0
+    """
+
+    __slots__ = ("name", "from_state", "to_state", "reason", "at")
+    name: str
+    from_state: str
+    to_state: str
+    reason: str
+    at: float
+
+
+def _matcher(value: Optional[ExceptionFilter], field: str) -> Callable[[BaseException], bool]:
+    if value is None:
+        return lambda exc: False
+    if isinstance(value, type) and issubclass(value, BaseException):
+        return lambda exc: isinstance(exc, value)
+    if isinstance(value, tuple):
+        for item in value:
+            if not (isinstance(item, type) and issubclass(item, BaseException)):
+                raise TypeError(f"{field} must hold exception types, got {item!r}")
+        return lambda exc: isinstance(exc, value)
+    if callable(value):
+        return cast(Callable[[BaseException], bool], value)
+    raise TypeError(f"{field} must be an exception type, a tuple of them or a predicate")
+
+
+def _core_kwargs(
+    owner: str,
+    *,
+    failure_threshold: int,
+    window: Optional[str],
+    window_size: int,
+    window_duration: Seconds,
+    window_buckets: int,
+    failure_rate_threshold: float,
+    minimum_calls: int,
+    slow_call_duration: Optional[Seconds],
+    slow_call_rate_threshold: float,
+    reset_timeout: Seconds,
+    reset_timeout_multiplier: float,
+    max_reset_timeout: Seconds,
+    half_open_max_calls: int,
+    permit_timeout: Seconds,
+) -> Dict[str, Any]:
+    """The core breaker's keyword arguments, each checked by its kind (``owner``
+    names the front door in the errors). Ranges that depend on the window or
+    on other fields are the core's to check (it names the field)."""
+    v = _validate
+
+    def count(field: str, value: Any) -> int:
+        # Every count fits the core's C int; its exact range is the core's.
+        return v.integer(owner, field, value, 0, v.INT_MAX)
+
+    return dict(
+        failure_threshold=count("failure_threshold", failure_threshold),
+        window="none" if window is None else v.name(owner, "window", window),
+        window_size=count("window_size", window_size),
+        window_duration=v.seconds(owner, "window_duration", window_duration),
+        window_buckets=count("window_buckets", window_buckets),
+        failure_rate_threshold=v.percentage(owner, "failure_rate_threshold", failure_rate_threshold),
+        minimum_calls=count("minimum_calls", minimum_calls),
+        slow_call_duration=v.seconds_or_none(
+            owner, "slow_call_duration", slow_call_duration, positive=True
+        ),
+        slow_call_rate_threshold=v.percentage(
+            owner, "slow_call_rate_threshold", slow_call_rate_threshold
+        ),
+        reset_timeout=v.seconds(owner, "reset_timeout", reset_timeout, positive=True),
+        reset_timeout_multiplier=v.number(owner, "reset_timeout_multiplier", reset_timeout_multiplier),
+        max_reset_timeout=v.seconds(owner, "max_reset_timeout", max_reset_timeout),
+        half_open_max_calls=count("half_open_max_calls", half_open_max_calls),
+        permit_timeout=v.seconds(owner, "permit_timeout", permit_timeout, positive=True),
+    )
+
+
+def _log_transition(t: BreakerTransition) -> None:
+    level = logging.WARNING if t.to_state in ("open", "forced_open") else logging.INFO
+    if LOGGER.isEnabledFor(level):
+        LOGGER.log(
+            level,
+            "mulligan: circuit breaker %r %s -> %s (%s)",
+            t.name,
+            t.from_state,
+            t.to_state,
+            t.reason,
+            extra={
+                "mulligan_event": "breaker_transition",
+                "mulligan_breaker": t.name,
+                "mulligan_from_state": t.from_state,
+                "mulligan_to_state": t.to_state,
+                "mulligan_reason": t.reason,
+                "mulligan_at": t.at,
+            },
+        )
+
+
+def _make_hook(owner: "CircuitBreaker") -> Callable[[str, str, str, str, float], None]:
+    # A weak reference: the core breaker holds this hook, and a strong one
+    # would make a cycle through C++ that the garbage collector cannot see.
+    ref = weakref.ref(owner)
+
+    def hook(name: str, from_state: str, to_state: str, reason: str, at: float) -> None:
+        transition = BreakerTransition(name, from_state, to_state, reason, at)
+        try:
+            _log_transition(transition)
+        except Exception:  # a broken logging handler must not break the call
+            pass
+        breaker = ref()
+        if breaker is None:
+            return
+        for listener in tuple(breaker._listeners):
+            try:
+                listener(transition)
+            except Exception:
+                # Never let a listener's exception reach the caller (or C++).
+                LOGGER.exception(
+                    "mulligan: circuit breaker %r listener %r raised",
+                    name,
+                    listener,
+                    extra={"mulligan_event": "breaker_listener_error", "mulligan_breaker": name},
+                )
+
+    return hook
+
+
+class CircuitBreaker:
+    """A circuit breaker for one dependency; a decorator and a context manager.
+
+    Decorate a function or a coroutine function (``@breaker``), or guard a
+    block (``with breaker:`` / ``async with breaker:``). Before each call the
+    breaker is asked for a permit; when it refuses,
+    :class:`mulligan.CircuitOpenError` is raised without running the call.
+    After the call its result is recorded:
+
+    - a return is a success;
+    - an exception matching ``ignore_on`` is ignored (neither success nor
+      failure; it frees a half-open probe slot);
+    - a timeout (:class:`TimeoutError`, :class:`asyncio.TimeoutError`) is a
+      failure;
+    - an exception matching ``failure_on`` is a failure;
+    - any other exception is ignored, and so are KeyboardInterrupt,
+      SystemExit, GeneratorExit and asyncio.CancelledError, always.
+
+    For a coroutine function the result is that of the awaited call: an
+    exception raised inside the coroutine counts.
+
+    Args:
+        name: the breaker's name, used in errors, logs and listener events.
+            Default ``"default"``.
+        failure_threshold: consecutive failures that open the breaker
+            (0 disables this condition; then a window is required). Default 5.
+        window: ``None`` (default), ``"count"`` (the last ``window_size``
+            calls) or ``"time"`` (the calls of the last ``window_duration``
+            seconds, in ``window_buckets`` buckets): trip when the failure
+            rate reaches ``failure_rate_threshold`` percent (default 50) once
+            ``minimum_calls`` (default 10) are in the window.
+        window_size: default 100. window_duration: default 60 s.
+        window_buckets: default 10.
+        slow_call_duration: calls lasting at least this many seconds are slow;
+            trip when the slow rate reaches ``slow_call_rate_threshold``
+            percent (default 100). Requires a window. Default None.
+        reset_timeout: seconds the breaker stays open before probing.
+            Default 30 s.
+        reset_timeout_multiplier: growth of the open period on repeated trips
+            (default 1, no growth), capped at ``max_reset_timeout`` (300 s).
+        half_open_max_calls: probes admitted at once when half-open, and the
+            successes that close it. Default 1.
+        permit_timeout: a probe permit never recorded stops holding its slot
+            after this many seconds. Default 60 s.
+        failure_on: what counts as a failure: an exception type, a tuple of
+            types, or a predicate on the exception. Default :class:`Exception`.
+        ignore_on: exceptions that never count (terminal ones, such as a 404
+            error), as for ``failure_on``. Default None.
+        clock: a callable returning monotonic seconds (for tests, e.g.
+            ``mulligan.testing.FakeClock().monotonic``). Default None: the
+            core reads the monotonic clock itself (the same clock as
+            :func:`time.monotonic`), which is the fast path.
+
+    Raises:
+        ValueError: an option is out of range (the message names it).
+        TypeError: an option has the wrong type.
+
+    Thread-safety: one breaker may guard calls from many threads and tasks.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(
+        self,
+        name: str = "default",
+        *,
+        failure_threshold: int = 5,
+        window: Optional[str] = None,
+        window_size: int = 100,
+        window_duration: Seconds = 60.0,
+        window_buckets: int = 10,
+        failure_rate_threshold: float = 50.0,
+        minimum_calls: int = 10,
+        slow_call_duration: Optional[Seconds] = None,
+        slow_call_rate_threshold: float = 100.0,
+        reset_timeout: Seconds = 30.0,
+        reset_timeout_multiplier: float = 1.0,
+        max_reset_timeout: Seconds = 300.0,
+        half_open_max_calls: int = 1,
+        permit_timeout: Seconds = 60.0,
+        failure_on: ExceptionFilter = Exception,
+        ignore_on: Optional[ExceptionFilter] = None,
+        clock: Optional[Callable[[], float]] = None,
+    ) -> None:
+        _validate.name(_OWNER, "name", name)
+        kwargs = _core_kwargs(
+            _OWNER,
+            failure_threshold=failure_threshold,
+            window=window,
+            window_size=window_size,
+            window_duration=window_duration,
+            window_buckets=window_buckets,
+            failure_rate_threshold=failure_rate_threshold,
+            minimum_calls=minimum_calls,
+            slow_call_duration=slow_call_duration,
+            slow_call_rate_threshold=slow_call_rate_threshold,
+            reset_timeout=reset_timeout,
+            reset_timeout_multiplier=reset_timeout_multiplier,
+            max_reset_timeout=max_reset_timeout,
+            half_open_max_calls=half_open_max_calls,
+            permit_timeout=permit_timeout,
+        )
+        self._init(_core.CircuitBreaker(name, **kwargs), failure_on, ignore_on, clock)
+
+    @classmethod
+    def _wrap(
+        cls,
+        core: Any,
+        failure_on: ExceptionFilter = Exception,
+        ignore_on: Optional[ExceptionFilter] = None,
+        clock: Optional[Callable[[], float]] = None,
+    ) -> "CircuitBreaker":
+        self = cls.__new__(cls)
+        self._init(core, failure_on, ignore_on, clock)
+        return self
+
+    def _init(
+        self,
+        core: Any,
+        failure_on: ExceptionFilter,
+        ignore_on: Optional[ExceptionFilter],
+        clock: Optional[Callable[[], float]],
+    ) -> None:
+        _validate.callable_or_none(_OWNER, "clock", clock)
+        self._core = core
+        self._guard = core.guard()
+        self._clock = clock
+        self._failure_on = _matcher(failure_on, "failure_on")
+        self._ignore_on = _matcher(ignore_on, "ignore_on")
+        self._listeners: list[Callable[[BreakerTransition], Any]] = []
+        self._lock = threading.Lock()
+        self._permits: contextvars.ContextVar[Tuple[Any, ...]] = contextvars.ContextVar(
+            f"mulligan_breaker_{id(self)}", default=()
+        )
+        core.set_hook(_make_hook(self))
+
+    # -- the acquire/record hooks, also used by the retry layer ---------------
+
+    def _now(self) -> Optional[float]:
+        clock = self._clock
+        return None if clock is None else clock()
+
+    def _acquire(self, now: Optional[float] = None) -> Any:
+        """Returns a permit for one call, or raises CircuitOpenError.
+
+        ``now`` is monotonic seconds; None reads the breaker's clock.
+        """
+        if now is None and self._clock is not None:
+            now = self._clock()
+        return self._guard.acquire(now)
+
+    def _classify(self, exc: Optional[BaseException]) -> int:
+        """Returns 0 (success), 1 (failure) or 2 (ignored) for a call's end."""
+        if exc is None:
+            return _SUCCESS
+        if isinstance(exc, _NEVER_COUNTED) or self._ignore_on(exc):
+            return _IGNORED
+        if isinstance(exc, _TIMEOUTS) or self._failure_on(exc):
+            return _FAILURE
+        return _IGNORED
+
+    def _record(self, permit: Any, result: int, now: Optional[float] = None) -> None:
+        """Records a permit's result: 0 success, 1 failure, 2 ignored."""
+        if now is None and self._clock is not None:
+            now = self._clock()
+        guard = self._guard
+        if result == _SUCCESS:
+            guard.success(permit, now)
+        elif result == _FAILURE:
+            guard.failure(permit, now)
+        else:
+            guard.ignored(permit, now)
+
+    def _after_attempt(
+        self,
+        permit: Any,
+        result: int,
+        *,
+        final: bool,
+        per_attempt: bool = False,
+        now: Optional[float] = None,
+    ) -> None:
+        """The recording rule of a retry loop around this breaker.
+
+        Call it after every attempt made under ``permit`` (from
+        :meth:`_acquire`, called before every attempt), with the attempt's
+        result (0 success, 1 failure = a retryable error or a timeout,
+        2 ignored = a terminal error) and ``final`` True when no retry
+        follows. By default one result is recorded per logical call: the last
+        attempt's permit records the final result, earlier permits are
+        dropped, except a half-open probe permit, which always records its
+        own result at once (it holds a probe slot, and its failure must
+        reopen the breaker so that the retry is refused). ``per_attempt``
+        records every attempt. The same rule as the C++ RetryCall
+        (core/include/mulligan/retry/call.h, RetryCallOptions::breaker).
+        """
+        if final or per_attempt or permit.probe:
+            self._record(permit, result, now)
+
+    def _record_exception(self, permit: Any, exc: Optional[BaseException]) -> None:
+        self._record(permit, self._classify(exc))
+
+    # -- decorator ---------------------------------------------------------
+
+    def __call__(self, fn: F) -> F:
+        """Guards `fn` (a function or a coroutine function) with this breaker."""
+        if not callable(fn):
+            raise TypeError(f"CircuitBreaker decorates callables, got {fn!r}")
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise TypeError(
+                "a circuit breaker cannot decorate a generator function: "
+                "guard the code that consumes it instead"
+            )
+        guard = self._guard
+        acquire = guard.acquire
+        success = guard.success
+        record_exception = self._record_exception
+        clock = self._clock
+
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                permit = acquire(None if clock is None else clock())
+                try:
+                    result = await fn(*args, **kwargs)
+                except BaseException as exc:
+                    record_exception(permit, exc)
+                    raise
+                success(permit, None if clock is None else clock())
+                return result
+
+            async_wrapper.breaker = self  # type: ignore[attr-defined]
+            return cast(F, async_wrapper)
+
+        if clock is None:
+            # The hot path: two raw native calls around the user's call.
+            @functools.wraps(fn)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                permit = acquire()
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException as exc:
+                    record_exception(permit, exc)
+                    raise
+                success(permit)
+                return result
+
+        else:
+
+            @functools.wraps(fn)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                permit = acquire(clock())
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException as exc:
+                    record_exception(permit, exc)
+                    raise
+                success(permit, clock())
+                return result
+
+        wrapper.breaker = self  # type: ignore[attr-defined]
+        return cast(F, wrapper)
+
+    # -- context manager ---------------------------------------------------
+
+    def __enter__(self) -> "CircuitBreaker":
+        permit = self._acquire()
+        self._permits.set(self._permits.get() + (permit,))
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
+        stack = self._permits.get()
+        permit = stack[-1]
+        self._permits.set(stack[:-1])
+        self._record(permit, self._classify(exc))
+
+    async def __aenter__(self) -> "CircuitBreaker":
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    # -- state, counts, manual control ----------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The breaker's name."""
+        return cast(str, self._core.name)
+
+    @property
+    def state(self) -> str:
+        """The state now: ``"closed"``, ``"open"``, ``"half_open"``,
+        ``"forced_open"``, ``"disabled"`` or ``"metrics_only"``.
+
+        An open breaker whose reset timeout has elapsed reads ``"half_open"``.
+        """
+        return cast(str, self._core.state(self._now()))
+
+    @property
+    def time_until_probe(self) -> float:
+        """Seconds until a call may be admitted: 0.0 when one would be now,
+        ``math.inf`` when forced open."""
+        return cast(float, self._core.time_until_probe(self._now()))
+
+    @property
+    def counts(self) -> Dict[str, Any]:
+        """Counters for metrics: ``calls``, ``successes``, ``failures``,
+        ``ignored``, ``slow``, ``rejected``, ``consecutive_failures``,
+        ``window_calls``, ``window_failure_rate``, ``window_slow_rate``
+        (rates in percent). Cumulative since creation or the last reset."""
+        return cast(Dict[str, Any], self._core.counts(self._now()))
+
+    @property
+    def options(self) -> Dict[str, Any]:
+        """The breaker's configuration (durations in seconds)."""
+        return cast(Dict[str, Any], self._core.options())
+
+    def force_open(self) -> None:
+        """Refuses every call until :meth:`reset` (or another manual state)."""
+        self._core.force_open(self._now())
+
+    def disable(self) -> None:
+        """Admits every call and keeps counting, but never trips."""
+        self._core.disable(self._now())
+
+    def metrics_only(self) -> None:
+        """Admits every call; reports (logs, listeners) the trips it would make."""
+        self._core.metrics_only(self._now())
+
+    def reset(self) -> None:
+        """Returns to closed and clears every counter."""
+        self._core.reset(self._now())
+
+    # -- listeners -----------------------------------------------------------
+
+    def add_listener(
+        self, listener: Callable[[BreakerTransition], Any]
+    ) -> Callable[[BreakerTransition], Any]:
+        """Calls ``listener(transition)`` on every state change; returns it.
+
+        Listeners run with the GIL on the thread whose call made the
+        transition, after the breaker's lock is released. An exception from
+        a listener is logged on the ``mulligan`` logger and swallowed.
+        """
+        _validate.function(_OWNER, "listener", listener)
+        with self._lock:
+            self._listeners = self._listeners + [listener]
+        return listener
+
+    def remove_listener(self, listener: Callable[[BreakerTransition], Any]) -> bool:
+        """Removes a listener; returns False when it was not added."""
+        with self._lock:
+            if listener not in self._listeners:
+                return False
+            listeners = list(self._listeners)
+            listeners.remove(listener)
+            self._listeners = listeners
+        return True
+
+    def __repr__(self) -> str:
+        return f"<mulligan.CircuitBreaker {self.name!r} {self.state}>"

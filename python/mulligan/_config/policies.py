@@ -1,0 +1,356 @@
+"""Named policies from a configuration file: :func:`load_config`, :func:`policy`.
+
+One JSON file (docs/configuration.md; editor schema in
+schema/mulligan-config.schema.json) defines retry policies, circuit breakers
+and client settings by name, for C++, C and Python alike::
+
+    import mulligan
+
+    mulligan.load_config("mulligan.json")      # or None: the file in $MULLIGAN_CONFIG
+    p = mulligan.policy("payments")            # a frozen Policy, durations in seconds
+    p.attempts, p.base_delay, p.max_delay
+
+A gRPC service config (``methodConfig[].retryPolicy``) is read too: its
+policies are named ``service/method`` (or ``service``, or ``default``).
+
+Loading is all-or-nothing: a malformed file raises :class:`ValueError` listing
+every problem (``payments.json: policies.payments.max_delay: expected a
+duration such as "10s", got -3``) and leaves the previous configuration in
+place. :func:`reload_config` reads the same file again and swaps every policy
+at once; a call already running keeps the policy it started with.
+
+The process-wide registry lives in the C++ core; this module only converts.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .. import _core, _validate
+
+__all__ = [
+    "BreakerConfig",
+    "ClientConfig",
+    "ConfigReport",
+    "Policy",
+    "breaker_config",
+    "client_config",
+    "load_config",
+    "policy",
+    "reload_config",
+]
+
+# The process-wide registry (thread-safe in C++; loads release the GIL).
+_REGISTRY = _core.PolicyRegistry()
+# Bumped by every successful load or reload: decorators bound to a policy name
+# (`@mulligan.retry(policy="payments")`) pick the new values up on their next
+# failure path; a call already retrying keeps the session it started with.
+_generation = 0
+
+
+@dataclass(frozen=True)
+class ConfigReport:
+    """What a successful load found.
+
+    Attributes:
+        source: the file path (or the source name of a string).
+        policies: names of the retry policies, sorted.
+        breakers: names of the circuit breakers, sorted.
+        clients: names of the client settings, sorted.
+        warnings: notes that did not stop the load, each naming the file and
+            the JSON path, e.g. a gRPC ``maxAttempts`` above 5 capped at 5.
+    """
+
+    source: str
+    policies: tuple[str, ...]
+    breakers: tuple[str, ...]
+    clients: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A named retry policy, in Python units (seconds, attempts).
+
+    The fields mirror the file's (DESIGN.md section 4 gives the defaults);
+    ``attempts`` is the file's ``max_attempts`` and ``clamp_retry_after`` is
+    ``retry_after_overflow == "clamp"``. A Policy is a snapshot: a later
+    reload does not change it.
+
+    .. versionadded:: 0.1.0
+    """
+
+    name: str
+    attempts: int
+    backoff: str
+    base_delay: float
+    multiplier: float
+    max_delay: float
+    jitter: str
+    jitter_fraction: float
+    deadline: Optional[float]
+    attempt_timeout: Optional[float]
+    retry_after_max: float
+    clamp_retry_after: bool
+    respect_retry_after: bool
+    retryable_statuses: tuple[int, ...]
+    retryable_errors: tuple[str, ...]
+    retryable_grpc_codes: tuple[str, ...]
+    seed: Optional[int]
+    # The engine's own policy (a copy taken at lookup): sessions begun from it
+    # decide exactly as the C++ and C front doors do.
+    _native: Any = field(default=None, repr=False, compare=False)
+
+    def retry_kwargs(self) -> dict[str, Any]:
+        """Returns the keyword arguments of ``@mulligan.retry`` for this policy.
+
+        Only the fields ``@retry`` accepts: attempts, deadline, backoff,
+        base_delay, multiplier, max_delay, jitter, jitter_fraction,
+        retry_after_max, clamp_retry_after and seed. ``on`` is not part of a
+        policy: the decorated code says which exceptions are retryable.
+        """
+        return {
+            "attempts": self.attempts,
+            "deadline": self.deadline,
+            "backoff": self.backoff,
+            "base_delay": self.base_delay,
+            "multiplier": self.multiplier,
+            "max_delay": self.max_delay,
+            "jitter": self.jitter,
+            "jitter_fraction": self.jitter_fraction,
+            "retry_after_max": self.retry_after_max,
+            "clamp_retry_after": self.clamp_retry_after,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class BreakerConfig:
+    """Named circuit breaker options (the keyword arguments of
+    :class:`mulligan.CircuitBreaker`, durations in seconds).
+
+    .. versionadded:: 0.1.0
+    """
+
+    name: str
+    failure_threshold: int
+    window: str
+    window_size: int
+    window_duration: float
+    window_buckets: int
+    failure_rate_threshold: float
+    minimum_calls: int
+    slow_call_duration: Optional[float]
+    slow_call_rate_threshold: float
+    reset_timeout: float
+    reset_timeout_multiplier: float
+    max_reset_timeout: float
+    half_open_max_calls: int
+    permit_timeout: float
+
+    def breaker_kwargs(self) -> dict[str, Any]:
+        """Returns the keyword arguments of ``mulligan.CircuitBreaker(name, ...)``."""
+        kwargs = {k: v for k, v in self.__dict__.items() if k != "name"}
+        if kwargs["window"] == "none":
+            kwargs["window"] = None
+        return kwargs
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Named HTTP client settings (durations in seconds).
+
+    ``policy`` and ``breaker`` name entries of the same file (or are None).
+
+    .. versionadded:: 0.1.0
+    """
+
+    name: str
+    policy: Optional[str]
+    breaker: Optional[str]
+    attempt_timeout: float
+    connect_timeout: float
+    verify_tls: bool
+    user_agent: str
+
+
+def _report(d: dict[str, Any]) -> ConfigReport:
+    return ConfigReport(
+        source=d["source"],
+        policies=tuple(d["policies"]),
+        breakers=tuple(d["breakers"]),
+        clients=tuple(d["clients"]),
+        warnings=tuple(d["warnings"]),
+    )
+
+
+def load_config(path: Optional[str] = None) -> ConfigReport:
+    """Loads a configuration file into the process-wide registry.
+
+    Args:
+        path: the JSON file; None reads the path from the ``MULLIGAN_CONFIG``
+            environment variable. Environment overrides
+            (``MULLIGAN_POLICY_<NAME>_MAX_ATTEMPTS`` and the like) apply.
+
+    Returns:
+        The names found and the warnings.
+
+    Raises:
+        ValueError: the file is missing or unreadable, is not valid JSON (the
+            message gives line and column), or holds invalid values; the
+            message lists every problem, one per line. The previously loaded
+            configuration stays in effect.
+        TypeError: ``path`` is not a str (or os.PathLike).
+
+    .. versionadded:: 0.1.0
+    """
+    global _generation
+    if path is None:
+        report = _report(_REGISTRY.load_env())
+    else:
+        if not isinstance(path, str):
+            if isinstance(path, os.PathLike):
+                path = os.fspath(path)
+            if not isinstance(path, str):
+                raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        report = _report(_REGISTRY.load_file(path))
+    _generation += 1
+    return report
+
+
+def reload_config() -> ConfigReport:
+    """Reads the last loaded file again and swaps every policy at once.
+
+    Raises:
+        ValueError: nothing was loaded yet, or the file is now invalid (the
+            old configuration then stays in effect).
+
+    .. versionadded:: 0.1.0
+    """
+    global _generation
+    report = _report(_REGISTRY.reload())
+    _generation += 1
+    return report
+
+
+def policy(name: str) -> Policy:
+    """Returns the named retry policy of the loaded configuration.
+
+    Raises:
+        ValueError: no policy has that name (the message lists the known ones),
+            or nothing has been loaded.
+
+    .. versionadded:: 0.1.0
+    """
+    native, extras = _REGISTRY.policy_with_extras(_validate.name("mulligan.policy", "name", name))
+    return Policy(
+        name=name,
+        attempts=native.attempts,
+        backoff=native.backoff,
+        base_delay=native.base_delay,
+        multiplier=native.multiplier,
+        max_delay=native.max_delay,
+        jitter=native.jitter,
+        jitter_fraction=extras["jitter_fraction"],
+        deadline=native.deadline,
+        attempt_timeout=native.attempt_timeout,
+        retry_after_max=native.retry_after_max,
+        clamp_retry_after=extras["retry_after_overflow"] == "clamp",
+        respect_retry_after=extras["respect_retry_after"],
+        retryable_statuses=tuple(native.retryable_statuses),
+        retryable_errors=tuple(extras["retryable_errors"]),
+        retryable_grpc_codes=tuple(extras["retryable_grpc_codes"]),
+        seed=native.seed,
+        _native=native,
+    )
+
+
+def breaker_config(name: str) -> BreakerConfig:
+    """Returns the named circuit breaker options of the loaded configuration.
+
+    Raises:
+        ValueError: no breaker has that name, or nothing has been loaded.
+    """
+    return BreakerConfig(**_REGISTRY.breaker(_validate.name("mulligan.breaker_config", "name", name)))
+
+
+def client_config(name: str) -> ClientConfig:
+    """Returns the named client settings of the loaded configuration.
+
+    Raises:
+        ValueError: no client has that name, or nothing has been loaded.
+    """
+    _validate.name("mulligan.client_config", "name", name)
+    return ClientConfig(name=name, **_REGISTRY.client(name))
+
+
+# --- hooks for @mulligan.retry(policy=...) and Client(policy=...) ---
+
+
+def _resolve_retry_kwargs(name: str) -> dict[str, Any]:
+    """Returns the ``@mulligan.retry`` keyword arguments of policy `name`.
+
+    For ``@mulligan.retry(policy="payments", on=...)``: explicit keyword
+    arguments of the decorator should override these. Raises ValueError for
+    an unknown name.
+    """
+    return policy(name).retry_kwargs()
+
+
+def _resolve_breaker_kwargs(name: str) -> dict[str, Any]:
+    """Returns the ``mulligan.CircuitBreaker(name, ...)`` keyword arguments of
+    breaker `name`. Raises ValueError for an unknown name."""
+    return breaker_config(name).breaker_kwargs()
+
+
+def _resolve_client_kwargs(name: str) -> dict[str, Any]:
+    """Returns ``mulligan.Client(...)`` keyword arguments for client `name`.
+
+    `name` is looked up among the clients; when no client has that name but a
+    policy does, the policy alone is used (``Client(policy="payments")`` then
+    means "requests retry like policy payments"). The result holds
+    connect_timeout, timeout (the attempt timeout), verify_tls and user_agent
+    from the client entry, and attempts, deadline, backoff, base_delay,
+    max_delay and retry_after_max from its policy; ``"breaker"`` is the
+    breaker's ``CircuitBreaker`` keyword arguments when the client names one.
+
+    Raises:
+        ValueError: neither a client nor a policy has that name.
+    """
+    snapshot = _REGISTRY.report()
+    kwargs: dict[str, Any] = {}
+    policy_name: Optional[str]
+    if name in snapshot["clients"]:
+        c = client_config(name)
+        kwargs.update(
+            connect_timeout=c.connect_timeout,
+            timeout=c.attempt_timeout,
+            verify_tls=c.verify_tls,
+            user_agent=c.user_agent,
+        )
+        policy_name = c.policy
+        if c.breaker is not None:
+            kwargs["breaker"] = _resolve_breaker_kwargs(c.breaker)
+    elif name in snapshot["policies"]:
+        policy_name = name
+    else:
+        # Raises the registry's message ("no client named ... (known: ...)").
+        client_config(name)
+        raise AssertionError("unreachable")  # pragma: no cover
+    if policy_name is not None:
+        p = policy(policy_name)
+        kwargs.update(
+            attempts=p.attempts,
+            deadline=p.deadline,
+            backoff=p.backoff,
+            base_delay=p.base_delay,
+            max_delay=p.max_delay,
+            retry_after_max=p.retry_after_max,
+        )
+        if p.attempt_timeout is not None:
+            kwargs["timeout"] = p.attempt_timeout
+    return kwargs

@@ -1,0 +1,286 @@
+"""``mulligan.AsyncClient``: the resilient HTTP client for asyncio.
+
+The event loop drives libcurl's multi interface through the core's
+``HttpAsyncEngine`` and the native ``HttpLoopDriver``: libcurl's sockets sit
+in an epoll set of the driver's own, which the loop watches as one reader,
+and libcurl's timer goes to ``loop.call_soon`` / ``call_at``; one callback
+per loop iteration runs every ready transfer in C++. Many requests are in
+flight on one thread and no thread is started per request.
+The engine decides, the caller acts: when an attempt fails and the policy
+says retry, the coroutine waits with ``asyncio.sleep`` (so cancellation
+works at any point) and starts the next attempt. Method rules, Retry-After,
+deadlines, breakers and errors are the sync client's.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import warnings
+from collections.abc import Coroutine
+from typing import Any, ClassVar, Optional, Union
+
+from .. import _core, _validate
+from .._errors import CircuitOpenError, RetriesExhausted, TransportError
+from .._validate import UNSET as _UNSET
+from .base import _ClientBase, _merge_named
+from .events import _GAVE_UP_REASONS, _HttpRetryHook, _report_retry
+from .headers import HeadersInput
+from .request import _COMMON_METHODS, ParamsInput, _check_switches, _check_url, _checked_method
+from .response import Response, _response_from
+
+__all__ = ["AsyncClient"]
+
+_CLOSED_IN_FLIGHT = "this AsyncClient was closed while the request was in flight"
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+class AsyncClient(_ClientBase):
+    """A resilient asyncio HTTP client on libcurl's multi interface.
+
+    Takes the same arguments as :class:`mulligan.Client`, and
+    ``max_connections`` (int, default 100, as aiohttp and httpx; None for no
+    cap): at most that many transfers (so connections in use) at once;
+    requests beyond them wait in order for one to end. A request's attempt
+    timeout starts when its transfer does (its deadline runs meanwhile), so
+    waiting for a slot is never a connect timeout nor a breaker failure.
+    One client belongs
+    to one event loop (the loop of its first request; another loop gets
+    RuntimeError); use ``async with`` or ``await client.aclose()`` to release
+    its connections (a client dropped unclosed warns with ResourceWarning).
+    ``on_retry`` may be a plain function or a coroutine function (awaited
+    before the wait). The proxy variables are read at the first request,
+    when the client's engine is made.
+
+    Thread-safety: use a client from its loop's thread only.
+
+    .. versionadded:: 0.1.0
+    """
+
+    _OWNER: ClassVar[str] = "mulligan.AsyncClient"
+
+    def __init__(
+        self, *, policy: Optional[str] = None, max_connections: Optional[int] = 100, **kwargs: Any
+    ) -> None:
+        _validate.integer_or_none(
+            self._OWNER, "max_connections", max_connections, 1, _validate.INT_MAX,
+            range_text="[1, 2**31 - 1] or None",
+        )
+        super().__init__(**_merge_named(self._OWNER, policy, kwargs))
+        self._native_args["max_connections"] = max_connections or 0
+        self._driver: Any = None  # _core.HttpLoopDriver, made on the first request
+        self._driver_thread = 0  # the thread of its loop
+        self._waits: set[asyncio.Future[None]] = set()  # retries' backoff waits, for aclose
+
+    def _get_driver(self) -> Any:
+        loop = asyncio.get_running_loop()
+        driver = self._driver
+        if driver is None:
+            if self._closed:
+                raise RuntimeError("this client is closed")
+            driver = _core.HttpLoopDriver(loop, **self._native_args)
+            self._driver = driver
+            self._driver_thread = threading.get_ident()
+        elif driver.loop is not loop:
+            raise RuntimeError("this AsyncClient is bound to another event loop")
+        return driver
+
+    async def aclose(self) -> None:
+        """Closes the pool. Requests still in flight or waiting to retry raise
+        RuntimeError ("this AsyncClient was closed while the request was in
+        flight"). Idempotent."""
+        self._closed = True
+        driver, self._driver = self._driver, None
+        if driver is not None:
+            driver.close()
+        for waiter in list(self._waits):
+            if not waiter.done():
+                waiter.set_exception(RuntimeError(_CLOSED_IN_FLIGHT))
+
+    def __del__(self) -> None:
+        # The loop's reader keeps the driver (and its connections) alive, so
+        # an unclosed client would live as long as its loop: close it, and
+        # say so, as aiohttp does for an unclosed session.
+        driver = getattr(self, "_driver", None)
+        if driver is None or driver.closed:
+            return
+        loop = driver.loop
+        try:
+            if loop.is_running() and threading.get_ident() != self._driver_thread:
+                loop.call_soon_threadsafe(driver.close)  # the loop's thread closes it
+            else:  # this thread's loop, or a stopped or closed one: nothing runs it
+                driver.close()
+        except RuntimeError:  # the loop closed meanwhile: close it here
+            driver.close()
+        # Closed first: a filter turning the warning into an error must not
+        # keep the connections open.
+        warnings.warn(f"unclosed {self!r}: use 'async with' or 'await client.aclose()'",
+                      ResourceWarning, stacklevel=2)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    # The method helpers return a coroutine themselves (no extra frame): _bare's
+    # without keywords, request()'s otherwise.
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: ParamsInput = None,
+        data: Union[bytes, bytearray, memoryview, str, None] = None,
+        json: Any = None,
+        headers: HeadersInput = None,
+        idempotency_key: Union[str, bool, None] = None,
+        attempts: Any = _UNSET,
+        timeout: Any = _UNSET,
+        deadline: Any = _UNSET,
+        backoff: Any = _UNSET,
+        base_delay: Any = _UNSET,
+        max_delay: Any = _UNSET,
+        retry_after_max: Any = _UNSET,
+        retry_on: Any = _UNSET,
+        follow_redirects: Optional[bool] = None,
+        max_redirects: Optional[int] = None,
+        strict: Optional[bool] = None,
+        on_retry: Optional[_HttpRetryHook] = None,
+        raise_on_give_up: bool = False,
+        fallback: Any = _UNSET,
+    ) -> Response:
+        """Sends one logical request; see :meth:`mulligan.Client.request`.
+
+        Cancelling the task removes the transfer in flight (or ends the wait)
+        at once.
+        """
+        if method not in _COMMON_METHODS:
+            method = _checked_method(method)
+        if follow_redirects is not None or max_redirects is not None or strict is not None:
+            _check_switches(self._OWNER, follow_redirects, max_redirects, strict)
+        url, pairs, body, key = self._prepare(method, url, params, data, json, headers, idempotency_key)
+        policy = self._request_policy(
+            attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on
+        )
+        return await self._call(
+            method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
+            on_retry if on_retry is not None else self._on_retry, raise_on_give_up, fallback,
+        )
+
+    async def _wait(self, loop: asyncio.AbstractEventLoop, delay: float) -> None:
+        """Waits `delay` seconds before a retry, as asyncio.sleep does, but
+        ends at once with RuntimeError when the client is closed meanwhile."""
+        waiter = loop.create_future()
+        timer = loop.call_later(delay, _resolve, waiter)
+        self._waits.add(waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waits.discard(waiter)
+
+    def _bare(self, method: str, url: str) -> Coroutine[Any, Any, Response]:
+        """``request(method, url)`` with every keyword at its default, as one
+        coroutine frame without request()'s argument handling: the hot path
+        of ``await client.get(url)``. Same checks, results, logs and errors
+        (the URL is checked when awaited, as request() does)."""
+        if type(self).request is not _PLAIN_REQUEST:  # a subclass's or a mock's request()
+            return self.request(method, url)
+        return self._call(
+            method, url, self._default_headers, b"", None, self._default_policy,
+            None, None, None, self._on_retry, False, _UNSET, check_url=True,
+        )
+
+    async def _call(
+        self,
+        method: str,
+        url: str,
+        pairs: list[tuple[str, bytes]],
+        body: bytes,
+        key: Optional[str],
+        policy: Any,
+        follow_redirects: Optional[bool],
+        max_redirects: Optional[int],
+        strict: Optional[bool],
+        hook: Optional[_HttpRetryHook],
+        raise_on_give_up: bool,
+        fallback: Any,
+        check_url: bool = False,
+    ) -> Response:
+        """Runs one prepared call: attempts on the driver, waits between them
+        with asyncio.sleep, the give-up report and the fallback."""
+        if check_url:  # the short path: request() checked both already
+            if self._closed:
+                raise RuntimeError("this client is closed")
+            _check_url(url)
+        driver = self._get_driver()
+        loop = driver.loop
+        try:
+            fut = loop.create_future()
+            call: Optional[int] = driver.begin(
+                fut, method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict
+            )
+            try:
+                while True:
+                    # None: the call is over; otherwise the retry's
+                    # (attempt, delay, kind, status, from_retry_after).
+                    info = await fut
+                    if info is None:
+                        break
+                    result = _report_retry(info, method, url, hook)
+                    if inspect.isawaitable(result):
+                        await result
+                    await self._wait(loop, info[1])
+                    fut = loop.create_future()
+                    driver.start(call, fut)
+                done, call = call, None
+                response = _response_from(driver.finish(done))
+            finally:
+                if call is not None:  # cancelled, failed or the client closed
+                    driver.cancel(call)
+            if response.stop_reason in _GAVE_UP_REASONS:
+                self._report_give_up(method, url, response, raise_on_give_up)
+            return response
+        except (TransportError, CircuitOpenError, RetriesExhausted) as exc:
+            return self._fall_back(method, url, exc, fallback)  # type: ignore[no-any-return]
+
+    def get(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
+        """Sends a GET; see :meth:`request`."""
+        return self.request("GET", url, **kwargs) if kwargs else self._bare("GET", url)
+
+    def head(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
+        """Sends a HEAD; see :meth:`request`."""
+        return self.request("HEAD", url, **kwargs) if kwargs else self._bare("HEAD", url)
+
+    def options(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
+        """Sends an OPTIONS; see :meth:`request`."""
+        return self.request("OPTIONS", url, **kwargs) if kwargs else self._bare("OPTIONS", url)
+
+    def post(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
+        """Sends a POST (retried only with an idempotency key); see :meth:`request`."""
+        return self.request("POST", url, **kwargs) if kwargs else self._bare("POST", url)
+
+    def put(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
+        """Sends a PUT; see :meth:`request`."""
+        return self.request("PUT", url, **kwargs) if kwargs else self._bare("PUT", url)
+
+    def patch(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
+        """Sends a PATCH (retried only with an idempotency key); see :meth:`request`."""
+        return self.request("PATCH", url, **kwargs) if kwargs else self._bare("PATCH", url)
+
+    def delete(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
+        """Sends a DELETE; see :meth:`request`."""
+        return self.request("DELETE", url, **kwargs) if kwargs else self._bare("DELETE", url)
+
+
+# The short path (_bare) is taken only while request() is this one, so that a
+# subclass overriding request() (or a test patching it) still sees every call.
+_PLAIN_REQUEST = AsyncClient.request

@@ -1,0 +1,254 @@
+"""What both HTTP clients share: their configuration, checked once, and the
+preparation and ending of every call (give-up report, fallback).
+
+:class:`Client` (``client``) and :class:`AsyncClient` (``async_client``)
+differ only in how an attempt runs and how a retry waits.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Optional, Union
+
+from .. import _core, _validate
+from .._config import policies as _config
+from .._telemetry import metrics as _metrics
+from .._errors import RetriesExhausted
+from .._retry.fallback import call_fallback
+from .._text import fold
+from .._validate import UNSET as _UNSET, Seconds
+from .events import _HttpRetryHook, _log_give_up
+from .headers import HeadersInput, _check_headers
+from .request import (
+    ParamsInput,
+    _breaker_args,
+    _check_url,
+    _encode_body,
+    _idempotency_key,
+    _policy,
+    _retry_on,
+    _with_params,
+)
+from .response import Response
+
+__all__: list[str] = []
+
+_USER_AGENT = "mulligan-python"
+
+
+def _origin_label(url: str) -> str:
+    """The metrics label of a request: its origin, as the engine reports it."""
+    origin: Optional[str] = _core.http_origin(url)
+    return origin if origin is not None else url
+
+
+def _merge_named(owner: str, policy: Optional[str], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Client keyword arguments: a named client or policy from the
+    configuration (mulligan.load_config), then what the caller passed."""
+    if policy is None:
+        return kwargs
+    _validate.name(owner, "policy", policy)
+    named = _config._resolve_client_kwargs(policy)
+    breaker = named.pop("breaker", None)
+    if breaker is not None and "breaker" not in kwargs:
+        # The per-origin breakers take the named breaker's trip threshold and
+        # reset timeout (their other options are those of per-origin breakers).
+        named["breaker"] = {
+            "failure_threshold": breaker.get("failure_threshold", 5),
+            "reset_timeout": breaker.get("reset_timeout", 30.0),
+        }
+    if "verify" in kwargs:
+        named.pop("verify_tls", None)
+    if named.get("user_agent") is None:
+        named.pop("user_agent", None)
+    return {**named, **kwargs}
+
+
+class _ClientBase:
+    """The configuration and request preparation shared by Client and AsyncClient."""
+
+    # The front door named in argument errors.
+    _OWNER: ClassVar[str] = "mulligan.Client"
+
+    def __init__(
+        self,
+        *,
+        verify: Union[bool, str] = True,
+        verify_tls: Optional[bool] = None,
+        connect_timeout: Seconds = 10.0,
+        timeout: Optional[Seconds] = 30.0,
+        attempts: int = 3,
+        deadline: Optional[Seconds] = None,
+        backoff: str = "exponential",
+        base_delay: Seconds = 0.2,
+        max_delay: Seconds = 10.0,
+        retry_after_max: Seconds = 60.0,
+        retry_on: Optional[Iterable[int]] = None,
+        follow_redirects: bool = False,
+        max_redirects: int = 10,
+        strict: bool = False,
+        on_retry: Optional[_HttpRetryHook] = None,
+        breaker: Union[bool, Mapping[str, Any], None] = None,
+        headers: HeadersInput = None,
+        user_agent: str = _USER_AGENT,
+    ) -> None:
+        owner = self._OWNER
+        if verify_tls is not None:
+            verify = bool(verify_tls)
+        if isinstance(verify, str):
+            ca_bundle, verify_flag = verify, True
+        elif isinstance(verify, bool):
+            ca_bundle, verify_flag = "", verify
+        else:
+            raise TypeError(f"verify must be a bool or a CA bundle path, got {type(verify).__name__}")
+        _validate.callable_or_none(owner, "on_retry", on_retry)
+        self._defaults: dict[str, Any] = {
+            "timeout": timeout,
+            "attempts": attempts,
+            "deadline": deadline,
+            "backoff": backoff,
+            "base_delay": base_delay,
+            "max_delay": max_delay,
+            "retry_after_max": retry_after_max,
+            "retry_on": retry_on,
+        }
+        self._on_retry = on_retry
+        self._default_headers = _check_headers(headers)
+        # Validates the defaults now rather than at the first request.
+        self._default_policy: Any = None
+        self._default_policy = self._policy_for({})
+        self._native_args: dict[str, Any] = dict(
+            attempt_timeout=30.0,
+            connect_timeout=_validate.seconds(owner, "connect_timeout", connect_timeout, positive=True),
+            verify_tls=verify_flag,
+            user_agent=_validate.name(owner, "user_agent", user_agent),
+            follow_redirects=_validate.flag(owner, "follow_redirects", follow_redirects),
+            max_redirects=_validate.integer(
+                owner, "max_redirects", max_redirects, 0, 1000, range_text="[0, 1000]"
+            ),
+            ca_bundle=ca_bundle,
+            strict=_validate.flag(owner, "strict", strict),
+            **_breaker_args(owner, breaker),
+        )
+        self._closed = False
+
+    def _request_policy(
+        self,
+        attempts: Any,
+        timeout: Any,
+        deadline: Any,
+        backoff: Any,
+        base_delay: Any,
+        max_delay: Any,
+        retry_after_max: Any,
+        retry_on: Any,
+    ) -> Any:
+        """The engine policy of one request: the client's own when the request
+        overrides nothing (no dict is built on that common path)."""
+        if (
+            attempts is _UNSET
+            and timeout is _UNSET
+            and deadline is _UNSET
+            and backoff is _UNSET
+            and base_delay is _UNSET
+            and max_delay is _UNSET
+            and retry_after_max is _UNSET
+            and retry_on is _UNSET
+        ):
+            return self._default_policy
+        return self._policy_for(
+            {
+                "attempts": attempts,
+                "timeout": timeout,
+                "deadline": deadline,
+                "backoff": backoff,
+                "base_delay": base_delay,
+                "max_delay": max_delay,
+                "retry_after_max": retry_after_max,
+                "retry_on": retry_on,
+            }
+        )
+
+    def _policy_for(self, overrides: dict[str, Any]) -> Any:
+        if self._default_policy is not None and all(v is _UNSET for v in overrides.values()):
+            return self._default_policy
+        o = {
+            k: (overrides[k] if overrides.get(k, _UNSET) is not _UNSET else v)
+            for k, v in self._defaults.items()
+        }
+        owner, v = self._OWNER, _validate
+        return _policy(
+            v.attempts(owner, "attempts", o["attempts"]),
+            v.seconds_or_none(owner, "timeout", o["timeout"], positive=True),
+            v.seconds_or_none(owner, "deadline", o["deadline"], positive=True),
+            v.name(owner, "backoff", o["backoff"]),
+            v.seconds(owner, "base_delay", o["base_delay"]),
+            v.seconds(owner, "max_delay", o["max_delay"]),
+            v.seconds(owner, "retry_after_max", o["retry_after_max"]),
+            _retry_on(o["retry_on"]),
+        )
+
+    def _prepare(
+        self,
+        method: str,
+        url: str,
+        params: ParamsInput,
+        data: Any,
+        json: Any,
+        headers: HeadersInput,
+        idempotency_key: Union[str, bool, None],
+    ) -> tuple[str, list[tuple[str, bytes]], bytes, Optional[str]]:
+        if self._closed:
+            raise RuntimeError("this client is closed")
+        _check_url(url)
+        if (
+            params is None and headers is None and data is None and json is None
+            and idempotency_key is None and not self._default_headers
+        ):
+            return url, [], b"", None  # the common bare request
+        if params is not None:
+            url = _with_params(url, params)
+        pairs = _check_headers(headers)
+        if self._default_headers:
+            given = {fold(name) for name, _ in pairs}
+            pairs = [p for p in self._default_headers if fold(p[0]) not in given] + pairs
+        body = _encode_body(data, json, pairs)
+        return url, pairs, body, _idempotency_key(idempotency_key)
+
+    @staticmethod
+    def _gave_up(method: str, url: str, response: Response) -> RetriesExhausted:
+        return RetriesExhausted(
+            f"gave up on {method} {url} after {response.attempts} attempt"
+            f"{'s' if response.attempts != 1 else ''} ({response.stop_reason}): "
+            f"last status {response.status_code}",
+            attempts=response.attempts,
+            stop_reason=response.stop_reason,
+            response=response,
+        )
+
+    @classmethod
+    def _report_give_up(
+        cls, method: str, url: str, response: Response, raise_on_give_up: bool
+    ) -> None:
+        """Logs a response whose retries gave up on a retryable status;
+        raises :class:`RetriesExhausted` for it when ``raise_on_give_up``."""
+        _log_give_up(method, url, response.attempts, response.stop_reason,
+                     f"last status {response.status_code}")
+        if raise_on_give_up:
+            raise cls._gave_up(method, url, response)
+
+    @staticmethod
+    def _fall_back(method: str, url: str, exc: BaseException, fallback: Any) -> Any:
+        """Handles a call that finally failed with ``exc`` (a TransportError,
+        CircuitOpenError or RetriesExhausted, which is logged already): logs
+        it, then returns the fallback's value, or re-raises ``exc`` (with its
+        traceback) when there is no fallback. Called from the except clause."""
+        if not isinstance(exc, RetriesExhausted):
+            _log_give_up(method, url, getattr(exc, "attempts", 0),
+                         getattr(exc, "stop_reason", None) or type(exc).__name__, str(exc))
+        if fallback is _UNSET:
+            raise exc
+        _metrics._metrics_for(_origin_label(url)).fallback_used()
+        return call_fallback(fallback, exc)

@@ -1,0 +1,328 @@
+"""``mulligan.Client`` and the module-level ``get``, ``post``, ``request``...
+
+The retry loop runs in the C++ core on libcurl with the GIL released: the
+method rules of RFC 9110 (POST and PATCH are retried only with an idempotency
+key), Retry-After, per-attempt timeouts and the deadline all come from the
+engine. This module validates input (through ``base`` and ``request``),
+calls the native client and wraps the result in a :class:`Response`.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional, Union
+
+from .. import _core
+from .._errors import CircuitOpenError, RetriesExhausted, TransportError
+from .._validate import UNSET as _UNSET
+from .base import _ClientBase, _merge_named
+from .events import _GAVE_UP_REASONS, _HttpRetryHook
+from .headers import HeadersInput
+from .request import _COMMON_METHODS, ParamsInput, _check_switches, _check_url, _checked_method
+from .response import Response, _response_from
+
+__all__ = [
+    "Client",
+    "delete",
+    "get",
+    "head",
+    "options",
+    "patch",
+    "post",
+    "put",
+    "request",
+]
+
+
+class Client(_ClientBase):
+    """A resilient HTTP client with a pool of kept-alive connections.
+
+    Safe to share between threads; use it as a context manager (or call
+    :meth:`close`) to release the pool. The module-level :func:`get`,
+    :func:`post` and :func:`request` use one default client, created on first
+    use. Every retry setting below is a default that each request may
+    override with the keyword of the same name. Every duration is seconds
+    (int or float) or a :class:`datetime.timedelta`; other types (a str)
+    raise TypeError.
+
+    Args:
+        verify: verify TLS certificates and host names (default True); False
+            to skip verification, or the path of a PEM CA bundle to use
+            instead of the system's. Proxies come from the usual environment
+            variables (``http_proxy``, ``https_proxy``, ``all_proxy``,
+            ``no_proxy``); when none is set as the client is created, it uses
+            no proxy and does not look again (as httpx does).
+        verify_tls: the 0.1 spelling of ``verify`` (a bool).
+        connect_timeout: seconds allowed to establish a connection. Default 10.0.
+        timeout: seconds allowed for each attempt (trimmed to the deadline).
+            Default 30.0.
+        attempts: total attempts including the first, in [1, 2**31 - 1]. Default 3.
+        deadline: total seconds for a whole call, retries included. Default None.
+        backoff: ``"exponential"`` (default), ``"constant"``, ``"linear"``
+            or ``"decorrelated"``; full jitter.
+        base_delay: base of the backoff, seconds. Default 0.2.
+        max_delay: cap on each wait, seconds. Default 10.0.
+        retry_after_max: longest Retry-After honoured, seconds. Default 60.0.
+        retry_on: the retryable HTTP statuses, an iterable of ints in
+            [400, 599] (a str raises TypeError). Default 408, 429, 500, 502,
+            503, 504.
+        follow_redirects: follow 3xx redirects. Default False.
+        max_redirects: the most redirects followed (then a terminal error). Default 10.
+        strict: retry only GET, HEAD and OPTIONS once bytes were sent.
+            Default False.
+        on_retry: called with a :class:`RetryEvent` before each wait.
+        breaker: per-origin circuit breakers: True for the defaults
+            (5 consecutive failed calls open it for 30 s), or a mapping with
+            ``failure_threshold``, ``reset_timeout`` (seconds) and
+            ``per_attempt``. An open breaker raises
+            :class:`mulligan.CircuitOpenError` at once. Default None (off).
+        headers: default headers of every request. Content-Length,
+            Transfer-Encoding, TE and Upgrade are set by the client itself
+            and raise ValueError here and in a request's ``headers``.
+        user_agent: the User-Agent sent when a request sets none.
+        policy: the name of a client (or policy) loaded with
+            :func:`mulligan.load_config`: its timeouts, TLS setting, user
+            agent, retry policy and breaker threshold become this client's
+            defaults; arguments given here override them. ValueError for an
+            unknown name.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, *, policy: Optional[str] = None, **kwargs: Any) -> None:
+        super().__init__(**_merge_named(self._OWNER, policy, kwargs))
+        self._client: Any = _core.HttpClient(**self._native_args)
+
+    def close(self) -> None:
+        """Closes the connection pool; later requests raise RuntimeError. Idempotent."""
+        self._closed = True
+        self._client = None
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: ParamsInput = None,
+        data: Union[bytes, bytearray, memoryview, str, None] = None,
+        json: Any = None,
+        headers: HeadersInput = None,
+        idempotency_key: Union[str, bool, None] = None,
+        attempts: Any = _UNSET,
+        timeout: Any = _UNSET,
+        deadline: Any = _UNSET,
+        backoff: Any = _UNSET,
+        base_delay: Any = _UNSET,
+        max_delay: Any = _UNSET,
+        retry_after_max: Any = _UNSET,
+        retry_on: Any = _UNSET,
+        follow_redirects: Optional[bool] = None,
+        max_redirects: Optional[int] = None,
+        strict: Optional[bool] = None,
+        on_retry: Optional[_HttpRetryHook] = None,
+        raise_on_give_up: bool = False,
+        fallback: Any = _UNSET,
+    ) -> Response:
+        """Sends one logical request, retrying per the engine's rules.
+
+        GET, HEAD, OPTIONS, TRACE, PUT and DELETE are retried on transport
+        errors and on 408, 429, 500, 502, 503 and 504; POST and PATCH only with
+        an idempotency key (or when the connection was refused, as nothing was
+        sent). Retry-After is honoured up to ``retry_after_max`` seconds. The
+        GIL is released for the whole call.
+
+        Args:
+            method: the HTTP method, e.g. ``"GET"``.
+            url: an absolute http:// or https:// URL.
+            params: query parameters (a mapping, pairs or a str) appended to
+                the URL, form-encoded; None values are dropped.
+            data: the body, bytes or str (sent as UTF-8).
+            json: a value sent as a JSON body with ``Content-Type:
+                application/json`` (unless headers set one). Not with ``data``.
+            headers: a mapping or (name, value) pairs of str.
+            idempotency_key: True to generate a UUID v4, a str to use as given,
+                None/False for none. Sent unchanged on every attempt.
+            attempts, timeout, deadline, backoff, base_delay, max_delay,
+            retry_after_max, retry_on, follow_redirects, max_redirects,
+            strict: override the client's settings for this request.
+            on_retry: replaces the client's hook for this request. It runs
+                with the GIL held before each wait; if it raises, the retries
+                stop at once and its exception propagates from this call.
+            raise_on_give_up: raise :class:`mulligan.RetriesExhausted` instead
+                of returning the last response when the retries give up on a
+                retryable status. Default False.
+            fallback: returned instead of raising when the call finally fails
+                (a transport error, a timeout, an open circuit, or
+                RetriesExhausted with ``raise_on_give_up``). A callable is
+                called with the exception and its result returned; any other
+                object is returned as is. Counted in the origin's
+                ``fallbacks`` metric.
+
+        Every retry is logged on the ``mulligan`` logger at WARNING (with
+        ``extra`` fields ``mulligan_method``, ``mulligan_url``,
+        ``mulligan_attempt``, ``mulligan_delay`` ...), and so is a give-up.
+
+        Returns:
+            The final :class:`Response` (also for 4xx/5xx statuses), or the
+            fallback's value.
+
+        Raises:
+            ValueError: malformed URL, header or argument (before any request).
+            TypeError: arguments of the wrong type (non-str header, ...).
+            RuntimeError: the client is closed.
+            mulligan.TransportError: the last attempt failed without a response;
+                subclasses by ``kind`` (``ConnectionRefused``, ``AttemptTimeout``,
+                ``DeadlineExceeded``, ...), with ``.kind`` and ``.attempts``.
+            mulligan.CircuitOpenError: the origin's breaker is open.
+            mulligan.RetriesExhausted: only with ``raise_on_give_up=True``.
+        """
+        if method not in _COMMON_METHODS:
+            method = _checked_method(method)
+        if follow_redirects is not None or max_redirects is not None or strict is not None:
+            _check_switches(self._OWNER, follow_redirects, max_redirects, strict)
+        url, pairs, body, key = self._prepare(method, url, params, data, json, headers, idempotency_key)
+        policy = self._request_policy(
+            attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on
+        )
+        client = self._client
+        if client is None:
+            raise RuntimeError("this client is closed")
+        try:
+            raw = client.request(
+                method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
+                on_retry if on_retry is not None else self._on_retry,
+            )
+            response = _response_from(raw)
+            if response.stop_reason in _GAVE_UP_REASONS:
+                self._report_give_up(method, url, response, raise_on_give_up)
+            return response
+        except (TransportError, CircuitOpenError, RetriesExhausted) as exc:
+            return self._fall_back(method, url, exc, fallback)  # type: ignore[no-any-return]
+
+    def _bare(self, method: str, url: str) -> Response:
+        """``request(method, url)`` with every keyword at its default, minus
+        request()'s argument handling: ``client.get(url)`` is the hot path
+        (a fifth of the Python time per call). Same checks, results, logs
+        and errors as request(), which a test compares."""
+        client = self._client
+        if client is None or self._default_headers or type(self).request is not _PLAIN_REQUEST:
+            # Closed, headers to merge, or a subclass's (or a mock's) request().
+            return self.request(method, url)
+        _check_url(url)
+        try:
+            response = _response_from(client.request(
+                method, url, [], b"", None, self._default_policy, None, None, None,
+                self._on_retry,
+            ))
+        except (TransportError, CircuitOpenError, RetriesExhausted) as exc:
+            return self._fall_back(method, url, exc, _UNSET)  # type: ignore[no-any-return]
+        if response.stop_reason in _GAVE_UP_REASONS:
+            self._report_give_up(method, url, response, False)
+        return response
+
+    def get(self, url: str, **kwargs: Any) -> Response:
+        """Sends a GET; see :meth:`request` for the keyword arguments."""
+        return self.request("GET", url, **kwargs) if kwargs else self._bare("GET", url)
+
+    def head(self, url: str, **kwargs: Any) -> Response:
+        """Sends a HEAD; see :meth:`request`."""
+        return self.request("HEAD", url, **kwargs) if kwargs else self._bare("HEAD", url)
+
+    def options(self, url: str, **kwargs: Any) -> Response:
+        """Sends an OPTIONS; see :meth:`request`."""
+        return self.request("OPTIONS", url, **kwargs) if kwargs else self._bare("OPTIONS", url)
+
+    def post(self, url: str, **kwargs: Any) -> Response:
+        """Sends a POST (retried only with an idempotency key); see :meth:`request`."""
+        return self.request("POST", url, **kwargs) if kwargs else self._bare("POST", url)
+
+    def put(self, url: str, **kwargs: Any) -> Response:
+        """Sends a PUT; see :meth:`request`."""
+        return self.request("PUT", url, **kwargs) if kwargs else self._bare("PUT", url)
+
+    def patch(self, url: str, **kwargs: Any) -> Response:
+        """Sends a PATCH (retried only with an idempotency key); see :meth:`request`."""
+        return self.request("PATCH", url, **kwargs) if kwargs else self._bare("PATCH", url)
+
+    def delete(self, url: str, **kwargs: Any) -> Response:
+        """Sends a DELETE; see :meth:`request`."""
+        return self.request("DELETE", url, **kwargs) if kwargs else self._bare("DELETE", url)
+
+
+# The short path (Client._bare) is taken only while request() is this one, so
+# that a subclass overriding request() (or a test patching it) sees every call.
+_PLAIN_REQUEST = Client.request
+
+_default_client: Optional[Client] = None
+_default_lock = threading.Lock()
+
+
+def _client() -> Client:
+    global _default_client
+    client = _default_client
+    if client is None:
+        with _default_lock:
+            if _default_client is None:
+                _default_client = Client()
+            client = _default_client
+    return client
+
+
+def request(method: str, url: str, **kwargs: Any) -> Response:
+    """Sends a request with the default client; see :meth:`Client.request`.
+
+    .. versionadded:: 0.1.0
+    """
+    return _client().request(method, url, **kwargs)
+
+
+def get(url: str, **kwargs: Any) -> Response:
+    """Sends a GET with the default client; see :meth:`Client.request`.
+
+    .. versionadded:: 0.1.0
+    """
+    return _client().get(url, **kwargs)
+
+
+def head(url: str, **kwargs: Any) -> Response:
+    """Sends a HEAD with the default client; see :meth:`Client.request`."""
+    return _client().head(url, **kwargs)
+
+
+def post(url: str, **kwargs: Any) -> Response:
+    """Sends a POST with the default client; see :meth:`Client.request`.
+
+    A POST is retried only with ``idempotency_key=`` (True or a str), or when
+    the connection was refused.
+
+    .. versionadded:: 0.1.0
+    """
+    return _client().post(url, **kwargs)
+
+
+def options(url: str, **kwargs: Any) -> Response:
+    """Sends an OPTIONS with the default client; see :meth:`Client.request`."""
+    return _client().options(url, **kwargs)
+
+
+def put(url: str, **kwargs: Any) -> Response:
+    """Sends a PUT with the default client; see :meth:`Client.request`."""
+    return _client().put(url, **kwargs)
+
+
+def patch(url: str, **kwargs: Any) -> Response:
+    """Sends a PATCH (retried only with an idempotency key); see :meth:`Client.request`."""
+    return _client().patch(url, **kwargs)
+
+
+def delete(url: str, **kwargs: Any) -> Response:
+    """Sends a DELETE with the default client; see :meth:`Client.request`."""
+    return _client().delete(url, **kwargs)

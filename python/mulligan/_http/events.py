@@ -1,0 +1,105 @@
+"""What the HTTP clients report: :class:`RetryEvent`, the retry and give-up logs.
+
+The native client calls :func:`_report_retry` (as ``mulligan._http._report_retry``,
+bindings/python/bind_http.cc) only when a retry happens, with the GIL held.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any, Optional
+
+__all__ = ["RetryEvent"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RetryEvent:
+    """What an ``on_retry`` hook is told before each wait.
+
+    Attributes:
+        attempt: the attempt that just failed (1 for the first).
+        delay: seconds the client waits before the next attempt.
+        kind: the failure kind (``"connection_refused"``, ``"timeout"``, ...),
+            or None when the attempt got an HTTP response.
+        status: that response's HTTP status, or 0.
+        from_retry_after: True when the delay came from a Retry-After header.
+        method: the request's method.
+        url: the request's URL.
+
+    .. versionadded:: 0.1.0
+    """
+
+    __slots__ = ("attempt", "delay", "kind", "status", "from_retry_after", "method", "url")
+
+    attempt: int
+    delay: float
+    kind: Optional[str]
+    status: int
+    from_retry_after: bool
+    method: str
+    url: str
+
+
+_HttpRetryHook = Callable[[RetryEvent], Any]
+
+_logger = logging.getLogger("mulligan")
+
+
+def _log_retry(event: RetryEvent) -> None:
+    """Logs one scheduled HTTP retry on the ``mulligan`` logger (WARNING)."""
+    if not _logger.isEnabledFor(logging.WARNING):
+        return
+    what = event.kind if event.kind is not None else f"HTTP {event.status}"
+    _logger.warning(
+        "mulligan: %s %s attempt %d failed (%s); retrying in %.3f s%s",
+        event.method, event.url, event.attempt, what, event.delay,
+        " (Retry-After)" if event.from_retry_after else "",
+        extra={
+            "mulligan_event": "retry_scheduled",
+            "mulligan_method": event.method,
+            "mulligan_url": event.url,
+            "mulligan_attempt": event.attempt,
+            "mulligan_delay": event.delay,
+            "mulligan_error_kind": event.kind,
+            "mulligan_http_status": event.status,
+            "mulligan_from_retry_after": event.from_retry_after,
+        },
+    )
+
+
+def _report_retry(
+    info: tuple[int, float, Optional[str], int, bool],
+    method: str,
+    url: str,
+    hook: Optional[_HttpRetryHook],
+) -> Any:
+    """Reports one scheduled retry: builds its :class:`RetryEvent` from the
+    engine's ``info`` (attempt, delay, kind, status, from_retry_after), logs
+    it and runs ``hook`` (if any), returning what the hook returned (an
+    awaitable for a coroutine hook). Called by the native client only when a
+    retry happens, so a request that succeeds builds no callback at all."""
+    event = RetryEvent(info[0], info[1], info[2], info[3], info[4], method, url)
+    _log_retry(event)
+    return hook(event) if hook is not None else None
+
+
+def _log_give_up(method: str, url: str, attempts: int, reason: str, what: str) -> None:
+    """Logs an HTTP call whose retries gave up (WARNING)."""
+    _logger.warning(
+        "mulligan: %s %s gave up after %d attempt%s (%s): %s",
+        method, url, attempts, "" if attempts == 1 else "s", reason, what,
+        extra={
+            "mulligan_event": "gave_up",
+            "mulligan_method": method,
+            "mulligan_url": url,
+            "mulligan_attempts": attempts,
+            "mulligan_stop_reason": reason,
+        },
+    )
+
+
+_GAVE_UP_REASONS = frozenset(("attempts_exhausted", "deadline", "retry_after_too_long"))

@@ -1,0 +1,196 @@
+"""Request preparation shared by both clients: every argument checked, the URL,
+the query, the body, the idempotency key, the engine policy.
+
+Everything here runs before anything is sent, so bad input raises
+TypeError or ValueError and no request leaves the process.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import functools
+import json as _json
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional, Union
+
+from .. import _core, _validate
+from .._text import fold, is_token
+
+__all__ = ["ParamsInput"]
+
+ParamsInput = Union[Mapping[str, Any], Iterable[tuple[str, Any]], str, None]
+# Methods sent as given, without the token check and upper-casing of others.
+_COMMON_METHODS = frozenset(("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"))
+
+
+def _with_params(url: str, params: ParamsInput) -> str:
+    if params is None:
+        return url
+    if isinstance(params, str):
+        query = params.lstrip("?")
+    else:
+        items = params.items() if isinstance(params, Mapping) else params
+        query = urllib.parse.urlencode(
+            [(k, v) for k, v in items if v is not None], doseq=True
+        )
+    if not query:
+        return url
+    base, sep, fragment = url.partition("#")
+    joiner = "&" if "?" in base and not base.endswith(("?", "&")) else ("" if base.endswith(("?", "&")) else "?")
+    return base + joiner + query + (sep + fragment if sep else "")
+
+
+@functools.lru_cache(maxsize=1024)
+def _check_url_cached(url: str) -> str:
+    return _check_url_uncached(url)
+
+
+def _check_url(url: Any) -> str:
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, got {type(url).__name__}")
+    # Valid URLs are remembered (a bad one raises and is not cached).
+    return _check_url_cached(url)
+
+
+def _check_url_uncached(url: Any) -> str:
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, got {type(url).__name__}")
+    if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        raise ValueError(f"malformed URL {url!r}: contains whitespace or control characters")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError for a non-numeric or out-of-range port
+    except ValueError as exc:  # urllib's message does not name the URL
+        raise ValueError(f"malformed URL {url!r}: {exc}") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError(f"malformed URL {url!r}: the scheme must be http or https")
+    if not parts.hostname:
+        raise ValueError(f"malformed URL {url!r}: no host")
+    return url
+
+
+def _checked_method(method: Any) -> str:
+    """An HTTP method other than the common upper-case ones, upper-cased as
+    requests and httpx do (``"get"`` sends GET). Raises TypeError for a
+    non-str and ValueError for anything but a token (RFC 9110 section 9)."""
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a str, got {type(method).__name__}")
+    if not is_token(method):
+        raise ValueError(f"invalid HTTP method {method!r}")
+    return method.upper()
+
+
+def _check_switches(
+    owner: str,
+    follow_redirects: Optional[bool],
+    max_redirects: Optional[int],
+    strict: Optional[bool],
+) -> None:
+    """Checks a request's follow_redirects / max_redirects / strict overrides
+    (None: the client's setting); TypeError for a wrong type, ValueError for
+    max_redirects outside [0, 1000]."""
+    _validate.flag_or_none(owner, "follow_redirects", follow_redirects)
+    _validate.flag_or_none(owner, "strict", strict)
+    _validate.integer_or_none(owner, "max_redirects", max_redirects, 0, 1000, range_text="[0, 1000]")
+
+
+def _retry_on(value: Any) -> Optional[tuple[int, ...]]:
+    """retry_on as a tuple of HTTP statuses in [400, 599], or None for the default."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
+        raise TypeError(f"retry_on must be an iterable of int HTTP statuses, got {value!r}")
+    statuses = tuple(value)
+    for status in statuses:
+        if isinstance(status, bool) or not isinstance(status, int):
+            raise TypeError(f"retry_on entries must be int HTTP statuses, got {status!r}")
+        if not 400 <= status <= 599:
+            raise ValueError(
+                f"retry_on entries must be error statuses in [400, 599], got {status}"
+            )
+    return statuses
+
+
+@functools.lru_cache(maxsize=64)
+def _policy(
+    attempts: int,
+    timeout: Optional[float],
+    deadline: Optional[float],
+    backoff: str,
+    base_delay: float,
+    max_delay: float,
+    retry_after_max: float,
+    retry_on: Optional[tuple[int, ...]],
+) -> Any:
+    # Policies are immutable and validated by the core: build each once.
+    return _core.RetryPolicy(
+        attempts=attempts,
+        backoff=backoff,
+        base_delay=base_delay,
+        max_delay=max_delay,
+        attempt_timeout=timeout,
+        deadline=deadline,
+        retry_after_max=retry_after_max,
+        retryable_statuses=None if retry_on is None else list(retry_on),
+    )
+
+
+def _encode_body(
+    data: Any, json: Any, pairs: list[tuple[str, bytes]]
+) -> bytes:
+    """The request body of ``data=`` (bytes or str, sent as UTF-8) or ``json=``
+    (which also adds ``Content-Type: application/json`` to ``pairs`` unless
+    they hold one)."""
+    if data is not None and json is not None:
+        raise ValueError("pass data= or json=, not both")
+    if json is not None:
+        if not any(fold(name) == "content-type" for name, _ in pairs):
+            pairs.append(("Content-Type", b"application/json"))
+        return _json.dumps(json, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    if data is None:
+        return b""
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f"data must be bytes or str, got {type(data).__name__}")
+
+
+def _idempotency_key(idempotency_key: Union[str, bool, None]) -> Optional[str]:
+    """The key sent with every attempt: True draws a UUID v4, a str is sent as
+    given, None and False send none."""
+    if idempotency_key is True:
+        return _core.new_idempotency_key()
+    if idempotency_key is None or idempotency_key is False:
+        return None
+    if isinstance(idempotency_key, str):
+        return idempotency_key
+    raise TypeError(
+        f"idempotency_key must be a str, True or None, got {type(idempotency_key).__name__}"
+    )
+
+
+def _breaker_args(owner: str, breaker: Any) -> dict[str, Any]:
+    """The native client's per-origin breaker arguments of ``breaker=``."""
+    if breaker is None or breaker is False:
+        return {}
+    if breaker is True:
+        breaker = {}
+    if not isinstance(breaker, Mapping):
+        raise TypeError(f"breaker must be a bool or a mapping, got {type(breaker).__name__}")
+    unknown = set(breaker) - {"failure_threshold", "reset_timeout", "per_attempt"}
+    if unknown:
+        raise ValueError(f"unknown breaker options: {sorted(unknown)}")
+    return {
+        "breaker_failure_threshold": _validate.integer(
+            owner, 'breaker["failure_threshold"]', breaker.get("failure_threshold", 5), 0, _validate.INT_MAX
+        ),
+        "breaker_reset_timeout": _validate.seconds(
+            owner, 'breaker["reset_timeout"]', breaker.get("reset_timeout", 30.0), positive=True
+        ),
+        "breaker_per_attempt": _validate.flag(
+            owner, 'breaker["per_attempt"]', breaker.get("per_attempt", False)
+        ),
+    }

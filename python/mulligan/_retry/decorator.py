@@ -1,0 +1,314 @@
+"""``@mulligan.retry``: the decorator, and the typed callable it returns.
+
+The engine decides, the caller acts (DESIGN.md section 1): the policy is
+validated and compiled by the C++ core once, at decoration time, into a
+``_core.RetryPolicy``. A decorated call runs the user's function inside a plain
+``try``/``return``; only when an attempt fails does the driver start a
+``_core.RetrySession``, ask it what to do, call the hooks, log, and wait with
+``time.sleep`` (``sync_driver``) or ``asyncio.sleep`` (``async_driver``);
+``mulligan.retrying`` blocks (``block``) share that failure path (``call``).
+
+The success path therefore allocates nothing, sets no context variable and
+reads no global switch; with a deadline it reads the clock once (the budget is
+measured from the start of the first attempt). Everything else -- testing
+switches, statistics, hooks, logging -- lives on the failure path.
+
+Statistics (``fn.statistics``) are described in ``hooks``.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Concatenate,
+    Coroutine,
+    Optional,
+    ParamSpec,
+    Protocol,
+    TypeVar,
+    overload,
+)
+
+from .._breaker.breaker import CircuitBreaker
+from .._validate import UNSET as _UNSET, Seconds
+from .async_driver import wrap_async
+from .hooks import StatisticsView
+from .options import _MISSING, ExceptionSpec, HookSpec, RetryOptions, _Config
+from .sync_driver import wrap_sync
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
+
+__all__ = ["RetryDecorator", "RetryingCallable", "retry"]
+
+P = ParamSpec("P")
+P2 = ParamSpec("P2")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+T = TypeVar("T")
+
+
+class RetryingCallable(Protocol[P, R_co]):
+    """The type of a function decorated with ``@mulligan.retry``.
+
+    It is called exactly like the function it wraps (same parameters, same
+    return type; a coroutine function stays a coroutine function) and adds
+    :attr:`statistics` and :meth:`retry_with`.
+
+    .. versionadded:: 0.1.0
+    """
+
+    __name__: str
+    __qualname__: str
+    __wrapped__: Callable[..., Any]
+
+    @property
+    def statistics(self) -> StatisticsView: ...
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+    def retry_with(self, **options: Unpack[RetryOptions]) -> RetryingCallable[P, R_co]:
+        """Returns the same function decorated with these options changed."""
+        ...
+
+    # Binding as a method: `obj.method(...)` drops the `self` parameter.
+    @overload
+    def __get__(self, instance: None, owner: Optional[type[Any]] = None, /) -> RetryingCallable[P, R_co]: ...
+    @overload
+    def __get__(
+        self: RetryingCallable[Concatenate[T, P2], R_co],
+        instance: T,
+        owner: Optional[type[Any]] = None,
+        /,
+    ) -> Callable[P2, R_co]: ...
+
+
+def _is_async(fn: Any) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # an object with `async def __call__`
+    return not inspect.isfunction(fn) and call is not None and inspect.iscoroutinefunction(call)
+
+
+def _name_of(fn: Any) -> str:
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else repr(fn)
+
+
+def _decorate(fn: Any, options: dict[str, Any]) -> Any:
+    if isinstance(fn, (classmethod, staticmethod)):
+        # @retry above @classmethod/@staticmethod: wrap the function inside.
+        return type(fn)(_decorate(fn.__func__, options))
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(
+            f"mulligan.retry cannot decorate the generator function {_name_of(fn)!r}: "
+            "a generator's failures happen while it is iterated, after the call returned; "
+            "retry the code that consumes it instead"
+        )
+    if not callable(fn):
+        raise TypeError(f"mulligan.retry: cannot decorate non-callable {fn!r}")
+    cfg = _Config(options, _name_of(fn))
+    wrapper = wrap_async(fn, cfg) if _is_async(fn) else wrap_sync(fn, cfg)
+
+    def retry_with(**overrides: Any) -> Any:
+        return _decorate(fn, {**options, **overrides})
+
+    wrapper.retry_with = retry_with  # type: ignore[attr-defined]
+    wrapper.statistics = StatisticsView(cfg.statistics)  # type: ignore[attr-defined]
+    wrapper.retry_policy = cfg.policy  # type: ignore[attr-defined]
+    return wrapper
+
+
+class RetryDecorator:
+    """What :func:`retry` returns: apply it to a function, method or coroutine function.
+
+    .. versionadded:: 0.1.0
+    """
+
+    __slots__ = ("_options",)
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self._options = options
+
+    @overload
+    def __call__(
+        self, fn: Callable[P, Coroutine[Any, Any, R]]
+    ) -> RetryingCallable[P, Coroutine[Any, Any, R]]: ...
+    @overload
+    def __call__(self, fn: Callable[P, R]) -> RetryingCallable[P, R]: ...
+    def __call__(self, fn: Any) -> Any:
+        return _decorate(fn, self._options)
+
+
+def retry(
+    _fn: Any = _MISSING,
+    /,
+    *,
+    on: Optional[ExceptionSpec] = None,
+    on_result: Optional[Callable[[Any], bool]] = None,
+    attempts: int = _UNSET,
+    deadline: Optional[Seconds] = _UNSET,
+    backoff: str = _UNSET,
+    base_delay: Seconds = _UNSET,
+    multiplier: float = _UNSET,
+    max_delay: Seconds = _UNSET,
+    jitter: str = _UNSET,
+    jitter_fraction: float = _UNSET,
+    retry_after_max: Seconds = _UNSET,
+    clamp_retry_after: bool = _UNSET,
+    delay_hint: Optional[Callable[[Any], Optional[float]]] = None,
+    on_retry: Optional[HookSpec] = None,
+    on_give_up: Optional[HookSpec] = None,
+    raise_on_give_up: bool = False,
+    seed: Optional[int] = _UNSET,
+    policy: Optional[str] = None,
+    breaker: Optional[CircuitBreaker] = None,
+    breaker_per_attempt: bool = False,
+    fallback: Any = _MISSING,
+) -> RetryDecorator:
+    """Retries a function, method or coroutine function when an attempt fails.
+
+    Example::
+
+        @mulligan.retry(on=ConnectionError, attempts=5, deadline=30.0)
+        def fetch() -> bytes: ...
+
+        @mulligan.retry(on=lambda e: getattr(e, "status", 0) >= 500)
+        async def call_api() -> dict[str, object]: ...
+
+    The wrapper keeps ``__name__``, ``__doc__``, ``__wrapped__`` and the
+    signature; a coroutine function's wrapper is a coroutine function that
+    waits with ``asyncio.sleep`` (cancelling the task cancels the wait). It
+    works on methods, and above or below ``@classmethod``/``@staticmethod``.
+    It has ``fn.retry_with(**options)`` (a variant with options changed) and
+    ``fn.statistics`` (see :class:`StatisticsView`).
+
+    When the retries give up, the *last* exception is re-raised unchanged
+    (same object) with a note such as
+    ``"mulligan: gave up after 3 attempts (attempts_exhausted)"`` on Python
+    3.11+; when the last attempt returned a value rejected by ``on_result``,
+    that value is returned. With ``raise_on_give_up=True``,
+    :class:`mulligan.RetriesExhausted` is raised instead, carrying every
+    attempt's outcome, with the last exception as ``__cause__``. An exception
+    that is not retryable propagates at once, unchanged.
+    :class:`KeyboardInterrupt`, :class:`SystemExit`, :class:`GeneratorExit`
+    and ``asyncio.CancelledError`` are never retried nor counted, even with
+    ``on=BaseException`` or a predicate.
+
+    Every retry and give-up is logged on the ``mulligan`` logger at WARNING
+    (structured fields ``mulligan_callable``, ``mulligan_attempt``,
+    ``mulligan_delay``, ... in ``extra``).
+
+    Args:
+        on: keyword only: an exception type, a tuple of types, or a predicate
+            called with the :class:`Exception` that returns True to retry it.
+            At least one of ``on`` and ``on_result`` is required.
+        on_result: a predicate called with each returned value; True retries.
+        attempts: total attempts including the first; >= 1. Default 3.
+        deadline: total budget (float seconds or timedelta) from the start of
+            the first attempt; no attempt starts if its wait would reach it.
+            Default None (no deadline).
+        backoff: ``"constant"``, ``"linear"``, ``"exponential"`` (default) or
+            ``"decorrelated"``.
+        base_delay: base delay in seconds, >= 0. Default 0.2.
+        multiplier: growth factor of the exponential backoff, >= 0. Default 2.0.
+        max_delay: cap in seconds on every wait, applied after jitter, >= 0.
+            Default 10.0.
+        jitter: ``"none"``, ``"full"`` (default), ``"equal"`` or ``"proportional"``.
+        jitter_fraction: f of proportional jitter (delay times uniform(1-f, 1+f)),
+            in [0, 1]. Default 0.2.
+        retry_after_max: the longest delay hint honoured, in seconds. Default 60.
+        clamp_retry_after: False (default): a longer hint stops the retries at
+            once (reason ``"retry_after_too_long"``); True: wait
+            ``retry_after_max`` instead.
+        delay_hint: called with each retryable exception (or rejected result);
+            a number of seconds replaces the backoff delay like a Retry-After
+            header (``retry_after_max`` and ``deadline`` apply); None keeps the
+            backoff.
+        on_retry: a :class:`RetryHook` (or a list of them) called with a
+            :class:`RetryDetails` before each wait.
+        on_give_up: hook(s) called with a :class:`RetryDetails` when the
+            retries give up, before the exception is raised.
+        raise_on_give_up: raise :class:`mulligan.RetriesExhausted` on give-up.
+        seed: seed of the jitter generator, for reproducible waits. Default
+            None (a fresh seed per call).
+        policy: the name of a policy loaded with :func:`mulligan.load_config`
+            (or from the file named by ``MULLIGAN_CONFIG``); its attempts,
+            deadline, backoff, delays, jitter, retry_after_max and seed apply
+            wherever this call does not give them. After
+            :func:`mulligan.reload_config` the new values apply from the next
+            failure on; a call already retrying keeps the policy it started
+            with. ValueError for an unknown name.
+        breaker: a :class:`mulligan.CircuitBreaker` checked before every
+            attempt. When it refuses, the call ends at once with
+            :class:`mulligan.CircuitOpenError` (never retried; ``.attempts``
+            says how many attempts ran; chained to the last failure) without
+            running the function. By default one result per logical call is
+            recorded: success, failure (gave up on retryable errors), or
+            ignored (a terminal error); a half-open probe records its own
+            result at once, so a failed probe reopens the breaker and the
+            retry is refused (the rule of the C++ ``RetryCall``).
+        breaker_per_attempt: record every attempt in the breaker instead.
+        fallback: returned instead of raising when the call finally fails
+            (gave up, or refused by the breaker). A callable is called with
+            the final exception and its return value is returned; any other
+            object is returned as is. Counted in the ``fallbacks`` metric.
+
+    Returns:
+        A :class:`RetryDecorator`.
+
+    Raises:
+        TypeError: neither ``on`` nor ``on_result``; a wrong type; the
+            decorator used without parentheses; decorating a generator or
+            async generator function.
+        ValueError: a bad number (``attempts < 1``, negative, NaN or infinite
+            delays, ``jitter_fraction`` outside [0, 1]) or an unknown
+            backoff/jitter name, at decoration time.
+
+    .. versionadded:: 0.1.0
+    """
+    if _fn is not _MISSING:
+        if isinstance(_fn, type) and issubclass(_fn, BaseException):
+            raise TypeError(
+                "mulligan.retry takes the exception types as a keyword: "
+                f"@mulligan.retry(on={_fn.__name__})"
+            )
+        raise TypeError(
+            "@mulligan.retry must be called with an on= argument naming the exceptions "
+            "to retry, e.g. @mulligan.retry(on=ConnectionError); it cannot be used "
+            "without parentheses"
+        )
+    options: dict[str, Any] = {
+        "on": on,
+        "on_result": on_result,
+        "attempts": attempts,
+        "deadline": deadline,
+        "backoff": backoff,
+        "base_delay": base_delay,
+        "multiplier": multiplier,
+        "max_delay": max_delay,
+        "jitter": jitter,
+        "jitter_fraction": jitter_fraction,
+        "retry_after_max": retry_after_max,
+        "clamp_retry_after": clamp_retry_after,
+        "delay_hint": delay_hint,
+        "on_retry": on_retry,
+        "on_give_up": on_give_up,
+        "raise_on_give_up": raise_on_give_up,
+        "seed": seed,
+        "policy": policy,
+        "breaker": breaker,
+        "breaker_per_attempt": breaker_per_attempt,
+        "fallback": fallback,
+    }
+    _Config(options, "<validation>", report=False)  # validate now, at decoration time
+    return RetryDecorator(options)

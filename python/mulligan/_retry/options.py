@@ -1,0 +1,310 @@
+"""The options of ``@mulligan.retry`` and ``mulligan.retrying``, validated and
+compiled once, at decoration time, into a :class:`_Config`.
+
+Every argument is checked with the helpers of :mod:`mulligan._validate` (one
+error text per kind of argument); the numbers then go to the core, which
+validates them again into an immutable ``_core.RetryPolicy`` (DESIGN.md
+section 1: the policy is compiled once, not per call). A named policy
+(``policy="payments"``) supplies the values a decorator does not give, and is
+re-read on the failure path after :func:`mulligan.reload_config`.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextvars
+import logging
+import sys
+from typing import Any, Callable, Optional, TypedDict, Union
+
+from .. import _core, _validate
+from .._config import policies as _config
+from .._telemetry import metrics as _metrics
+from .._breaker.breaker import CircuitBreaker
+from .._validate import UNSET as _UNSET, Seconds
+from .hooks import RetryHook, RetryStatistics
+
+__all__ = ["ExceptionSpec", "HookSpec", "RetryOptions"]
+
+#: What ``on=`` accepts: an exception type, a tuple of them, or a predicate
+#: called with an :class:`Exception` that returns True to retry it.
+ExceptionSpec = Union[
+    type[BaseException], tuple[type[BaseException], ...], Callable[[Exception], bool]
+]
+#: A hook, or several hooks called in order.
+HookSpec = Union[RetryHook, "tuple[RetryHook, ...]", "list[RetryHook]"]
+
+# Never retried, never counted, whatever `on` or a predicate says (DESIGN.md
+# section 4): they mean "stop now", not "this attempt failed".
+_NEVER_RETRIED: tuple[type[BaseException], ...] = (KeyboardInterrupt, SystemExit, GeneratorExit)
+
+# The default of `fallback=` (and of retry's positional slot): "none given".
+_MISSING: Any = object()
+
+# The owner named in every error message of the retry options.
+_OWNER = "mulligan.retry"
+
+
+def _never_retried(exc: BaseException) -> bool:
+    if isinstance(exc, _NEVER_RETRIED):
+        return True
+    # asyncio.CancelledError is a BaseException; it can only exist if asyncio
+    # was imported, so don't import asyncio here just to test for it.
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None and isinstance(exc, asyncio.CancelledError):
+        return True
+    # A group (TaskGroup, ExceptionGroup; Python 3.11+) that carries one of
+    # them, e.g. a KeyboardInterrupt next to a task's failure, stops too.
+    group = getattr(exc, "exceptions", None)
+    if isinstance(group, tuple) and isinstance(exc, getattr(builtins, "BaseExceptionGroup", ())):
+        return any(_never_retried(inner) for inner in group)
+    return False
+
+
+class RetryOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`retry`, for ``fn.retry_with(**options)``."""
+
+    on: Optional[ExceptionSpec]
+    on_result: Optional[Callable[[Any], bool]]
+    attempts: int
+    deadline: Optional[Seconds]
+    backoff: str
+    base_delay: Seconds
+    multiplier: float
+    max_delay: Seconds
+    jitter: str
+    jitter_fraction: float
+    retry_after_max: Seconds
+    clamp_retry_after: bool
+    delay_hint: Optional[Callable[[Any], Optional[float]]]
+    on_retry: Optional[HookSpec]
+    on_give_up: Optional[HookSpec]
+    raise_on_give_up: bool
+    seed: Optional[int]
+    policy: Optional[str]
+    breaker: Optional[CircuitBreaker]
+    breaker_per_attempt: bool
+    fallback: Any
+
+
+# -- configuration, compiled once ------------------------------------------------
+
+
+def _check_hooks(name: str, value: Any) -> tuple[RetryHook, ...]:
+    if value is None:
+        return ()
+    hooks = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    for hook in hooks:
+        if not callable(hook):
+            raise TypeError(
+                f"mulligan.retry: {name} must be a callable or a list of them, got {hook!r}"
+            )
+    return hooks
+
+
+def _compile_on(
+    on: Any,
+) -> tuple[Union[type[BaseException], tuple[type[BaseException], ...]], Optional[Callable[[Any], bool]]]:
+    """Returns (what the wrapper's except clause catches, exception predicate)."""
+    if on is None:
+        return (), None  # `except ()` catches nothing
+    if isinstance(on, type):
+        if issubclass(on, BaseException):
+            return on, None
+        raise TypeError(
+            f"mulligan.retry: on= must be an exception type, a tuple of them or a predicate, "
+            f"got the class {on!r}"
+        )
+    if isinstance(on, tuple):
+        if not on:
+            raise TypeError("mulligan.retry: on= must name at least one exception type")
+        for t in on:
+            if not (isinstance(t, type) and issubclass(t, BaseException)):
+                raise TypeError(
+                    f"mulligan.retry: a tuple given as on= must hold exception types only, got {t!r}"
+                )
+        return on, None
+    if callable(on):
+        predicate: Callable[[Any], bool] = on
+
+        # A predicate sees Exception subclasses only: KeyboardInterrupt,
+        # SystemExit, GeneratorExit and CancelledError are BaseExceptions and
+        # are never retried whatever it would say.
+        def check(exc: BaseException) -> bool:
+            return not _never_retried(exc) and bool(predicate(exc))
+
+        return Exception, check
+    raise TypeError(
+        f"mulligan.retry: on= must be an exception type, a tuple of them or a predicate, got {on!r}"
+    )
+
+
+def _compile_policy(o: dict[str, Any]) -> tuple[_core.RetryPolicy, Optional[float], float]:
+    """Returns (the core's RetryPolicy, the deadline, retry_after_max) of the
+    merged options ``o``: every number checked here, then by the core, which
+    validates every value once and names the field in its ValueError."""
+    deadline = _validate.seconds_or_none(_OWNER, "deadline", o["deadline"], positive=True)
+    retry_after_max = _validate.seconds(_OWNER, "retry_after_max", o["retry_after_max"])
+    policy = _core.RetryPolicy(
+        attempts=_validate.attempts(_OWNER, "attempts", o["attempts"]),
+        backoff=_validate.name(_OWNER, "backoff", o["backoff"]),
+        base_delay=_validate.seconds(_OWNER, "base_delay", o["base_delay"]),
+        multiplier=_validate.number(_OWNER, "multiplier", o["multiplier"]),
+        max_delay=_validate.seconds(_OWNER, "max_delay", o["max_delay"]),
+        jitter=_validate.name(_OWNER, "jitter", o["jitter"]),
+        jitter_fraction=_validate.probability(_OWNER, "jitter_fraction", o["jitter_fraction"]),
+        deadline=deadline,
+        retry_after_max=retry_after_max,
+        clamp_retry_after=_validate.flag(_OWNER, "clamp_retry_after", o["clamp_retry_after"]),
+        seed=_validate.integer_or_none(_OWNER, "seed", o["seed"], 0, 2**64 - 1, range_text="[0, 2**64)"),
+    )
+    return policy, deadline, retry_after_max
+
+
+class _Config:
+    """A validated retry configuration; immutable and shared by every call."""
+
+    __slots__ = (
+        "options",
+        "policy",
+        "catch",
+        "check",
+        "on_result",
+        "delay_hint",
+        "on_retry",
+        "on_give_up",
+        "raise_on_give_up",
+        "timed",
+        "retry_after_max",
+        "statistics",
+        "name",
+        "metrics",
+        "tick",
+        "given",
+        "policy_name",
+        "generation",
+        "breaker",
+        "breaker_per_attempt",
+        "fallback",
+    )
+
+    def __init__(self, options: dict[str, Any], name: str, *, report: bool = True) -> None:
+        """Validates and compiles ``options``; ``report=False`` only validates
+        (no metrics are registered under ``name``)."""
+        given = {k: v for k, v in options.items() if v is not _UNSET}
+        policy_name = _validate.name_or_none(_OWNER, "policy", given.pop("policy", None))
+        unknown = set(given) - set(_DEFAULTS)
+        if unknown:
+            raise TypeError(f"mulligan.retry: unknown option(s) {sorted(unknown)}")
+        o = dict(_DEFAULTS)
+        if policy_name is not None:
+            # The named policy's values, then what the decorator says.
+            o.update(_config._resolve_retry_kwargs(policy_name))
+        o.update(given)
+        self.given = given
+        self.policy_name: Optional[str] = policy_name
+        self.generation = _config._generation
+        self.options = o
+        self.name = name
+        self._set_callbacks(o)
+        breaker = o["breaker"]
+        if breaker is not None and not isinstance(breaker, CircuitBreaker):
+            raise TypeError(
+                f"mulligan.retry: breaker must be a mulligan.CircuitBreaker, got {breaker!r}"
+            )
+        self.breaker: Optional[CircuitBreaker] = breaker
+        self.breaker_per_attempt = _validate.flag(_OWNER, "breaker_per_attempt", o["breaker_per_attempt"])
+        self.raise_on_give_up = _validate.flag(_OWNER, "raise_on_give_up", o["raise_on_give_up"])
+        self.fallback: Any = o["fallback"]
+        policy, deadline, retry_after_max = _compile_policy(o)
+        self.policy: _core.RetryPolicy = policy
+        self.retry_after_max: float = retry_after_max
+        self.timed = deadline is not None
+        # Metrics under the callable's name: first-attempt successes tick a
+        # Python counter (no native call); the failure path reports to the engine.
+        if report:
+            self.metrics = _metrics._metrics_for(name)
+            self.tick = _metrics._success_ticker(name)
+        self.statistics: contextvars.ContextVar[Optional[RetryStatistics]] = contextvars.ContextVar(
+            f"mulligan.statistics:{name}", default=None
+        )
+
+    def _set_callbacks(self, o: dict[str, Any]) -> None:
+        """Checks and sets what decides retries (``on``, ``on_result``,
+        ``delay_hint``) and the hooks."""
+        if o["on"] is None and o["on_result"] is None:
+            raise TypeError(
+                "mulligan.retry() missing required keyword argument: 'on' (or 'on_result'); "
+                "name the exceptions to retry, e.g. @mulligan.retry(on=ConnectionError)"
+            )
+        self.catch, self.check = _compile_on(o["on"])
+        on_result = o["on_result"]
+        if on_result is not None and (
+            not callable(on_result) or (isinstance(on_result, type) and issubclass(on_result, BaseException))
+        ):
+            raise TypeError(f"mulligan.retry: on_result must be a predicate, got {on_result!r}")
+        self.on_result: Optional[Callable[[Any], bool]] = on_result
+        self.delay_hint: Optional[Callable[[Any], Optional[float]]] = _validate.callable_or_none(
+            _OWNER, "delay_hint", o["delay_hint"]
+        )
+        self.on_retry = _check_hooks("on_retry", o["on_retry"])
+        self.on_give_up = _check_hooks("on_give_up", o["on_give_up"])
+
+    def refresh(self) -> None:
+        """Rebuilds the engine policy after the named policy was reloaded.
+
+        Called on the failure path only. A reload that made the policy invalid
+        for this decorator keeps the previous one (and the error is logged).
+        """
+        generation = _config._generation
+        if self.policy_name is None or generation == self.generation:
+            return
+        try:
+            fresh = _Config({**self.given, "policy": self.policy_name}, self.name, report=False)
+        except (TypeError, ValueError) as exc:
+            logging.getLogger("mulligan").error(
+                "mulligan: keeping the previous retry policy of %s: reloaded policy %r is invalid: %s",
+                self.name, self.policy_name, exc,
+            )
+        else:
+            self.policy = fresh.policy
+            self.timed = fresh.timed
+            self.retry_after_max = fresh.retry_after_max
+        self.generation = generation
+
+    def retryable_exception(self, exc: BaseException) -> bool:
+        """Whether a caught exception is retryable (never true for the stop exceptions)."""
+        if self.check is not None:
+            return self.check(exc)
+        return not _never_retried(exc)
+
+    def rejects(self, result: Any) -> bool:
+        """Whether a returned value must be retried (``on_result``)."""
+        return self.on_result is not None and bool(self.on_result(result))
+
+
+_DEFAULTS: dict[str, Any] = {
+    "on": None,
+    "on_result": None,
+    "attempts": 3,
+    "deadline": None,
+    "backoff": "exponential",
+    "base_delay": 0.2,
+    "multiplier": 2.0,
+    "max_delay": 10.0,
+    "jitter": "full",
+    "jitter_fraction": 0.2,
+    "retry_after_max": 60.0,
+    "clamp_retry_after": False,
+    "delay_hint": None,
+    "on_retry": None,
+    "on_give_up": None,
+    "raise_on_give_up": False,
+    "seed": None,
+    "breaker": None,
+    "breaker_per_attempt": False,
+    "fallback": _MISSING,
+}
+

@@ -1,0 +1,230 @@
+"""Metrics, retry status and the event stream, read from the C++ engine.
+
+Every retry loop, breaker and HTTP client of the engine reports into one
+registry, labelled by the name of the policy, breaker or client origin. This
+module reads it:
+
+* :func:`metrics_snapshot` — a list of plain dicts, one per name;
+* :func:`prometheus_text` — the Prometheus text exposition format
+  (``mulligan_calls_total``, ``mulligan_retries_total{reason=...}``,
+  ``mulligan_call_duration_seconds`` ...);
+* :func:`metrics_json` — the same as a JSON document whose ``totals`` hold the
+  six classic counters: calls, retries, circuit_opens, fallbacks, successes and
+  failures;
+* :func:`status` — how many calls are in flight and how many are waiting to
+  retry, globally and per name (for a "Retrying..." banner);
+* :func:`add_event_listener` — attempt started/failed, retry scheduled, gave
+  up, breaker transition, fallback used, as dicts.
+
+Counting rules: a logical call counts once whatever its attempts; an eventual
+success is a success, never a failure; ``retries = attempts - calls`` for
+finished calls.
+
+The hot path of a decorated Python function counts its first-attempt successes
+in Python (one ``itertools.count`` tick, ~20 ns, no native call); they are
+flushed into the engine whenever anything here reads the metrics, and are
+counted in calls, attempts and successes but not timed.
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional
+
+from .. import _core, _validate
+
+__all__ = [
+    "EventListener",
+    "RetryStatus",
+    "add_event_listener",
+    "metrics_json",
+    "metrics_snapshot",
+    "prometheus_text",
+    "remove_event_listener",
+    "reset_metrics",
+    "status",
+]
+
+EventListener = Callable[[dict[str, Any]], None]
+
+EVENT_KINDS = (
+    "attempt_started",
+    "attempt_failed",
+    "retry_scheduled",
+    "gave_up",
+    "breaker_transition",
+    "fallback_used",
+    "succeeded",
+    "short_circuited",
+)
+
+
+class _FastSuccesses:
+    """First-attempt successes of one name, counted without a native call.
+
+    ``tick`` is the bound ``__next__`` of an :class:`itertools.count`, atomic
+    under the GIL. Reading also ticks once, so the successes are the value read
+    minus the reads made before it.
+    """
+
+    __slots__ = ("_flushed", "_metrics", "_reads", "tick")
+
+    def __init__(self, metrics: _core.Metrics) -> None:
+        self.tick: Callable[[], int] = itertools.count().__next__
+        self._reads = 0
+        self._flushed = 0
+        self._metrics = metrics
+
+    def flush(self) -> None:
+        total = self.tick() - self._reads
+        self._reads += 1
+        if total > self._flushed:
+            self._metrics.untimed_first_attempt_successes(total - self._flushed)
+            self._flushed = total
+
+
+_lock = threading.Lock()
+_fast: dict[str, _FastSuccesses] = {}
+_handles: dict[str, _core.Metrics] = {}
+
+
+def _metrics_for(name: str) -> _core.Metrics:
+    """Returns the engine's metrics handle for ``name`` (cached)."""
+    handle = _handles.get(name)
+    if handle is None:
+        with _lock:
+            handle = _handles.get(name)
+            if handle is None:
+                handle = _core.metrics(name)
+                _handles[name] = handle
+    return handle
+
+
+def _success_ticker(name: str) -> Callable[[], int]:
+    """Returns the hot-path success counter of ``name``: call it once per success."""
+    with _lock:
+        fast = _fast.get(name)
+        if fast is None:
+            fast = _FastSuccesses(_core.metrics(name))
+            _fast[name] = fast
+        return fast.tick
+
+
+def _flush() -> None:
+    with _lock:
+        for fast in _fast.values():
+            fast.flush()
+
+
+def metrics_snapshot() -> list[dict[str, Any]]:
+    """Returns one dict per name, sorted by name.
+
+    Keys: ``name``, ``calls``, ``attempts``, ``retries``, ``retries_by_reason``
+    (status, transport, timeout, retry_after, exception), ``successes``,
+    ``failures``, ``fallbacks``, ``short_circuits``, ``circuit_opens``,
+    ``breaker_transitions`` (list of (from, to, count)), ``breaker_state``
+    (str or None), ``in_flight``, ``waiting_to_retry``, and the histograms
+    ``call_duration_seconds``, ``attempts_per_call``, ``retry_delay_seconds``
+    (dicts with ``upper_bounds``, non-cumulative ``counts`` whose last entry is
+    +Inf, ``count`` and ``sum``; seconds for durations).
+
+    Thread-safety: safe from any thread.
+    """
+    _flush()
+    return list(_core.metrics_snapshot())
+
+
+def prometheus_text() -> str:
+    """Returns every metric in the Prometheus text exposition format 0.0.4."""
+    _flush()
+    return str(_core.metrics_prometheus())
+
+
+def metrics_json() -> str:
+    """Returns every metric as a JSON document: ``{"metrics": [...], "totals": {...}}``."""
+    _flush()
+    return str(_core.metrics_json())
+
+
+def reset_metrics() -> None:
+    """Forgets every metric (for tests). Handles held elsewhere stay valid but detached."""
+    with _lock:
+        _core.metrics_clear()
+        _fast.clear()
+        _handles.clear()
+
+
+@dataclass(frozen=True)
+class RetryStatus:
+    """What is retrying right now.
+
+    Attributes:
+        in_flight: calls started and not finished, over all names.
+        waiting_to_retry: calls currently waiting before their next attempt.
+        by_name: ``{name: (in_flight, waiting_to_retry)}`` for names with any.
+    """
+
+    in_flight: int
+    waiting_to_retry: int
+    by_name: dict[str, tuple[int, int]]
+
+    @property
+    def retrying(self) -> bool:
+        """True while at least one call waits to retry (show "Retrying...")."""
+        return self.waiting_to_retry > 0
+
+
+def status() -> RetryStatus:
+    """Returns how many calls are in flight and waiting to retry, globally and per name.
+
+    The counts come from the engine's counters, so they cost the calls nothing.
+    Calls that succeed on their first attempt on the Python hot path are not
+    seen as in flight (they are counted once they finish).
+    """
+    by_name: dict[str, tuple[int, int]] = {}
+    in_flight = waiting = 0
+    for snap in _core.metrics_snapshot():
+        flight, wait = int(snap["in_flight"]), int(snap["waiting_to_retry"])
+        if flight or wait:
+            by_name[str(snap["name"])] = (flight, wait)
+        in_flight += flight
+        waiting += wait
+    return RetryStatus(in_flight=in_flight, waiting_to_retry=waiting, by_name=by_name)
+
+
+def add_event_listener(listener: EventListener, kinds: Optional[Iterable[str]] = None) -> int:
+    """Subscribes ``listener(event)`` to the engine's event stream.
+
+    Args:
+        listener: called with a dict: ``kind``, ``name``, ``attempt``, ``delay``
+            (seconds), ``error_kind``, ``http_status``, ``retry_reason``,
+            ``stop_reason``, ``elapsed`` (seconds), and for breaker transitions
+            ``from_state``, ``to_state``, ``transition_reason``. It runs
+            synchronously on the thread that caused the event (for HTTP calls,
+            the thread that called the client), so keep it quick. Exceptions it
+            raises are reported through :func:`sys.unraisablehook`.
+        kinds: the event kinds wanted (see ``EVENT_KINDS``); all when None.
+
+    Returns:
+        An id for :func:`remove_event_listener`.
+
+    Raises:
+        TypeError: ``listener`` is not callable.
+        ValueError: an unknown kind.
+    """
+    _validate.function("mulligan.add_event_listener", "listener", listener)
+    wanted = list(kinds) if kinds is not None else []
+    for kind in wanted:
+        if kind not in EVENT_KINDS:
+            raise ValueError(f"unknown event kind {kind!r}; expected one of {', '.join(EVENT_KINDS)}")
+    return int(_core.add_event_listener(listener, wanted))
+
+
+def remove_event_listener(listener_id: int) -> bool:
+    """Unsubscribes a listener; returns False when the id is unknown."""
+    return bool(_core.remove_event_listener(listener_id))
+

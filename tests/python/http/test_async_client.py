@@ -1,0 +1,391 @@
+"""mulligan.AsyncClient against the real nginx: libcurl's multi interface
+driven by the asyncio event loop (one thread, no thread per request)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from typing import Any
+
+import pytest
+
+import mulligan
+from mulligan import _core
+
+FAST = {"base_delay": 0.01, "max_delay": 0.05}
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_200_concurrent_flaky_gets_succeed_while_the_loop_keeps_ticking(server: Any) -> None:
+    async def main() -> tuple[list[mulligan.Response], list[float], float]:
+        ticks: list[float] = []
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            while not done.is_set():
+                ticks.append(time.monotonic())
+                await asyncio.sleep(0.005)
+
+        threads_before = threading.active_count()
+        async with mulligan.AsyncClient(attempts=20, **FAST) as client:
+            tick_task = asyncio.create_task(ticker())
+            t0 = time.monotonic()
+            responses = await asyncio.gather(*(client.get(server.url("/flaky")) for _ in range(200)))
+            elapsed = time.monotonic() - t0
+            done.set()
+            await tick_task
+        # No thread per request (libcurl may run a resolver thread briefly).
+        assert threading.active_count() <= threads_before + 2
+        return responses, ticks, elapsed
+
+    responses, ticks, elapsed = asyncio.run(main())
+    assert [r.status_code for r in responses] == [200] * 200
+    assert all(r.text == "flaky ok\n" for r in responses)
+    total = sum(r.attempts for r in responses)
+    assert total > 200  # about half of the attempts got a 503 and were retried
+    assert len(server.wait_for_requests("/flaky", total)) == total
+    # The loop stayed responsive: the ticker ran at a steady rate throughout.
+    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    assert len(ticks) >= max(3, int(elapsed / 0.005 * 0.3)), (len(ticks), elapsed)
+    assert max(gaps) < 0.25, max(gaps)
+
+
+def test_async_methods_bodies_and_keys(server: Any) -> None:
+    async def main() -> None:
+        async with mulligan.AsyncClient() as c:
+            r = await c.post(server.url("/echo"), json={"a": 1}, idempotency_key="k-1")
+            assert r.text == 'method=POST\nidempotency_key=k-1\nbody={"a":1}\n'
+            for name in ("get", "put", "patch", "delete", "options"):
+                r = await getattr(c, name)(server.url("/inspect"), params={"x": "1"})
+                assert f"method={name.upper()}\nargs=x=1\n" in r.text
+            r = await c.head(server.url("/ok"))
+            assert r.status_code == 200 and r.content == b""
+
+    asyncio.run(main())
+
+
+def test_async_failure_kinds_and_deadline(server: Any) -> None:
+    events: list[mulligan.RetryEvent] = []
+
+    async def main() -> None:
+        async with mulligan.AsyncClient(on_retry=events.append, **FAST) as c:
+            with pytest.raises(mulligan.ConnectionRefused) as refused:
+                await c.post("http://127.0.0.1:%d/" % closed_port(), data="x", attempts=3)
+            assert refused.value.attempts == 3
+            with pytest.raises(mulligan.AttemptTimeout) as slow:
+                await c.get(server.url("/slow?s=2"), timeout=0.2, attempts=2)
+            assert slow.value.attempts == 2
+            with pytest.raises(mulligan.DeadlineExceeded) as late:
+                await c.get(server.url("/slow?s=2"), timeout=0.2, deadline=0.5, attempts=10)
+            assert "deadline exceeded" in str(late.value)
+            with pytest.raises(mulligan.ConnectionReset) as reset:
+                await c.post(server.url("/reset"), data="x", attempts=3)
+            assert reset.value.attempts == 1
+            r = await c.get(server.url("/down"), attempts=2)
+            assert (r.status_code, r.attempts, r.stop_reason) == (503, 2, "attempts_exhausted")
+
+    asyncio.run(main())
+    assert [e.kind for e in events[:2]] == ["connection_refused"] * 2
+    assert events[-1].status == 503
+
+
+def test_cancellation_removes_the_transfer(server: Any) -> None:
+    async def main() -> None:
+        async with mulligan.AsyncClient() as c:
+            task = asyncio.create_task(c.get(server.url("/slow?s=2")))
+            await asyncio.sleep(0.1)
+            task.cancel()
+            t0 = time.monotonic()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert time.monotonic() - t0 < 0.5
+            # The client keeps working after a cancellation.
+            assert (await c.get(server.url("/ok"))).status_code == 200
+
+    asyncio.run(main())
+
+
+def test_cancelled_calls_leave_no_call_in_flight(server: Any) -> None:
+    # A cancelled transfer, a cancelled backoff wait and a client closed with
+    # a request pending all end their call in the metrics.
+    name = _core.http_origin(server.url("/ok"))  # the metrics name of the calls
+
+    def counts() -> tuple[int, int]:
+        return mulligan.status().by_name.get(name, (0, 0))
+
+    async def main() -> None:
+        async with mulligan.AsyncClient(base_delay=5.0, max_delay=5.0) as c:
+            in_transfer = asyncio.create_task(c.get(server.url("/slow?s=2")))
+            waiting = asyncio.create_task(c.get(server.url("/down"), attempts=3))
+            await asyncio.sleep(0.3)  # /down failed once and waits 0..5 s (full jitter)
+            assert counts()[0] == 2
+            for task in (in_transfer, waiting):
+                task.cancel()
+            await asyncio.gather(in_transfer, waiting, return_exceptions=True)
+            assert counts() == (0, 0)
+            pending = asyncio.create_task(c.get(server.url("/slow?s=2")))
+            await asyncio.sleep(0.1)
+        with pytest.raises(RuntimeError, match="closed while the request was in flight"):
+            await pending
+        assert counts() == (0, 0)
+
+    asyncio.run(main())
+
+
+def test_an_unclosed_client_warns_and_lets_go_of_its_connections(server: Any) -> None:
+    import gc
+    import os
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    async def main() -> None:
+        async with mulligan.AsyncClient() as warm:  # libcurl's one-time set-up
+            await warm.get(server.url("/ok"))
+        del warm
+        gc.collect()
+        before = open_fds()
+        for _ in range(5):
+            c = mulligan.AsyncClient()
+            assert (await c.get(server.url("/ok"))).status_code == 200
+            with pytest.warns(ResourceWarning, match="unclosed"):
+                del c
+                gc.collect()
+        await asyncio.sleep(0)
+        assert open_fds() == before  # epoll sets, sockets: all closed
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_half_open_probe_frees_the_breaker(server: Any) -> None:
+    async def main() -> None:
+        async with mulligan.AsyncClient(
+            attempts=1, breaker={"failure_threshold": 1, "reset_timeout": 0.2}
+        ) as c:
+            await c.get(server.url("/down"))  # opens the breaker
+            await asyncio.sleep(0.3)  # half-open: the next call is the probe
+            probe = asyncio.create_task(c.get(server.url("/slow?s=2")))
+            await asyncio.sleep(0.1)
+            probe.cancel()
+            await asyncio.gather(probe, return_exceptions=True)
+            # The cancelled probe says nothing about the origin: the next call
+            # is a new probe, admitted at once.
+            assert (await c.get(server.url("/ok"))).status_code == 200
+
+    asyncio.run(main())
+
+
+def test_async_hook_may_be_a_coroutine_and_breaker_opens(server: Any) -> None:
+    seen: list[int] = []
+
+    async def hook(e: mulligan.RetryEvent) -> None:
+        await asyncio.sleep(0)
+        seen.append(e.attempt)
+
+    async def main() -> None:
+        async with mulligan.AsyncClient(
+            on_retry=hook, breaker={"failure_threshold": 2, "per_attempt": True}, **FAST
+        ) as c:
+            with pytest.raises(mulligan.CircuitOpenError) as info:
+                await c.get(server.url("/down"), attempts=5)
+            assert info.value.attempts == 2
+
+    asyncio.run(main())
+    assert seen == [1, 2]
+
+
+def test_idle_connection_closed_by_the_peer_is_handled() -> None:
+    """A kept-alive socket the server closes while idle becomes readable while
+    libcurl does not watch it: the loop must drop it (no busy loop) and the
+    next request must succeed on a new connection."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    served = []
+
+    def serve() -> None:
+        for _ in range(2):
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nhi")
+                served.append(1)
+                time.sleep(0.05)  # then close the idle keep-alive connection
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+
+    async def main() -> int:
+        async with mulligan.AsyncClient() as c:
+            assert (await c.get("http://127.0.0.1:%d/" % port)).text == "hi"
+            loop = asyncio.get_running_loop()
+            ticks = 0
+            end = loop.time() + 0.3
+            while loop.time() < end:  # the peer closes the idle socket meanwhile
+                ticks += 1
+                await asyncio.sleep(0.01)
+            r = await c.get("http://127.0.0.1:%d/" % port, attempts=2)
+            assert r.text == "hi"
+            return ticks
+
+    try:
+        ticks = asyncio.run(main())
+    finally:
+        listener.close()
+    # The server counts a connection after answering it, which may be just
+    # after the client saw the answer: let it finish its two.
+    t.join(timeout=5)
+    assert ticks >= 10
+    assert len(served) == 2
+
+
+def test_max_connections_queues_requests_beyond_the_cap(server: Any) -> None:
+    # Six 0.2 s requests over at most two connections: three waves, and
+    # nginx sees no more than two connections.
+    async def main() -> float:
+        async with mulligan.AsyncClient(max_connections=2, attempts=1) as c:
+            t0 = time.monotonic()
+            rs = await asyncio.gather(*(c.get(server.url(uri)) for _ in range(6)))
+            assert [r.status_code for r in rs] == [200] * 6
+            return time.monotonic() - t0
+
+    uri = "/slow?s=0.2&case=max_connections"  # its own log lines, not other tests' /slow
+    elapsed = asyncio.run(main())
+    assert elapsed >= 0.55  # three waves of 0.2 s, not one
+    deadline = time.monotonic() + 5
+    while True:
+        log = [e for e in server.access_log() if e["uri"] == uri]
+        if len(log) >= 6 or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    assert len(log) == 6
+    assert len({e["connection"] for e in log}) <= 2
+
+
+@pytest.mark.parametrize(("value", "error"), [(0, ValueError), (-1, ValueError),
+                                               ("2", TypeError), (True, TypeError)])
+def test_max_connections_is_checked(value: Any, error: type) -> None:
+    with pytest.raises(error, match="max_connections"):
+        mulligan.AsyncClient(max_connections=value)
+
+
+@pytest.mark.parametrize("path", ["/ok", "/down", "/headers"])
+@pytest.mark.parametrize("method", ["GET", "DELETE", "POST"])
+def test_bare_calls_match_request(server: Any, path: str, method: str,
+                                  caplog: pytest.LogCaptureFixture) -> None:
+    # await client.get(url) takes a shorter path than client.request("GET",
+    # url); both must give the same response and log the same give-up.
+    async def run(bare: bool) -> tuple[Any, ...]:
+        caplog.clear()
+        async with mulligan.AsyncClient(attempts=2, base_delay=0.001, max_delay=0.001) as c:
+            url = server.url(path)
+            r = await (getattr(c, method.lower())(url) if bare else c.request(method, url))
+        fields = [(k, v) for k, v in r.headers.items() if k.lower() != "date"]
+        gave_up = [rec.getMessage() for rec in caplog.records if "gave up" in rec.getMessage()]
+        return (r.status_code, r.content, r.attempts, r.stop_reason, r.url, fields, gave_up)
+
+    async def errors() -> None:
+        closed = mulligan.AsyncClient()
+        await closed.aclose()
+        with pytest.raises(RuntimeError, match="closed"):
+            await closed.get(server.url("/ok"))
+        async with mulligan.AsyncClient() as c:
+            coro = c.get("ftp://x/")  # checked when awaited, as request() does
+            with pytest.raises(ValueError, match="malformed URL"):
+                await coro
+
+    with caplog.at_level("WARNING", logger="mulligan"):
+        bare = asyncio.run(run(bare=True))
+        assert bare == asyncio.run(run(bare=False))
+    if path == "/down" and method == "GET":
+        assert bare[0] == 503 and bare[2] == 2 and len(bare[-1]) == 1
+    asyncio.run(errors())
+
+
+def test_aclose_ends_a_backoff_wait_at_once(server: Any) -> None:
+    name = _core.http_origin(server.url("/ok"))
+
+    async def main() -> None:
+        c = mulligan.AsyncClient(backoff="constant", base_delay=20.0, max_delay=20.0)
+        task = asyncio.create_task(c.get(server.url("/down")))
+        await asyncio.sleep(0.2)  # the first attempt failed; a 20 s wait began
+        t0 = time.monotonic()
+        await c.aclose()
+        with pytest.raises(RuntimeError, match="closed while the request was in flight"):
+            await task
+        assert time.monotonic() - t0 < 1.0
+        assert mulligan.status().by_name.get(name, (0, 0)) == (0, 0)
+
+    asyncio.run(main())
+
+
+def test_an_unclosed_client_is_released_after_its_loop_closed(server: Any) -> None:
+    import gc
+    import os
+
+    held: list[mulligan.AsyncClient] = []
+
+    async def use() -> None:
+        c = mulligan.AsyncClient()
+        assert (await c.get(server.url("/ok"))).status_code == 200
+        held.append(c)
+
+    asyncio.run(use())  # warm libcurl's one-time set-up
+    with pytest.warns(ResourceWarning):
+        held.clear()
+        gc.collect()
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        asyncio.run(use())
+        with pytest.warns(ResourceWarning, match="unclosed"):
+            held.clear()
+            gc.collect()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_subclass_request_sees_every_call(server: Any) -> None:
+    seen: list[str] = []
+
+    class Traced(mulligan.AsyncClient):
+        async def request(self, method: str, url: str, **kwargs: Any) -> mulligan.Response:  # type: ignore[override]
+            seen.append(method)
+            return await super().request(method, url, **kwargs)
+
+    async def main() -> None:
+        async with Traced() as c:
+            await c.get(server.url("/ok"))
+            await c.delete(server.url("/ok"), timeout=5)
+        closed = mulligan.AsyncClient()
+        await closed.aclose()
+        with pytest.raises(RuntimeError, match="closed"):
+            await closed.get("not a url")  # closed is said before the URL is looked at
+
+    asyncio.run(main())
+    assert seen == ["GET", "DELETE"]
+    with pytest.raises(ValueError, match="max_connections"):
+        mulligan.AsyncClient(max_connections=2**31)
+
+
+def test_waiting_for_a_slot_is_not_a_timeout_nor_a_breaker_failure(server: Any) -> None:
+    # Five 0.1 s requests through one slot with a 0.3 s attempt timeout: the
+    # last waits 0.4 s, yet each attempt's timeout starts when it runs, so
+    # none times out and the breaker (threshold 3) stays closed.
+    async def main() -> None:
+        async with mulligan.AsyncClient(
+            max_connections=1, timeout=0.3, attempts=1, breaker={"failure_threshold": 3}
+        ) as c:
+            t0 = time.monotonic()
+            rs = await asyncio.gather(*(c.get(server.url("/slow?s=0.1")) for _ in range(5)))
+            assert [r.status_code for r in rs] == [200] * 5
+            assert time.monotonic() - t0 >= 0.45  # they did run one after another
+            assert (await c.get(server.url("/ok"))).status_code == 200
+
+    asyncio.run(main())

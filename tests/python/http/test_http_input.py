@@ -1,0 +1,219 @@
+"""HTTP client input checks and Ctrl-C: argument types, framing headers the
+client manages, oversized heads, and KeyboardInterrupt during a blocking
+transfer or backoff wait (the GIL is released there, so the core polls for
+signals)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from typing import Any
+
+import pytest
+
+import mulligan
+
+from conftest import mulligan_cmd
+
+
+# -- argument types -------------------------------------------------------------
+
+
+def test_durations_accept_timedelta(server: Any) -> None:
+    td = datetime.timedelta
+    with mulligan.Client(
+        timeout=td(seconds=5), deadline=td(seconds=10), base_delay=td(milliseconds=10),
+        max_delay=td(milliseconds=50), retry_after_max=td(seconds=1),
+        connect_timeout=td(seconds=2), attempts=2,
+    ) as c:
+        assert c.get(server.url("/down")).attempts == 2
+        r = c.get(server.url("/slow?s=2"), timeout=td(milliseconds=200), attempts=1,
+                  fallback=lambda e: e)
+        assert isinstance(r, mulligan.TransportError)
+        assert c.get(server.url("/ok"), deadline=td(seconds=3)).status_code == 200
+
+
+@pytest.mark.parametrize("name", ["timeout", "deadline", "base_delay", "max_delay",
+                                  "retry_after_max", "connect_timeout"])
+@pytest.mark.parametrize("value", ["1", b"1", True, [1]])
+def test_durations_reject_other_types(name: str, value: Any) -> None:
+    with pytest.raises(TypeError, match=name):
+        mulligan.Client(**{name: value})
+
+
+def test_request_overrides_are_checked_too(server: Any) -> None:
+    with mulligan.Client() as c:
+        with pytest.raises(TypeError, match="timeout"):
+            c.get(server.url("/ok"), timeout="1")
+        with pytest.raises(TypeError, match="retry_on"):
+            c.get(server.url("/ok"), retry_on="503")
+        with pytest.raises(ValueError, match="attempts"):
+            c.get(server.url("/ok"), attempts=2**31)
+    assert list(server.wait_for_requests("/ok", 0, settle=0.2)) == []
+
+
+def test_retry_on_must_be_error_statuses() -> None:
+    with pytest.raises(TypeError, match="retry_on"):
+        mulligan.Client(retry_on="503")
+    with pytest.raises(TypeError, match="retry_on"):
+        mulligan.Client(retry_on=503)
+    with pytest.raises(TypeError, match="retry_on"):
+        mulligan.Client(retry_on=[503.0])
+    with pytest.raises(TypeError, match="retry_on"):
+        mulligan.Client(retry_on=["503"])
+    for bad in ([200], [399], [600], [503, 99]):
+        with pytest.raises(ValueError, match="retry_on"):
+            mulligan.Client(retry_on=bad)
+    mulligan.Client(retry_on=[400, 503, 599]).close()
+    mulligan.Client(retry_on=(s for s in (503,))).close()
+
+
+def test_attempts_range_names_attempts() -> None:
+    for bad in (2**31, 2**64, 0, -1):
+        with pytest.raises(ValueError, match="attempts"):
+            mulligan.Client(attempts=bad)
+    with pytest.raises(TypeError, match="attempts"):
+        mulligan.Client(attempts=2.0)
+    mulligan.Client(attempts=2**31 - 1).close()
+
+
+# -- headers the client manages, oversized heads ---------------------------------
+
+
+@pytest.mark.parametrize("name,value", [
+    ("Content-Length", "5"), ("content-length", "0"), ("Transfer-Encoding", "chunked"),
+    ("TE", "trailers"), ("Upgrade", "websocket"),
+])
+def test_framing_headers_are_rejected_before_sending(server: Any, name: str, value: str) -> None:
+    with mulligan.Client(attempts=2, timeout=2) as c:
+        start = time.monotonic()
+        with pytest.raises(ValueError, match=name):
+            c.get(server.url("/ok"), headers={name: value})
+        with pytest.raises(ValueError, match=name):
+            c.post(server.url("/ok"), data=b"hello", headers=[(name, value)])
+        assert time.monotonic() - start < 0.5
+    with pytest.raises(ValueError, match=name):
+        mulligan.Client(headers={name: value})
+    assert list(server.wait_for_requests("/ok", 0, settle=0.2)) == []  # nothing was sent
+
+
+def test_host_and_connection_pass_through(server: Any) -> None:
+    r = mulligan.get(server.url("/ok"), headers={"Connection": "close", "Host": "localhost"})
+    assert r.status_code == 200
+
+
+def test_huge_header_is_a_value_error_without_an_attempt(server: Any) -> None:
+    with mulligan.Client(attempts=3) as c:
+        start = time.monotonic()
+        with pytest.raises(ValueError, match="request head too large"):
+            c.get(server.url("/ok"), headers={"X-Big": "a" * 10_000_000})
+        assert time.monotonic() - start < 1.0
+
+
+# -- Ctrl-C ---------------------------------------------------------------------
+
+_SCRIPT = textwrap.dedent("""
+    import sys, time
+    import mulligan
+    url, mode = sys.argv[1], sys.argv[2]
+    print("go", flush=True)
+    start = time.monotonic()
+    try:
+        if mode == "transfer":
+            mulligan.get(url + "/slow?s=8", timeout=20, attempts=1)
+        else:
+            mulligan.get(url + "/down", attempts=3, base_delay=5, max_delay=5, backoff="constant")
+    except KeyboardInterrupt:
+        print("interrupted", round(time.monotonic() - start, 3), flush=True)
+        sys.exit(42)
+    print("finished", flush=True)
+""")
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+
+
+@pytest.mark.parametrize("mode", ["transfer", "backoff"])
+def test_ctrl_c_interrupts_a_blocking_call(server: Any, mode: str) -> None:
+    base = server.url("").rstrip("/")
+    proc = subprocess.Popen([sys.executable, "-c", _SCRIPT, base, mode],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"go\n"
+        time.sleep(1.0)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 42, (out, err)
+    assert out.startswith(b"interrupted"), (out, err)
+    assert took < 2.0, took
+
+
+def test_cli_get_exits_130_promptly_on_ctrl_c(server: Any) -> None:
+    proc = subprocess.Popen(
+        mulligan_cmd() + ["get", "--attempts", "1", "--timeout", "20", server.url("/slow?s=8")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+    )
+    try:
+        # The request is in flight once nginx has accepted the connection;
+        # there is no log line before the response, so give it time to start.
+        time.sleep(1.5)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=10)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    assert took < 2.0, took
+
+
+def test_methods_are_upper_cased_and_checked(server: Any) -> None:
+    # As requests and httpx: "patch" sends PATCH. A non-str is a TypeError.
+    with mulligan.Client(attempts=1) as c:
+        r = c.request("patch", server.url("/echo"), data="x")
+        assert r.text.startswith("method=PATCH\n")
+        for bad in (None, b"GET", 3):
+            with pytest.raises(TypeError, match="method must be a str"):
+                c.request(bad, server.url("/ok"))  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="invalid HTTP method 'GE T'"):
+            c.request("GE T", server.url("/ok"))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"max_redirects": "3"}, TypeError, "max_redirects must be an int or None, got '3'"),
+        ({"max_redirects": 1001}, ValueError, r"max_redirects must be in \[0, 1000\], got 1001"),
+        ({"follow_redirects": "yes"}, TypeError, "follow_redirects must be a bool or None"),
+        ({"strict": 1}, TypeError, "strict must be a bool or None, got 1"),
+        ({"timeout": -1}, ValueError, "timeout must be > 0 seconds, got -1"),
+        ({"deadline": 0}, ValueError, "deadline must be > 0 seconds, got 0"),
+    ],
+)
+def test_request_switches_name_the_argument(kwargs: dict[str, Any], error: type, message: str) -> None:
+    # Raised before anything is sent (nothing listens on port 9).
+    with mulligan.Client(attempts=1) as c:
+        with pytest.raises(error, match=message):
+            c.get("http://127.0.0.1:9/", **kwargs)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:+80/", "http://[::1/", "http://127.0.0.1:99999/"])
+def test_malformed_urls_are_named_in_the_error(url: str) -> None:
+    with pytest.raises(ValueError, match=r"malformed URL '" + re.escape(url) + "'"):
+        mulligan.get(url)
