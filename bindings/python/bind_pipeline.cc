@@ -19,6 +19,8 @@
 #include <string>
 #include <utility>
 
+#include <pybind11/stl.h>
+
 #include "bindings.h"
 #include "mulligan/base/clock.h"
 #include "mulligan/pipeline/pipeline.h"

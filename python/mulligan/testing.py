@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from types import TracebackType
 from typing import Optional
 
-from . import _validate
+from . import _core, _validate
 from ._retry.state import STATE
 
 __all__ = ["FakeClock", "set_active", "set_clock", "set_testing"]
@@ -118,13 +119,21 @@ class FakeClock:
     """A monotonic clock that only moves when slept on or advanced.
 
     Installed (``with FakeClock() as clock:`` or :func:`set_clock`), it is the
-    clock of both retry drivers: deadlines are measured on it, and every wait
-    -- ``time.sleep`` in the sync driver, ``asyncio.sleep`` in the async one --
-    advances it at once instead of waiting. The async wait still yields to the
-    event loop once, so other tasks run and cancellation is delivered.
+    clock of every front door: the retry decorators and blocks, the HTTP
+    clients (``mulligan.get``, :class:`mulligan.Client`,
+    :class:`mulligan.AsyncClient`) and the command. Deadlines and elapsed
+    times are measured on it, and every wait between attempts -- ``time.sleep``
+    in the sync drivers, ``asyncio.sleep`` in the async ones -- advances it at
+    once instead of waiting. The async wait still yields to the event loop
+    once, so other tasks run and cancellation is delivered. An HTTP attempt's
+    transfer still takes real time (the clock does not move during it).
 
-    Thread-safe. Only the retry drivers use it: the event loop, ``time`` and
-    ``asyncio`` are not patched.
+    The C++ engine reads the same time: the clock keeps a ``_core.FakeClock``
+    in step with its own reading, handed to the HTTP clients per request, and
+    its wall-clock reading (for Retry-After dates) starts at the real time
+    when the clock is made.
+
+    Thread-safe. The event loop, ``time`` and ``asyncio`` are not patched.
 
     Args:
         start: the initial reading of :meth:`monotonic`, in seconds. Default 1000.0.
@@ -140,6 +149,8 @@ class FakeClock:
         self._lock = threading.Lock()
         self.sleeps: list[float] = []
         self._restore: Optional[_Restore] = None
+        # The engine's view of this clock (moved with it, under the lock).
+        self._native = _core.FakeClock(self._now, time.time())
 
     def monotonic(self) -> float:
         """Returns the current reading, in seconds."""
@@ -150,6 +161,7 @@ class FakeClock:
         if seconds > 0:
             with self._lock:
                 self._now += seconds
+                self._native.advance(seconds)
 
     def sleep(self, seconds: float) -> None:
         """Advances the clock by `seconds` at once and records the wait."""
@@ -157,6 +169,7 @@ class FakeClock:
             self.sleeps.append(seconds)
             if seconds > 0:
                 self._now += seconds
+                self._native.advance(seconds)
 
     async def async_sleep(self, seconds: float) -> None:
         """Like :meth:`sleep`, then yields to the event loop once."""

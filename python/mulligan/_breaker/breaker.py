@@ -347,7 +347,7 @@ class CircuitBreaker:
         )
         core.set_hook(_make_hook(self))
 
-    # -- the acquire/record hooks, also used by the retry layer ---------------
+    # -- the acquire/record hooks of the decorator and `with` ----------------
 
     def _now(self) -> Optional[float]:
         clock = self._clock
@@ -383,32 +383,6 @@ class CircuitBreaker:
             guard.failure(permit, now)
         else:
             guard.ignored(permit, now)
-
-    def _after_attempt(
-        self,
-        permit: Any,
-        result: int,
-        *,
-        final: bool,
-        per_attempt: bool = False,
-        now: Optional[float] = None,
-    ) -> None:
-        """The recording rule of a retry loop around this breaker.
-
-        Call it after every attempt made under ``permit`` (from
-        :meth:`_acquire`, called before every attempt), with the attempt's
-        result (0 success, 1 failure = a retryable error or a timeout,
-        2 ignored = a terminal error) and ``final`` True when no retry
-        follows. By default one result is recorded per logical call: the last
-        attempt's permit records the final result, earlier permits are
-        dropped, except a half-open probe permit, which always records its
-        own result at once (it holds a probe slot, and its failure must
-        reopen the breaker so that the retry is refused). ``per_attempt``
-        records every attempt. The same rule as the C++ RetryCall
-        (core/include/mulligan/retry/call.h, RetryCallOptions::breaker).
-        """
-        if final or per_attempt or permit.probe:
-            self._record(permit, result, now)
 
     def _record_exception(self, permit: Any, exc: Optional[BaseException]) -> None:
         self._record(permit, self._classify(exc))

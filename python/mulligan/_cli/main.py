@@ -307,7 +307,7 @@ def _client(args: argparse.Namespace, on_retry: Callable[[RetryEvent], None]) ->
         verify = True
     breaker = None
     if args.breaker is not None:
-        breaker = {"failure_threshold": args.breaker, "per_attempt": True}
+        breaker = {"failure_threshold": args.breaker}
     try:
         return Client(
             verify=verify,
@@ -323,6 +323,7 @@ def _client(args: argparse.Namespace, on_retry: Callable[[RetryEvent], None]) ->
             strict=args.strict,
             on_retry=on_retry,
             breaker=breaker,
+            breaker_per_attempt=breaker is not None,
             user_agent="mulligan-cli",
         )
     except (ValueError, TypeError) as e:

@@ -24,13 +24,14 @@ from collections.abc import Coroutine
 from typing import Any, ClassVar, Optional, Union
 
 from .. import _core, _validate
-from .._errors import CircuitOpenError, RetriesExhausted, TransportError
+from .._errors import CircuitOpenError, TransportError
+from .._retry.state import STATE
 from .._validate import UNSET as _UNSET
-from .base import _ClientBase, _merge_named
-from .events import _GAVE_UP_REASONS, _HttpRetryHook, _report_retry
+from .base import _ClientBase, _merge_named, _testing
+from .events import _HttpRetryHook, _report_retry
 from .headers import HeadersInput
 from .request import _COMMON_METHODS, ParamsInput, _check_switches, _check_url, _checked_method
-from .response import Response, _response_from
+from .response import Response
 
 __all__ = ["AsyncClient"]
 
@@ -177,7 +178,13 @@ class AsyncClient(_ClientBase):
 
     async def _wait(self, loop: asyncio.AbstractEventLoop, delay: float) -> None:
         """Waits `delay` seconds before a retry, as asyncio.sleep does, but
-        ends at once with RuntimeError when the client is closed meanwhile."""
+        ends at once with RuntimeError when the client is closed meanwhile.
+        On mulligan.testing's FakeClock the clock advances instead, and the
+        wait only yields to the loop once."""
+        clock = STATE.clock
+        if clock is not None and delay > 0:
+            clock.sleep(delay)
+            delay = 0.0
         waiter = loop.create_future()
         timer = loop.call_later(delay, _resolve, waiter)
         self._waits.add(waiter)
@@ -223,10 +230,12 @@ class AsyncClient(_ClientBase):
             _check_url(url)
         driver = self._get_driver()
         loop = driver.loop
+        cap, no_wait, clock = _testing()
         try:
             fut = loop.create_future()
             call: Optional[int] = driver.begin(
-                fut, method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict
+                fut, method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
+                fallback is not _UNSET, cap, no_wait, clock,
             )
             try:
                 while True:
@@ -242,15 +251,13 @@ class AsyncClient(_ClientBase):
                     fut = loop.create_future()
                     driver.start(call, fut)
                 done, call = call, None
-                response = _response_from(driver.finish(done))
+                raw = driver.finish(done)
             finally:
                 if call is not None:  # cancelled, failed or the client closed
                     driver.cancel(call)
-            if response.stop_reason in _GAVE_UP_REASONS:
-                self._report_give_up(method, url, response, raise_on_give_up)
-            return response
-        except (TransportError, CircuitOpenError, RetriesExhausted) as exc:
+        except (TransportError, CircuitOpenError) as exc:
             return self._fall_back(method, url, exc, fallback)  # type: ignore[no-any-return]
+        return self._finish(raw, method, url, raise_on_give_up, fallback)  # type: ignore[no-any-return]
 
     def get(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:
         """Sends a GET; see :meth:`request`."""

@@ -14,12 +14,12 @@ from typing import Any, ClassVar, Optional, Union
 
 from .. import _core, _validate
 from .._config import policies as _config
-from .._telemetry import metrics as _metrics
 from .._errors import RetriesExhausted
 from .._retry.fallback import call_fallback
+from .._retry.state import STATE
 from .._text import fold
 from .._validate import UNSET as _UNSET, Seconds
-from .events import _HttpRetryHook, _log_give_up
+from .events import _GAVE_UP_REASONS, _HttpRetryHook, _log_give_up
 from .headers import HeadersInput, _check_headers
 from .request import (
     ParamsInput,
@@ -31,7 +31,7 @@ from .request import (
     _retry_on,
     _with_params,
 )
-from .response import Response
+from .response import Response, _response_from
 
 __all__: list[str] = []
 
@@ -42,6 +42,19 @@ def _origin_label(url: str) -> str:
     """The metrics label of a request: its origin, as the engine reports it."""
     origin: Optional[str] = _core.http_origin(url)
     return origin if origin is not None else url
+
+
+def _testing() -> tuple[int, bool, Any]:
+    """mulligan.testing's switches for a request beginning now, as the
+    native clients take them: (the attempt cap -- 1 with retries off, the
+    testing mode's attempts, else 0 for the policy's --, no waits, the fake
+    clock's engine view or None)."""
+    state = STATE
+    if not state.active:
+        cap = 1
+    else:
+        cap = state.testing_attempts if state.testing else 0
+    return cap, state.testing, state.native_clock
 
 
 def _merge_named(owner: str, policy: Optional[str], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -91,6 +104,7 @@ class _ClientBase:
         strict: bool = False,
         on_retry: Optional[_HttpRetryHook] = None,
         breaker: Union[bool, Mapping[str, Any], None] = None,
+        breaker_per_attempt: bool = False,
         headers: HeadersInput = None,
         user_agent: str = _USER_AGENT,
     ) -> None:
@@ -130,7 +144,7 @@ class _ClientBase:
             ),
             ca_bundle=ca_bundle,
             strict=_validate.flag(owner, "strict", strict),
-            **_breaker_args(owner, breaker),
+            **_breaker_args(owner, breaker, breaker_per_attempt),
         )
         self._closed = False
 
@@ -229,26 +243,33 @@ class _ClientBase:
         )
 
     @classmethod
-    def _report_give_up(
-        cls, method: str, url: str, response: Response, raise_on_give_up: bool
-    ) -> None:
-        """Logs a response whose retries gave up on a retryable status;
-        raises :class:`RetriesExhausted` for it when ``raise_on_give_up``."""
-        _log_give_up(method, url, response.attempts, response.stop_reason,
-                     f"last status {response.status_code}")
-        if raise_on_give_up:
-            raise cls._gave_up(method, url, response)
+    def _finish(
+        cls, raw: tuple[Any, ...], method: str, url: str, raise_on_give_up: bool, fallback: Any
+    ) -> Any:
+        """Ends a call that got a response (the native tuple ``raw``): the
+        :class:`Response`, or, when the retries gave up on a retryable
+        status, the fallback's answer (when the pipeline says it answers) or
+        :class:`RetriesExhausted` (with ``raise_on_give_up``). Both clients
+        end every call here."""
+        response = _response_from(raw)
+        if response.stop_reason in _GAVE_UP_REASONS or raw[8]:
+            _log_give_up(method, url, response.attempts, response.stop_reason,
+                         f"last status {response.status_code}")
+            if raw[8]:  # the pipeline's say: this request's fallback answers it
+                return call_fallback(fallback, cls._gave_up(method, url, response))
+            if raise_on_give_up:
+                raise cls._gave_up(method, url, response)
+        return response
 
     @staticmethod
     def _fall_back(method: str, url: str, exc: BaseException, fallback: Any) -> Any:
-        """Handles a call that finally failed with ``exc`` (a TransportError,
-        CircuitOpenError or RetriesExhausted, which is logged already): logs
-        it, then returns the fallback's value, or re-raises ``exc`` (with its
-        traceback) when there is no fallback. Called from the except clause."""
-        if not isinstance(exc, RetriesExhausted):
-            _log_give_up(method, url, getattr(exc, "attempts", 0),
-                         getattr(exc, "stop_reason", None) or type(exc).__name__, str(exc))
-        if fallback is _UNSET:
+        """Handles a call that finally failed with ``exc`` (a TransportError or
+        CircuitOpenError): logs it, then returns the fallback's value when the
+        pipeline says the request's fallback answers it (a give-up on
+        retryable failures, or a refusal; never a terminal error), or
+        re-raises ``exc`` (with its traceback). Called from the except clause."""
+        _log_give_up(method, url, getattr(exc, "attempts", 0),
+                     getattr(exc, "stop_reason", None) or type(exc).__name__, str(exc))
+        if fallback is _UNSET or not getattr(exc, "use_fallback", False):
             raise exc
-        _metrics._metrics_for(_origin_label(url)).fallback_used()
         return call_fallback(fallback, exc)

@@ -1,10 +1,15 @@
 """``mulligan.Client`` and the module-level ``get``, ``post``, ``request``...
 
-The retry loop runs in the C++ core on libcurl with the GIL released: the
-method rules of RFC 9110 (POST and PATCH are retried only with an idempotency
-key), Retry-After, per-attempt timeouts and the deadline all come from the
-engine. This module validates input (through ``base`` and ``request``),
-calls the native client and wraps the result in a :class:`Response`.
+Every request is one call of the core pipeline, whose attempts are libcurl
+transfers run with the GIL released: the method rules of RFC 9110 (POST and
+PATCH are retried only with an idempotency key), Retry-After, per-attempt
+timeouts, the deadline, the breakers per origin, the metrics and the
+fallback's say all come from the engine. When it decides a retry, the native
+call comes back here (an ``_core.HttpCall``): this module reports the retry
+(logs, the on_retry hook), waits with ``time.sleep`` -- or on
+mulligan.testing's FakeClock, and Ctrl-C interrupts it -- and resumes the
+call. It also validates input (through ``base`` and ``request``) and wraps
+the result in a :class:`Response`.
 
 .. versionadded:: 0.1.0
 """
@@ -15,13 +20,14 @@ import threading
 from typing import Any, Optional, Union
 
 from .. import _core
-from .._errors import CircuitOpenError, RetriesExhausted, TransportError
+from .._errors import CircuitOpenError, TransportError
+from .._retry.state import STATE
 from .._validate import UNSET as _UNSET
-from .base import _ClientBase, _merge_named
-from .events import _GAVE_UP_REASONS, _HttpRetryHook
+from .base import _ClientBase, _merge_named, _testing
+from .events import _HttpRetryHook, _report_retry
 from .headers import HeadersInput
 from .request import _COMMON_METHODS, ParamsInput, _check_switches, _check_url, _checked_method
-from .response import Response, _response_from
+from .response import Response
 
 __all__ = [
     "Client",
@@ -75,9 +81,13 @@ class Client(_ClientBase):
         on_retry: called with a :class:`RetryEvent` before each wait.
         breaker: per-origin circuit breakers: True for the defaults
             (5 consecutive failed calls open it for 30 s), or a mapping with
-            ``failure_threshold``, ``reset_timeout`` (seconds) and
-            ``per_attempt``. An open breaker raises
-            :class:`mulligan.CircuitOpenError` at once. Default None (off).
+            ``failure_threshold`` and ``reset_timeout`` (seconds). An open
+            breaker raises :class:`mulligan.CircuitOpenError` at once.
+            Default None (off).
+        breaker_per_attempt: record every attempt in the breaker instead of
+            one result per call (the same switch as ``@retry``'s). The 0.1
+            spelling, ``breaker={"per_attempt": True}``, still works and
+            warns (DeprecationWarning). Default False.
         headers: default headers of every request. Content-Length,
             Transfer-Encoding, TE and Upgrade are set by the client itself
             and raise ValueError here and in a request's ``headers``.
@@ -154,17 +164,20 @@ class Client(_ClientBase):
             retry_after_max, retry_on, follow_redirects, max_redirects,
             strict: override the client's settings for this request.
             on_retry: replaces the client's hook for this request. It runs
-                with the GIL held before each wait; if it raises, the retries
-                stop at once and its exception propagates from this call.
+                before each wait; if it raises, the retries stop at once and
+                its exception propagates from this call.
             raise_on_give_up: raise :class:`mulligan.RetriesExhausted` instead
                 of returning the last response when the retries give up on a
                 retryable status. Default False.
-            fallback: returned instead of raising when the call finally fails
-                (a transport error, a timeout, an open circuit, or
-                RetriesExhausted with ``raise_on_give_up``). A callable is
-                called with the exception and its result returned; any other
-                object is returned as is. Counted in the origin's
-                ``fallbacks`` metric.
+            fallback: returned instead of a failure when the call finally
+                fails: the retries gave up on a retryable status (the
+                callable gets a :class:`mulligan.RetriesExhausted` carrying
+                the last response) or a transport error or timeout, or the
+                origin's breaker refused. A terminal answer (a 404, a TLS
+                verification failure) is returned or raised as it is. A
+                callable is called with the exception and its result
+                returned; any other object is returned as is. Counted in the
+                origin's ``fallbacks`` metric.
 
         Every retry is logged on the ``mulligan`` logger at WARNING (with
         ``extra`` fields ``mulligan_method``, ``mulligan_url``,
@@ -195,17 +208,10 @@ class Client(_ClientBase):
         client = self._client
         if client is None:
             raise RuntimeError("this client is closed")
-        try:
-            raw = client.request(
-                method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
-                on_retry if on_retry is not None else self._on_retry,
-            )
-            response = _response_from(raw)
-            if response.stop_reason in _GAVE_UP_REASONS:
-                self._report_give_up(method, url, response, raise_on_give_up)
-            return response
-        except (TransportError, CircuitOpenError, RetriesExhausted) as exc:
-            return self._fall_back(method, url, exc, fallback)  # type: ignore[no-any-return]
+        return self._send(  # type: ignore[no-any-return]
+            client, method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
+            on_retry if on_retry is not None else self._on_retry, raise_on_give_up, fallback,
+        )
 
     def _bare(self, method: str, url: str) -> Response:
         """``request(method, url)`` with every keyword at its default, minus
@@ -217,16 +223,40 @@ class Client(_ClientBase):
             # Closed, headers to merge, or a subclass's (or a mock's) request().
             return self.request(method, url)
         _check_url(url)
+        return self._send(  # type: ignore[no-any-return]
+            client, method, url, [], b"", None, self._default_policy, None, None, None,
+            self._on_retry, False, _UNSET,
+        )
+
+    def _send(
+        self,
+        client: Any,
+        method: str,
+        url: str,
+        pairs: list[tuple[str, bytes]],
+        body: bytes,
+        key: Optional[str],
+        policy: Any,
+        follow_redirects: Optional[bool],
+        max_redirects: Optional[int],
+        strict: Optional[bool],
+        hook: Optional[_HttpRetryHook],
+        raise_on_give_up: bool,
+        fallback: Any,
+    ) -> Any:
+        """Runs one prepared call: attempts in the engine, the waits between
+        them here, the give-up report and the fallback (``base``)."""
+        cap, no_wait, clock = _testing()
         try:
-            response = _response_from(client.request(
-                method, url, [], b"", None, self._default_policy, None, None, None,
-                self._on_retry,
-            ))
-        except (TransportError, CircuitOpenError, RetriesExhausted) as exc:
-            return self._fall_back(method, url, exc, _UNSET)  # type: ignore[no-any-return]
-        if response.stop_reason in _GAVE_UP_REASONS:
-            self._report_give_up(method, url, response, False)
-        return response
+            raw = client.request(
+                method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
+                fallback is not _UNSET, cap, no_wait, clock,
+            )
+            while type(raw) is not tuple:  # an _core.HttpCall: a retry was decided
+                raw = _retry(raw, method, url, hook)
+        except (TransportError, CircuitOpenError) as exc:
+            return self._fall_back(method, url, exc, fallback)
+        return self._finish(raw, method, url, raise_on_give_up, fallback)
 
     def get(self, url: str, **kwargs: Any) -> Response:
         """Sends a GET; see :meth:`request` for the keyword arguments."""
@@ -255,6 +285,22 @@ class Client(_ClientBase):
     def delete(self, url: str, **kwargs: Any) -> Response:
         """Sends a DELETE; see :meth:`request`."""
         return self.request("DELETE", url, **kwargs) if kwargs else self._bare("DELETE", url)
+
+
+def _retry(pending: Any, method: str, url: str, hook: Optional[_HttpRetryHook]) -> Any:
+    """Makes the retry an ``_core.HttpCall`` decided: reports it (log, hook),
+    waits its delay with ``STATE.sleep`` and runs the next attempt. A hook
+    that raises, or an interrupted wait (Ctrl-C), ends the call without the
+    retry and propagates."""
+    try:
+        _report_retry(pending.event, method, url, hook)
+        delay = pending.delay
+        if delay > 0:
+            STATE.sleep(delay)
+    except BaseException:
+        pending.cancel()
+        raise
+    return pending.resume()
 
 
 # The short path (Client._bare) is taken only while request() is this one, so

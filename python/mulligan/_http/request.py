@@ -9,6 +9,8 @@ TypeError or ValueError and no request leaves the process.
 
 from __future__ import annotations
 
+import warnings
+
 import functools
 import json as _json
 import urllib.parse
@@ -172,8 +174,12 @@ def _idempotency_key(idempotency_key: Union[str, bool, None]) -> Optional[str]:
     )
 
 
-def _breaker_args(owner: str, breaker: Any) -> dict[str, Any]:
-    """The native client's per-origin breaker arguments of ``breaker=``."""
+def _breaker_args(owner: str, breaker: Any, per_attempt: bool = False) -> dict[str, Any]:
+    """The native client's per-origin breaker arguments of ``breaker=`` and
+    ``breaker_per_attempt=``. The mapping's ``"per_attempt"`` is the 0.1
+    spelling of ``breaker_per_attempt`` (one name for the switch in every
+    layer): still honoured, with a DeprecationWarning."""
+    per_attempt = _validate.flag(owner, "breaker_per_attempt", per_attempt)
     if breaker is None or breaker is False:
         return {}
     if breaker is True:
@@ -190,7 +196,17 @@ def _breaker_args(owner: str, breaker: Any) -> dict[str, Any]:
         "breaker_reset_timeout": _validate.seconds(
             owner, 'breaker["reset_timeout"]', breaker.get("reset_timeout", 30.0), positive=True
         ),
-        "breaker_per_attempt": _validate.flag(
-            owner, 'breaker["per_attempt"]', breaker.get("per_attempt", False)
-        ),
+        "breaker_per_attempt": per_attempt or _deprecated_per_attempt(owner, breaker),
     }
+
+
+def _deprecated_per_attempt(owner: str, breaker: Mapping[str, Any]) -> bool:
+    if "per_attempt" not in breaker:
+        return False
+    warnings.warn(
+        f'{owner}: breaker={{"per_attempt": ...}} is deprecated; pass breaker_per_attempt=... '
+        "(the name of this switch in every mulligan front door)",
+        DeprecationWarning,
+        stacklevel=5,
+    )
+    return _validate.flag(owner, 'breaker["per_attempt"]', breaker["per_attempt"])

@@ -134,8 +134,9 @@ class Response:
 
 
 def _response_from(raw: tuple[Any, ...]) -> Response:
-    # The native call's one tuple: the scalars, the body and the header
-    # block, which is split only when Response.headers is read.
+    # The native call's one tuple: the scalars, the body, the header block
+    # (split only when Response.headers is read) and whether the request's
+    # fallback answers it (read by the clients, not kept).
     r = Response.__new__(Response)
     (
         r.status_code,
@@ -146,6 +147,7 @@ def _response_from(raw: tuple[Any, ...]) -> Response:
         r.idempotency_key,
         r.stop_reason,
         r._raw,
+        _,
     ) = raw
     r._headers = None
     return r

@@ -1,8 +1,9 @@
 """The asyncio driver: ``@mulligan.retry`` on coroutine functions.
 
-Same engine and same failure-path logic as the sync driver (``call._Call``);
-the only difference is the wait, ``await asyncio.sleep(delay)``, so cancelling
-the task during a wait cancels the wait at once. A zero delay does not sleep
+The sync driver (``sync_driver``) with ``await``: the same pipeline and the
+same failure-path steps (``call._Call``); the waits are ``await
+asyncio.sleep(delay)``, so cancelling the task during a wait cancels the wait
+at once. A zero delay does not sleep
 (and does not yield to the event loop). With a FakeClock installed by
 :mod:`mulligan.testing`, waits advance the fake clock instead.
 
@@ -20,15 +21,15 @@ import asyncio
 import functools
 from typing import Any, Callable, Optional
 
-from .._errors import CircuitOpenError
 from .call import (
-    _BREAKER_FAILURE,
-    _BREAKER_IGNORED,
-    _BREAKER_SUCCESS,
-    _Call,
-    _refused_first_attempt,
+    _SUCCESS,
+    _TERMINAL_FAILURE,
+    end_unretried,
+    first_failure,
+    refused_first_attempt,
+    start_guarded,
 )
-from .options import _Config, _never_retried
+from .options import _Config
 from .state import STATE
 
 __all__ = ["sleep", "wrap_async"]
@@ -51,24 +52,17 @@ async def _run_async(
     exc: Optional[BaseException],
     result: Any,
     start: Optional[float],
-    permit: Any = None,
+    core: Any = None,
 ) -> Any:
     """The async slow path: the first attempt failed with `exc` (or a rejected `result`).
 
-    ``permit`` is the breaker permit the first attempt ran under (with ``breaker=``).
+    ``core`` is the ``_core.Call`` the first attempt ran under (with ``breaker=``).
     """
-    if exc is not None and _never_retried(exc):
-        if permit is not None:
-            cfg.breaker._after_attempt(permit, _BREAKER_IGNORED, final=True)  # type: ignore[union-attr]
-        raise exc
-    if not STATE.active:
-        if permit is not None:
-            failed = _BREAKER_FAILURE if exc is not None else _BREAKER_SUCCESS
-            cfg.breaker._after_attempt(permit, failed, final=True)  # type: ignore[union-attr]
+    call = first_failure(cfg, exc, result, start, core)
+    if call is None:
         if exc is not None:
             raise exc
         return result
-    call = _Call(cfg, start, permit)
     catch = cfg.catch
     try:
         while True:
@@ -77,26 +71,20 @@ async def _run_async(
                 return call.give_up(exc, result)
             if delay > 0:
                 await sleep(delay)  # cancelling the task cancels the wait
-            call.wait_over()
-            refused = call.next_permit(exc)
+            refused = call.admit(exc)
             if refused is not None:
                 return refused.value
             try:
                 result = await fn(*args, **kwargs)
             except catch as e:
-                if not cfg.retryable_exception(e):
-                    call.breaker_result(_BREAKER_IGNORED, final=True)
-                    call.finish("terminal")
+                if not call.retryable(e):
                     raise
                 exc, result = e, None
-            except BaseException:
-                call.breaker_result(_BREAKER_IGNORED, final=True)
-                call.finish("terminal")
+            except BaseException as e:
+                call.unretried(e)
                 raise
             else:
-                if not cfg.rejects(result):
-                    call.breaker_result(_BREAKER_SUCCESS, final=True)
-                    call.finish("succeeded")
+                if not call.rejected(result):
                     return result
                 exc = None
     except BaseException:
@@ -153,38 +141,32 @@ def wrap_async(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
 
 def _wrap_async_with_breaker(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
     """The async wrapper with ``breaker=`` (see sync_driver._wrap_sync_with_breaker)."""
-    breaker = cfg.breaker
-    assert breaker is not None
     catch = cfg.catch
     check = cfg.check
     on_result = cfg.on_result
     timed = cfg.timed
-    tick = cfg.tick
     state = STATE
 
     @functools.wraps(fn)
     async def breaker_wrapper(*args: Any, **kwargs: Any) -> Any:
-        start = state.now() if timed else None
-        try:
-            permit = breaker._acquire()
-        except CircuitOpenError as refused:
-            return _refused_first_attempt(cfg, refused)
+        core = start_guarded(cfg, state.now() if timed else None)
+        if core.refused:
+            return refused_first_attempt(cfg, core)
         try:
             result = await fn(*args, **kwargs)
         except catch as e:
             if check is not None and not check(e):
-                breaker._after_attempt(permit, _BREAKER_IGNORED, final=True)
+                core.record(_TERMINAL_FAILURE, state.now())
                 raise
             exc = e
-        except BaseException:
-            breaker._after_attempt(permit, _BREAKER_IGNORED, final=True)
+        except BaseException as e:
+            end_unretried(core, e)
             raise
         else:
             if on_result is None or not on_result(result):
-                breaker._after_attempt(permit, _BREAKER_SUCCESS, final=True)
-                tick()
+                core.record(_SUCCESS, state.now())
                 return result
-            return await _run_async(cfg, fn, args, kwargs, None, result, start, permit)
-        return await _run_async(cfg, fn, args, kwargs, exc, None, start, permit)
+            return await _run_async(cfg, fn, args, kwargs, None, result, None, core)
+        return await _run_async(cfg, fn, args, kwargs, exc, None, None, core)
 
     return breaker_wrapper

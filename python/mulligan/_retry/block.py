@@ -80,7 +80,7 @@ class Attempt:
             self._failed = True
             return True  # suppressed: the loop decides what happens next
         if self._run.call is not None:
-            self._run.call.finish("terminal")
+            self._run.call.unretried(exc)
         return False
 
     def __repr__(self) -> str:
@@ -104,7 +104,7 @@ class _BlockRun:
         """
         if not attempt._failed:
             if self.call is not None:
-                self.call.finish("succeeded")
+                self.call.succeeded()
             else:
                 self.cfg.tick()
             return None
@@ -121,10 +121,6 @@ class _BlockRun:
 
     def waited(self) -> float:
         return 0.0 if self.call is None else self.call.waited
-
-    def wait_over(self) -> None:
-        if self.call is not None:
-            self.call.wait_over()
 
     def abandon(self) -> None:
         if self.call is not None:
@@ -165,7 +161,6 @@ class RetryBlock:
                 except BaseException:
                     run.abandon()
                     raise
-            run.wait_over()
             number += 1
 
     def __aiter__(self) -> AsyncIterator[Attempt]:
@@ -187,7 +182,6 @@ async def _iterate_async(run: _BlockRun) -> AsyncIterator[Attempt]:
             except BaseException:
                 run.abandon()
                 raise
-        run.wait_over()
         number += 1
 
 

@@ -1,12 +1,16 @@
 """One logical call on the failure path: :class:`_Call`, shared by both drivers.
 
-A decorated call enters here only when its first attempt has failed. The
-call begins a ``_core.RetrySession``, feeds it every failed attempt and gets
-back the delay before the next one or the reason to stop; it consults the
-breaker before each retry, calls the hooks, logs, counts metrics, and on
-give-up raises the last exception (with a note), raises RetriesExhausted, or
-returns the fallback's value. The sync and async drivers (``sync_driver``,
-``async_driver``) differ only in how they wait.
+A decorated call enters here only when its first attempt has failed (or
+before it, when a breaker must be asked). Every decision is the core
+pipeline's (DESIGN.md section 2): the call is a ``_core.Call`` of the
+configuration's ``_core.Pipeline``, which classifies nothing on its own but
+decides, from each attempt's outcome, whether to retry and after what
+delay, records the breaker's result, counts the metrics and says when the
+fallback answers. This module only turns attempts into outcomes, calls the
+hooks, logs, and ends the call: raises the last exception (with a note),
+raises RetriesExhausted, returns a rejected result, or the fallback's
+value. The sync and async drivers (``sync_driver``, ``async_driver``)
+differ only in how they wait.
 
 .. versionadded:: 0.1.0
 """
@@ -18,28 +22,23 @@ import math
 from typing import Any, Optional
 
 from .. import _core
-from .._errors import AttemptOutcome, CircuitOpenError, RetriesExhausted
+from .._errors import AttemptOutcome, CircuitOpenError, RetriesExhausted, _circuit_open
 from .._text import format_seconds
 from .fallback import call_fallback
 from .hooks import RetryDetails, RetryStatistics, log_give_up, log_retry
-from .options import _MISSING, _Config
+from .options import _MISSING, _Config, _never_retried
 from .state import STATE
 
 __all__: list[str] = []
 
-# Built once: an exception or result judged retryable, without a delay hint.
+# Built once: the outcomes the drivers hand to the pipeline.
 _RETRYABLE_FAILURE = _core.Outcome.failure(True)
+_TERMINAL_FAILURE = _core.Outcome.failure(False)
+_SUCCESS = _core.Outcome.success()
 
 # The largest delay hint handed to the engine (its Duration holds ~9.2e9 s);
 # anything longer is "too long" to every policy anyway.
 _MAX_HINT = 9.0e9
-
-
-# Results reported to a breaker (CircuitBreaker._after_attempt): a retryable
-# failure is a failure, a terminal error (a non-matching exception) is ignored.
-_BREAKER_SUCCESS = 0
-_BREAKER_FAILURE = 1
-_BREAKER_IGNORED = 2
 
 
 class _Fallback:
@@ -51,15 +50,77 @@ class _Fallback:
         self.value = value
 
 
-def _refused_first_attempt(cfg: _Config, refused: CircuitOpenError) -> Any:
+def _attempt_cap() -> int:
+    """mulligan.testing's cap on attempts for a call beginning now: 1 with
+    retries off, ``attempts`` in testing mode, else 0 (the policy's)."""
+    state = STATE
+    if not state.active:
+        return 1
+    return state.testing_attempts if state.testing else 0
+
+
+def begin(cfg: _Config, start: float) -> Any:
+    """Begins a ``_core.Call`` of ``cfg``'s pipeline at ``start`` under
+    mulligan.testing's switches (the attempt cap, no waits)."""
+    return cfg.pipeline.begin(start, cfg.fallback is not _MISSING, _attempt_cap(), STATE.testing)
+
+
+def start_guarded(cfg: _Config, start: Optional[float]) -> Any:
+    """Begins a call whose breaker must admit the first attempt: the
+    ``_core.Call``, admitted or refused (``.refused``)."""
+    if cfg.policy_name is not None:
+        cfg.refresh()
+    return cfg.pipeline.start(
+        STATE.now() if start is None else start, cfg.fallback is not _MISSING, _attempt_cap(),
+        STATE.testing,
+    )
+
+
+def end_unretried(core: Any, exc: BaseException) -> None:
+    """Ends ``core`` (a guarded call's first attempt) on an exception the
+    policy does not retry: a stop exception abandons it, any other is a
+    terminal outcome."""
+    if _never_retried(exc):
+        core.abandon(STATE.now(), 1)
+    else:
+        core.record(_TERMINAL_FAILURE, STATE.now())
+
+
+def first_failure(
+    cfg: _Config, exc: Optional[BaseException], result: Any, start: Optional[float], core: Any
+) -> Optional["_Call"]:
+    """What both drivers do when a first attempt failed with ``exc`` (or a
+    rejected ``result``): returns the :class:`_Call` that retries it, or None
+    when the failure must propagate as it is (then ``exc`` is raised, or
+    ``result`` returned, by the caller): a stop exception (KeyboardInterrupt,
+    SystemExit, GeneratorExit, CancelledError) ends the call unjudged, and
+    with retries off (mulligan.testing.set_active(False)) the attempt is
+    recorded (for a breaker) without hooks, notes or logs."""
+    if exc is not None and _never_retried(exc):
+        if core is not None:
+            core.abandon(STATE.now(), 1)
+        return None
+    if not STATE.active:
+        if core is not None:
+            core.record(_RETRYABLE_FAILURE, STATE.now())
+        return None
+    return _Call(cfg, start, core)
+
+
+def refusal(core: Any, attempts: int) -> CircuitOpenError:
+    """The CircuitOpenError of a call its breaker refused after ``attempts`` attempts."""
+    refused = _circuit_open(core.breaker_name, core.retry_in, core.refusal_message)
+    refused.attempts = attempts
+    return refused
+
+
+def refused_first_attempt(cfg: _Config, core: Any) -> Any:
     """Ends a call whose breaker refused its first attempt: the fallback's
-    answer, or the CircuitOpenError raised again. Counted as a failed call."""
-    cfg.metrics.call_started()
-    cfg.metrics.call_failed(0, 0.0, "terminal")
-    if cfg.fallback is _MISSING:
-        raise refused
-    cfg.metrics.fallback_used()
-    return call_fallback(cfg.fallback, refused)
+    answer, or the CircuitOpenError. The pipeline counted the failed call."""
+    refused = refusal(core, 0)
+    if core.use_fallback:
+        return call_fallback(cfg.fallback, refused)
+    raise refused
 
 
 def _add_note(exc: BaseException, note: str) -> None:
@@ -71,34 +132,38 @@ def _add_note(exc: BaseException, note: str) -> None:
 class _Call:
     """The failure-path state of one logical call (sync or async driver).
 
-    Created when the first attempt has failed; never shared between calls.
+    Created when the first attempt has failed (``core`` None: the call begins
+    then) or, with a breaker, from the call begun before the first attempt;
+    never shared between calls.
     """
 
     __slots__ = (
-        "cfg", "session", "start", "attempt", "waited", "outcomes", "hint", "reason", "waiting",
-        "done", "permit",
+        "cfg", "core", "start", "attempt", "waited", "outcomes", "hint", "reason", "done",
+        "use_fallback", "guarded",
     )
 
-    def __init__(self, cfg: _Config, start: Optional[float], permit: Any = None) -> None:
+    def __init__(self, cfg: _Config, start: Optional[float], core: Any = None) -> None:
         self.cfg = cfg
-        # The breaker permit of the attempt that is running or just failed.
-        self.permit = permit
-        if cfg.policy_name is not None:
-            cfg.refresh()
-        if start is None:
-            # No deadline: the success path did not read the clock, so the
-            # session (and `elapsed`) starts when the first attempt failed.
-            start = STATE.now()
+        if core is None:
+            if cfg.policy_name is not None:
+                cfg.refresh()
+            if start is None:
+                # No deadline: the success path did not read the clock, so the
+                # call (and `elapsed`) starts when the first attempt failed.
+                start = STATE.now()
+            core = begin(cfg, start)
+        elif start is None:
+            start = core.start
+        self.core = core
         self.start = start
-        self.session = cfg.policy.begin(start)
+        self.guarded = cfg.breaker is not None
         self.attempt = 1  # the attempt that is running or just failed
         self.waited = 0.0
         self.outcomes: Optional[list[AttemptOutcome]] = [] if cfg.raise_on_give_up else None
         self.hint: Optional[float] = None
         self.reason = "attempts_exhausted"
-        self.waiting = False  # a retry is scheduled and its wait has not ended
         self.done = False
-        cfg.metrics.call_started()
+        self.use_fallback = False
 
     def failed(self, exc: Optional[BaseException], result: Any) -> Optional[float]:
         """Records a failed attempt; returns the delay before the next one, or None to stop.
@@ -107,7 +172,6 @@ class _Call:
         caller then calls :meth:`give_up`.
         """
         cfg = self.cfg
-        state = STATE
         if self.outcomes is not None:
             self.outcomes.append(AttemptOutcome(self.attempt, exc, result))
         hint: Optional[float] = None
@@ -117,32 +181,19 @@ class _Call:
             if hint is not None:
                 outcome = _core.Outcome.failure(True, hint)
         self.hint = hint
-        now = state.now()
-        decision = self.session.on_outcome(outcome, now)
+        now = STATE.now()
+        decision: _core.Decision = self.core.record(outcome, now)
         retry = decision.retry
         delay = decision.delay
         reason: Optional[str] = None if retry else decision.reason
-        if state.testing:
-            # No waits, and at most `testing_attempts` attempts.
-            delay = 0.0
-            if retry and self.attempt >= state.testing_attempts:
-                retry, reason = False, "attempts_exhausted"
-        if retry or not decision.retry:
-            cfg.metrics.attempt_failed(self.attempt, outcome, decision, now - self.start)
-            self.waiting = retry
-        if cfg.breaker is not None:
-            # A retryable failure is a breaker failure; one result per logical
-            # call unless breaker_per_attempt (see CircuitBreaker._after_attempt).
-            self.breaker_result(_BREAKER_FAILURE, final=not retry)
-        time_left = self.session.time_left(now) if cfg.timed else None
         details = RetryDetails(
             name=cfg.name,
             attempt=self.attempt,
-            delay=delay if retry else 0.0,
+            delay=delay,
             exception=exc,
             result=result,
             elapsed=now - self.start,
-            time_left=time_left,
+            time_left=self.core.time_left(now) if cfg.timed else None,
             waited=self.waited,
             stop_reason=reason,
             from_delay_hint=hint is not None and (retry or reason == "retry_after_too_long"),
@@ -156,6 +207,7 @@ class _Call:
             return delay
         assert reason is not None
         self.reason = reason
+        self.use_fallback = decision.use_fallback
         log_give_up(details)
         self.finish(reason)
         for hook in cfg.on_give_up:
@@ -163,7 +215,8 @@ class _Call:
         return None
 
     def give_up(self, exc: Optional[BaseException], result: Any) -> Any:
-        """Ends a call whose retries gave up: raises, or returns a rejected result."""
+        """Ends a call whose retries gave up: the fallback's value (when the
+        pipeline says it answers), or raises, or returns a rejected result."""
         reason = self.reason
         n = self.attempt
         note = f"mulligan: gave up after {n} attempt{'' if n == 1 else 's'} ({reason})"
@@ -173,80 +226,96 @@ class _Call:
                 f" the delay hint of {format_seconds(self.hint)} exceeds retry_after_max"
                 f" {format_seconds(self.cfg.retry_after_max)})"
             )
-        if exc is not None and self.cfg.fallback is not _MISSING:
-            _add_note(exc, note)
-            return self.use_fallback(exc)
+        if self.use_fallback:
+            # The fallback answers the last failure: the exception, or, for a
+            # rejected result, a RetriesExhausted carrying every attempt.
+            if exc is None:
+                exc = self._exhausted(note)
+            else:
+                _add_note(exc, note)
+            return call_fallback(self.cfg.fallback, exc)
         if self.cfg.raise_on_give_up:
-            raise RetriesExhausted(
-                f"{self.cfg.name}: {note}",
-                attempts=n,
-                stop_reason=reason,
-                outcomes=tuple(self.outcomes or ()),
-            ) from exc
+            raise self._exhausted(note) from exc
         if exc is not None:
             _add_note(exc, note)
             raise exc
         return result
 
-    def breaker_result(self, result: int, *, final: bool) -> None:
-        """Reports the attempt under ``self.permit`` to the breaker (if any)."""
-        breaker = self.cfg.breaker
-        if breaker is not None and self.permit is not None:
-            permit, self.permit = self.permit, None
-            breaker._after_attempt(
-                permit, result, final=final, per_attempt=self.cfg.breaker_per_attempt
-            )
+    def _exhausted(self, note: str) -> RetriesExhausted:
+        return RetriesExhausted(
+            f"{self.cfg.name}: {note}",
+            attempts=self.attempt,
+            stop_reason=self.reason,
+            outcomes=tuple(self.outcomes or ()),
+        )
 
-    def next_permit(self, exc: Optional[BaseException]) -> Any:
-        """Acquires the breaker before the next attempt.
+    def admit(self, exc: Optional[BaseException]) -> Optional[_Fallback]:
+        """Asks the pipeline before the next attempt (only a breaker can say no).
 
-        Returns None when there is no breaker. When the breaker refuses, the
+        Returns None when the attempt may run. When the breaker refuses, the
         call ends: returns the fallback's value wrapped in ``_Fallback``, or
         raises CircuitOpenError (chained to the last failure).
         """
-        breaker = self.cfg.breaker
-        if breaker is None:
+        if not self.guarded or self.core.admit(STATE.now()):
             return None
-        try:
-            self.permit = breaker._acquire()
-        except CircuitOpenError as refused:
-            refused.attempts = self.attempt - 1
+        refused = refusal(self.core, self.attempt - 1)
+        self.finish("circuit_open")
+        if self.core.use_fallback:
+            return _Fallback(call_fallback(self.cfg.fallback, refused))
+        raise refused from exc
+
+    def retryable(self, exc: BaseException) -> bool:
+        """Whether the exception an attempt raised (one ``on=`` names) is a
+        retryable failure. When it is not, the call ends here: the attempt
+        is recorded as terminal (it frees a probe slot and counts as neither
+        success nor failure in the breaker) and the caller re-raises it."""
+        if self.cfg.retryable_exception(exc):
+            return True
+        self.unretried(exc)
+        return False
+
+    def unretried(self, exc: BaseException) -> None:
+        """Ends the call on an exception the policy does not retry, which the
+        caller re-raises: a stop exception (KeyboardInterrupt, CancelledError)
+        abandons the call; any other is a terminal outcome."""
+        if _never_retried(exc):
+            self.interrupted()
+        else:
+            self.core.record(_TERMINAL_FAILURE, STATE.now())
             self.finish("terminal")
-            if self.cfg.fallback is not _MISSING:
-                return _Fallback(self.use_fallback(refused))
-            raise refused from exc
-        return None
 
-    def use_fallback(self, exc: BaseException) -> Any:
-        """Returns the fallback's answer to a call that finally failed with ``exc``."""
-        self.cfg.metrics.fallback_used()
-        return call_fallback(self.cfg.fallback, exc)
+    def rejected(self, result: Any) -> bool:
+        """Whether a returned value must be retried (``on_result``); when it
+        is accepted, the call ends here as a success."""
+        if self.cfg.rejects(result):
+            return True
+        self.succeeded()
+        return False
 
-    def wait_over(self) -> None:
-        """Ends the wait before a retry (also when the wait was interrupted)."""
-        if self.waiting:
-            self.waiting = False
-            self.cfg.metrics.retry_wait_ended()
+    def succeeded(self) -> None:
+        """Ends the call with the attempt that succeeded."""
+        self.core.record(_SUCCESS, STATE.now())
+        self.finish("succeeded")
 
-    def abandon(self) -> None:
+    def interrupted(self) -> None:
+        """Ends a call whose attempt was stopped (KeyboardInterrupt, a
+        cancelled task): the attempt counts as made, its breaker permit is
+        freed unjudged, and the call counts as failed."""
+        self.abandon(in_flight=1)
+
+    def abandon(self, in_flight: int = 0) -> None:
         """Ends a call left by an exception that is not an attempt's failure
-        (a cancelled wait, KeyboardInterrupt): counted as a terminal failure."""
-        self.wait_over()
-        self.breaker_result(_BREAKER_IGNORED, final=True)
+        (a cancelled wait, KeyboardInterrupt): counted as a terminal failure;
+        ``in_flight`` 1 when an attempt was running."""
+        self.core.abandon(STATE.now(), in_flight)
         if not self.done:
             self.finish("terminal")
 
     def finish(self, reason: str) -> None:
-        """Records the end of the call in the metrics and publishes its statistics."""
+        """Publishes the call's statistics (once)."""
         if self.done:
             return
         self.done = True
-        self.wait_over()
-        elapsed = STATE.now() - self.start
-        if reason == "succeeded":
-            self.cfg.metrics.call_succeeded(self.attempt, elapsed)
-        else:
-            self.cfg.metrics.call_failed(self.attempt, elapsed, reason)
         self.cfg.statistics.set(
             RetryStatistics(
                 name=self.cfg.name,

@@ -188,6 +188,7 @@ class _Config:
         "breaker",
         "breaker_per_attempt",
         "fallback",
+        "pipeline",
     )
 
     def __init__(self, options: dict[str, Any], name: str, *, report: bool = True) -> None:
@@ -223,12 +224,25 @@ class _Config:
         self.retry_after_max: float = retry_after_max
         self.timed = deadline is not None
         # Metrics under the callable's name: first-attempt successes tick a
-        # Python counter (no native call); the failure path reports to the engine.
+        # Python counter (no native call); every other call reports through
+        # the pipeline, which counts it once.
         if report:
             self.metrics = _metrics._metrics_for(name)
             self.tick = _metrics._success_ticker(name)
+        self.pipeline = self._make_pipeline(report)
         self.statistics: contextvars.ContextVar[Optional[RetryStatistics]] = contextvars.ContextVar(
             f"mulligan.statistics:{name}", default=None
+        )
+
+    def _make_pipeline(self, report: bool) -> Any:
+        """The one composition every call of this configuration steps
+        through (DESIGN.md section 2): retry, then the breaker, reporting to
+        this callable's metrics."""
+        return _core.Pipeline(
+            self.policy,
+            self.breaker._core if self.breaker is not None else None,
+            self.breaker_per_attempt,
+            self.metrics if report else None,
         )
 
     def _set_callbacks(self, o: dict[str, Any]) -> None:
@@ -272,6 +286,7 @@ class _Config:
             self.policy = fresh.policy
             self.timed = fresh.timed
             self.retry_after_max = fresh.retry_after_max
+            self.pipeline = self._make_pipeline(report=True)
         self.generation = generation
 
     def retryable_exception(self, exc: BaseException) -> bool:

@@ -2,9 +2,11 @@
 
 The wrapper runs the user's function inside a plain ``try``/``return``: a
 call that succeeds at its first attempt allocates nothing and never enters
-the engine (DESIGN.md section 1). Only a failure takes the slow path,
-:func:`_run_sync`, which drives a :class:`_Call` and waits with
+the engine (DESIGN.md section 1), unless a breaker must be asked first. A
+failure takes the slow path, :func:`_run_sync`, which steps a
+:class:`~mulligan._retry.call._Call` (the pipeline decides) and waits with
 ``time.sleep`` (through ``STATE.sleep``, so a FakeClock replaces it).
+The async driver (``async_driver``) is this module with ``await``.
 
 .. versionadded:: 0.1.0
 """
@@ -14,15 +16,15 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Optional
 
-from .._errors import CircuitOpenError
 from .call import (
-    _BREAKER_FAILURE,
-    _BREAKER_IGNORED,
-    _BREAKER_SUCCESS,
-    _Call,
-    _refused_first_attempt,
+    _SUCCESS,
+    _TERMINAL_FAILURE,
+    end_unretried,
+    first_failure,
+    refused_first_attempt,
+    start_guarded,
 )
-from .options import _Config, _never_retried
+from .options import _Config
 from .state import STATE
 
 __all__ = ["wrap_sync"]
@@ -36,26 +38,19 @@ def _run_sync(
     exc: Optional[BaseException],
     result: Any,
     start: Optional[float],
-    permit: Any = None,
+    core: Any = None,
 ) -> Any:
     """The sync slow path: the first attempt failed with `exc` (or a rejected `result`).
 
-    ``permit`` is the breaker permit the first attempt ran under (with ``breaker=``).
+    ``core`` is the ``_core.Call`` the first attempt ran under (with ``breaker=``).
     """
-    if exc is not None and _never_retried(exc):
-        if permit is not None:
-            cfg.breaker._after_attempt(permit, _BREAKER_IGNORED, final=True)  # type: ignore[union-attr]
-        raise exc
-    state = STATE
-    if not state.active:
-        if permit is not None:
-            failed = _BREAKER_FAILURE if exc is not None else _BREAKER_SUCCESS
-            cfg.breaker._after_attempt(permit, failed, final=True)  # type: ignore[union-attr]
+    call = first_failure(cfg, exc, result, start, core)
+    if call is None:
         if exc is not None:
             raise exc
         return result
-    call = _Call(cfg, start, permit)
     catch = cfg.catch
+    state = STATE
     try:
         while True:
             delay = call.failed(exc, result)
@@ -63,26 +58,20 @@ def _run_sync(
                 return call.give_up(exc, result)
             if delay > 0:
                 state.sleep(delay)
-            call.wait_over()
-            refused = call.next_permit(exc)
+            refused = call.admit(exc)
             if refused is not None:
                 return refused.value
             try:
                 result = fn(*args, **kwargs)
             except catch as e:
-                if not cfg.retryable_exception(e):
-                    call.breaker_result(_BREAKER_IGNORED, final=True)
-                    call.finish("terminal")
+                if not call.retryable(e):
                     raise
                 exc, result = e, None
-            except BaseException:
-                call.breaker_result(_BREAKER_IGNORED, final=True)
-                call.finish("terminal")
+            except BaseException as e:
+                call.unretried(e)
                 raise
             else:
-                if not cfg.rejects(result):
-                    call.breaker_result(_BREAKER_SUCCESS, final=True)
-                    call.finish("succeeded")
+                if not call.rejected(result):
                     return result
                 exc = None
     except BaseException:
@@ -156,41 +145,35 @@ def wrap_sync(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
 
 
 def _wrap_sync_with_breaker(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
-    """The sync wrapper with ``breaker=``: the breaker is checked before every
-    attempt, so an open breaker ends the call at once with CircuitOpenError
-    (or the fallback) and never runs ``fn``."""
-    breaker = cfg.breaker
-    assert breaker is not None
+    """The sync wrapper with ``breaker=``: the pipeline asks the breaker
+    before every attempt, so an open breaker ends the call at once with
+    CircuitOpenError (or the fallback) and never runs ``fn``."""
     catch = cfg.catch
     check = cfg.check
     on_result = cfg.on_result
     timed = cfg.timed
-    tick = cfg.tick
     state = STATE
 
     @functools.wraps(fn)
     def breaker_wrapper(*args: Any, **kwargs: Any) -> Any:
-        start = state.now() if timed else None
-        try:
-            permit = breaker._acquire()
-        except CircuitOpenError as refused:
-            return _refused_first_attempt(cfg, refused)
+        core = start_guarded(cfg, state.now() if timed else None)
+        if core.refused:
+            return refused_first_attempt(cfg, core)
         try:
             result = fn(*args, **kwargs)
         except catch as e:
             if check is not None and not check(e):
-                breaker._after_attempt(permit, _BREAKER_IGNORED, final=True)
+                core.record(_TERMINAL_FAILURE, state.now())
                 raise
             exc = e
-        except BaseException:
-            breaker._after_attempt(permit, _BREAKER_IGNORED, final=True)
+        except BaseException as e:
+            end_unretried(core, e)
             raise
         else:
             if on_result is None or not on_result(result):
-                breaker._after_attempt(permit, _BREAKER_SUCCESS, final=True)
-                tick()
+                core.record(_SUCCESS, state.now())
                 return result
-            return _run_sync(cfg, fn, args, kwargs, None, result, start, permit)
-        return _run_sync(cfg, fn, args, kwargs, exc, None, start, permit)
+            return _run_sync(cfg, fn, args, kwargs, None, result, None, core)
+        return _run_sync(cfg, fn, args, kwargs, exc, None, None, core)
 
     return breaker_wrapper

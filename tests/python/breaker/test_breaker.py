@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import pickle
@@ -12,6 +13,7 @@ from typing import Any, List
 import pytest
 
 import mulligan
+import mulligan.testing
 from mulligan._telemetry import metrics as _metrics
 from mulligan import BreakerTransition, CircuitBreaker, CircuitOpenError
 
@@ -411,28 +413,34 @@ def test_wrapper_keeps_metadata() -> None:
 
 
 def test_retry_hook_records_one_result_per_call_and_probes_at_once() -> None:
-    clock = Clock()
-    breaker = CircuitBreaker("r", failure_threshold=2, reset_timeout=1.0, clock=clock)
+    # The recording rule of a retry loop around a breaker is the pipeline's
+    # (core/src/pipeline/pipeline.cc), so it is driven here through @retry.
+    clock = mulligan.testing.FakeClock()
+    breaker = CircuitBreaker("r", failure_threshold=2, reset_timeout=1.0, clock=clock.monotonic)
 
     def logical_call(attempts: int, per_attempt: bool = False) -> int:
         made = 0
-        for attempt in range(1, attempts + 1):
-            try:
-                permit = breaker._acquire()
-            except CircuitOpenError:
-                return made
+
+        @mulligan.retry(on=ConnectionError, attempts=attempts, base_delay=0.0, breaker=breaker,
+                        breaker_per_attempt=per_attempt)
+        def attempt() -> None:
+            nonlocal made
             made += 1
-            breaker._after_attempt(permit, 1, final=attempt == attempts, per_attempt=per_attempt)
+            raise ConnectionError("down")
+
+        with contextlib.suppress(ConnectionError, CircuitOpenError):
+            attempt()
         return made
 
-    assert logical_call(5) == 5
-    assert breaker.counts["failures"] == 1  # one result per logical call
-    assert logical_call(5) == 5
-    assert breaker.state == "open"
-    clock.advance(1.0)
-    # Half-open: the first attempt is a probe; its failure is recorded at once,
-    # which reopens the breaker, so the second attempt is refused.
-    assert logical_call(5) == 1
-    assert breaker.state == "open"
-    breaker.reset()
-    assert logical_call(5, per_attempt=True) == 2  # tripped by the 2nd attempt
+    with clock:
+        assert logical_call(5) == 5
+        assert breaker.counts["failures"] == 1  # one result per logical call
+        assert logical_call(5) == 5
+        assert breaker.state == "open"
+        clock.advance(1.0)
+        # Half-open: the first attempt is a probe; its failure is recorded at once,
+        # which reopens the breaker, so the second attempt is refused.
+        assert logical_call(5) == 1
+        assert breaker.state == "open"
+        breaker.reset()
+        assert logical_call(5, per_attempt=True) == 2  # tripped by the 2nd attempt

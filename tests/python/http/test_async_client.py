@@ -191,7 +191,7 @@ def test_async_hook_may_be_a_coroutine_and_breaker_opens(server: Any) -> None:
 
     async def main() -> None:
         async with mulligan.AsyncClient(
-            on_retry=hook, breaker={"failure_threshold": 2, "per_attempt": True}, **FAST
+            on_retry=hook, breaker={"failure_threshold": 2}, breaker_per_attempt=True, **FAST
         ) as c:
             with pytest.raises(mulligan.CircuitOpenError) as info:
                 await c.get(server.url("/down"), attempts=5)

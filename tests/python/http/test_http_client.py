@@ -386,7 +386,7 @@ def test_breaker_opens_for_one_origin_while_another_flows(server: Any, second_ng
 
 
 def test_breaker_ends_a_retry_chain_when_counting_attempts(server: Any) -> None:
-    with mulligan.Client(attempts=5, breaker={"failure_threshold": 2, "per_attempt": True}, **FAST) as c:
+    with mulligan.Client(attempts=5, breaker={"failure_threshold": 2}, breaker_per_attempt=True, **FAST) as c:
         with pytest.raises(mulligan.CircuitOpenError) as info:
             c.get(server.url("/down"))
     assert info.value.attempts == 2
