@@ -318,15 +318,9 @@ std::shared_ptr<CircuitBreaker> BreakerOf(py::handle core_breaker) {
   return core_breaker.cast<const PyBreaker&>().breaker;
 }
 
-void BindBreaker(py::module_& m) {
-  if (PyType_Ready(&PermitType) < 0 || PyType_Ready(&GuardType) < 0) {
-    throw py::error_already_set();
-  }
-  Py_INCREF(&PermitType);
-  m.add_object("Permit", py::handle(reinterpret_cast<PyObject*>(&PermitType)));
-  Py_INCREF(&GuardType);
-  m.add_object("BreakerGuard", py::handle(reinterpret_cast<PyObject*>(&GuardType)));
+namespace {
 
+void BindCircuitBreakerClass(py::module_& m) {
   py::class_<PyBreaker>(m, "CircuitBreaker",
                         "A core circuit breaker (see mulligan.CircuitBreaker).")
       .def(py::init([](const std::string& name, int failure_threshold, const std::string& window,
@@ -410,6 +404,9 @@ void BindBreaker(py::module_& m) {
              return d;
            });
 
+}
+
+void BindBreakerRegistryClass(py::module_& m) {
   py::class_<BreakerRegistry>(m, "BreakerRegistry",
                               "Core breakers by name (see mulligan.breakers).")
       .def(py::init([](size_t max_breakers, int failure_threshold, const std::string& window,
@@ -448,6 +445,21 @@ void BindBreaker(py::module_& m) {
              return names;
            })
       .def("__len__", &BreakerRegistry::size);
+}
+
+}  // namespace
+
+void BindBreaker(py::module_& m) {
+  if (PyType_Ready(&PermitType) < 0 || PyType_Ready(&GuardType) < 0) {
+    throw py::error_already_set();
+  }
+  Py_INCREF(&PermitType);
+  m.add_object("Permit", py::handle(reinterpret_cast<PyObject*>(&PermitType)));
+  Py_INCREF(&GuardType);
+  m.add_object("BreakerGuard", py::handle(reinterpret_cast<PyObject*>(&GuardType)));
+
+  BindCircuitBreakerClass(m);
+  BindBreakerRegistryClass(m);
 }
 
 }  // namespace python

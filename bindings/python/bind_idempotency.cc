@@ -45,15 +45,9 @@ std::string ToString(const py::handle& h) {
 
 }  // namespace
 
-void BindIdempotency(py::module_& m) {
-  m.def(
-      "parse_idempotency_key",
-      [](const std::string& value, size_t max_length) {
-        return Unwrap(ParseIdempotencyKey(value, max_length));
-      },
-      py::arg("value"), py::arg("max_length") = kDefaultMaxIdempotencyKeyLength,
-      "Parses an Idempotency-Key field value (sf-string or bare token); ValueError if malformed.");
+namespace {
 
+void BindReservation(py::module_& m) {
   py::class_<Reservation>(m, "Reservation", "The result of IdempotencyStore.reserve().")
       .def_property_readonly("state",
                              [](const Reservation& r) { return ReserveStateName(r.state); })
@@ -75,6 +69,9 @@ void BindIdempotency(py::module_& m) {
         return r.response ? Bytes(r.response->body) : py::bytes();
       });
 
+}
+
+void BindStore(py::module_& m) {
   py::class_<IdempotencyStore, std::unique_ptr<IdempotencyStore>>(
       m, "IdempotencyStore", "A bounded, thread-safe record of idempotency keys.")
       .def(py::init(&MakeStore), py::kw_only(), py::arg("ttl") = 86400.0,
@@ -135,6 +132,21 @@ void BindIdempotency(py::module_& m) {
         d["rejected_full"] = s.rejected_full;
         return d;
       });
+}
+
+}  // namespace
+
+void BindIdempotency(py::module_& m) {
+  m.def(
+      "parse_idempotency_key",
+      [](const std::string& value, size_t max_length) {
+        return Unwrap(ParseIdempotencyKey(value, max_length));
+      },
+      py::arg("value"), py::arg("max_length") = kDefaultMaxIdempotencyKeyLength,
+      "Parses an Idempotency-Key field value (sf-string or bare token); ValueError if malformed.");
+
+  BindReservation(m);
+  BindStore(m);
 }
 
 }  // namespace python

@@ -93,7 +93,9 @@ StopReason ParseStopReason(const std::string& name) {
 
 }  // namespace
 
-void BindMetrics(py::module_& m) {
+namespace {
+
+void BindMetricsClass(py::module_& m) {
   py::class_<Metrics, std::unique_ptr<Metrics, py::nodelete>>(
       m, "Metrics", "The metrics of one name (owned by the registry; never freed).")
       .def_property_readonly("name", &Metrics::name)
@@ -123,6 +125,9 @@ void BindMetrics(py::module_& m) {
       .def("fallback_used", &Metrics::FallbackUsed)
       .def("snapshot", [](const Metrics& self) { return SnapshotDict(self.Snapshot()); });
 
+}
+
+void BindRegistryFunctions(py::module_& m) {
   m.def("metrics", [](const std::string& name) { return MetricsRegistry::Default().Get(name); },
         py::arg("name"), py::return_value_policy::reference,
         "Returns the metrics of `name` in the default registry, creating them.");
@@ -175,6 +180,13 @@ void BindMetrics(py::module_& m) {
       "returns an id for remove_event_listener.");
   m.def("remove_event_listener",
         [](uint64_t id) { return MetricsRegistry::Default().RemoveListener(id); }, py::arg("id"));
+}
+
+}  // namespace
+
+void BindMetrics(py::module_& m) {
+  BindMetricsClass(m);
+  BindRegistryFunctions(m);
 }
 
 }  // namespace python

@@ -74,9 +74,7 @@ double RetryIn(Duration d) {
   return d == Duration::max() ? std::numeric_limits<double>::infinity() : DurationToSeconds(d);
 }
 
-}  // namespace
-
-void BindPipeline(py::module_& m) {
+void BindPipelineClass(py::module_& m) {
   py::class_<PyPipeline>(m, "Pipeline",
                          "The composition every Python front door drives (immutable; shareable).")
       .def(py::init([](const RetryPolicy& policy, py::object breaker, bool per_attempt,
@@ -116,7 +114,9 @@ void BindPipeline(py::module_& m) {
           "begin() and the first admit() in one call; check call.refused.")
       .def_property_readonly("has_breaker",
                              [](const PyPipeline& p) { return p.breaker != nullptr; });
+}
 
+void BindCallClass(py::module_& m) {
   py::class_<PyCall>(m, "Call", "One logical call through a Pipeline (not thread-safe).")
       .def(
           "admit",
@@ -173,7 +173,9 @@ void BindPipeline(py::module_& m) {
           },
           py::arg("now"))
       .def_property_readonly("finished", [](const PyCall& c) { return c.call.finished(); });
+}
 
+void BindFakeClock(py::module_& m) {
   py::class_<FakeClock, std::shared_ptr<FakeClock>>(
       m, "FakeClock",
       "The core's fake clock (thread-safe): mulligan.testing.FakeClock's time, read by C++\n"
@@ -195,6 +197,14 @@ void BindPipeline(py::module_& m) {
             if (seconds > 0) c.Advance(SecondsToDuration(seconds, "seconds"));
           },
           py::arg("seconds"), "Moves both readings forward (negative: ignored).");
+}
+
+}  // namespace
+
+void BindPipeline(py::module_& m) {
+  BindPipelineClass(m);
+  BindCallClass(m);
+  BindFakeClock(m);
 }
 
 }  // namespace python

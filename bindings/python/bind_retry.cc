@@ -54,7 +54,9 @@ RetryPolicy MakePolicy(int attempts, const std::string& backoff, double base_del
 
 }  // namespace
 
-void BindRetry(py::module_& m) {
+namespace {
+
+void BindOutcome(py::module_& m) {
   py::class_<Outcome>(m, "Outcome", "What one attempt produced (immutable).")
       .def_static("success", &Outcome::Success, "A plain success.")
       .def_static(
@@ -85,6 +87,9 @@ void BindRetry(py::module_& m) {
                              [](const Outcome& o) { return OptionalSeconds(o.retry_after); })
       .def_property_readonly("request_sent", [](const Outcome& o) { return o.request_sent; });
 
+}
+
+void BindDecision(py::module_& m) {
   py::class_<Decision>(m, "Decision", "The engine's answer to one outcome.")
       .def_property_readonly("retry", &Decision::retry)
       .def_property_readonly("delay",
@@ -105,6 +110,9 @@ void BindRetry(py::module_& m) {
                ">";
       });
 
+}
+
+void BindRetrySession(py::module_& m) {
   py::class_<RetrySession>(m, "RetrySession",
                            "The state of one logical call. Not thread-safe.")
       .def(
@@ -130,6 +138,9 @@ void BindRetry(py::module_& m) {
       .def_property_readonly(
           "start", [](const RetrySession& s) { return TimePointToMonotonic(s.start()); });
 
+}
+
+void BindRetryPolicy(py::module_& m) {
   py::class_<RetryPolicy>(m, "RetryPolicy", "A validated, immutable retry policy.")
       .def(py::init(&MakePolicy), py::kw_only(), py::arg("attempts") = 3,
            py::arg("backoff") = "exponential", py::arg("base_delay") = 0.2,
@@ -177,6 +188,15 @@ void BindRetry(py::module_& m) {
       .def_property_readonly("retryable_statuses",
                              [](const RetryPolicy& p) { return p.options().retryable_statuses; })
       .def_property_readonly("seed", [](const RetryPolicy& p) { return p.options().seed; });
+}
+
+}  // namespace
+
+void BindRetry(py::module_& m) {
+  BindOutcome(m);
+  BindDecision(m);
+  BindRetrySession(m);
+  BindRetryPolicy(m);
 }
 
 }  // namespace python

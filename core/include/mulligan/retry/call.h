@@ -177,6 +177,70 @@ inline std::string DescribeException(const std::exception_ptr& thrown) {
   }
 }
 
+// What one attempt of the caller's operation produced: its value, or the
+// exception it threw.
+template <typename R>
+struct Attempted {
+  std::optional<R> returned;
+  std::exception_ptr thrown;
+};
+
+// Runs attempt `attempt` of `fn` (which takes the attempt number, or nothing).
+template <typename R, typename F>
+Attempted<R> RunOnce(F& fn, int attempt) {
+  Attempted<R> a;
+  try {
+    if constexpr (std::is_invocable_v<F&, int>) {
+      a.returned.emplace(fn(attempt));
+    } else {
+      a.returned.emplace(fn());
+    }
+  } catch (...) {
+    a.thrown = std::current_exception();
+  }
+  return a;
+}
+
+// The outcome the pipeline is told: an accepted exception is a retryable
+// failure; a Status is a success, or a failure judged by retry_on_status
+// (IsRetryableStatus by default) with delay_hint's hint.
+template <typename R>
+Outcome OutcomeOf(const Attempted<R>& a, const RetryCallOptions& options) {
+  if (a.thrown) return Outcome::Failure(/*retryable=*/true);
+  const Status& status = StatusOf(*a.returned);
+  if (status.ok()) return Outcome::Success();
+  const bool retryable =
+      options.retry_on_status ? options.retry_on_status(status) : IsRetryableStatus(status);
+  Outcome outcome = Outcome::Failure(retryable);
+  if (retryable && options.delay_hint) outcome.retry_after = options.delay_hint(status);
+  return outcome;
+}
+
+// The pipeline parts of one RetryCall: everything borrowed from its caller.
+inline Pipeline::Parts PartsOf(const RetryPolicy& policy, const RetryCallOptions& options,
+                               Clock* clock) {
+  Pipeline::Parts parts;
+  parts.policy = &policy;
+  parts.breaker = options.breaker;
+  parts.breaker_per_attempt = options.breaker_per_attempt || options.breaker_record_each_attempt;
+  parts.metrics = options.metrics;
+  parts.clock = clock;
+  return parts;
+}
+
+// Reports a retry to options.on_retry (if any).
+template <typename R>
+void NotifyRetry(const RetryCallOptions& options, const Decision& decision,
+                 const Attempted<R>& a) {
+  if (!options.on_retry) return;
+  RetryEvent event;
+  event.attempt = decision.attempt;
+  event.delay = decision.delay;
+  if (a.returned) event.error = StatusOf(*a.returned);
+  event.exception = a.thrown;
+  options.on_retry(event);
+}
+
 // The loop shared by both RetryCall overloads: a thin shell over a Pipeline
 // made of the borrowed parts (no allocation) and its Call. Every decision --
 // retry or stop, what the breaker records, what the metrics count, whether
@@ -184,8 +248,7 @@ inline std::string DescribeException(const std::exception_ptr& thrown) {
 template <typename F, typename Fallback>
 auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options,
                Fallback* fallback) {
-  constexpr bool kTakesAttempt = std::is_invocable_v<F&, int>;
-  using Return = std::conditional_t<kTakesAttempt, std::invoke_result<F&, int>,
+  using Return = std::conditional_t<std::is_invocable_v<F&, int>, std::invoke_result<F&, int>,
                                     std::invoke_result<F&>>;
   using R = std::decay_t<typename Return::type>;
   static_assert(std::is_same_v<R, Status> || IsResult<R>::value,
@@ -193,23 +256,23 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
   constexpr bool kHasFallback = !std::is_same_v<Fallback, NoFallback>;
 
   Clock& clock = options.clock ? *options.clock : *SystemClock::Default();
-  Pipeline::Parts parts;
-  parts.policy = &policy;
-  parts.breaker = options.breaker;
-  parts.breaker_per_attempt = options.breaker_per_attempt || options.breaker_record_each_attempt;
-  parts.metrics = options.metrics;
-  parts.clock = &clock;
-  const Pipeline pipeline(parts);
+  const Pipeline pipeline(PartsOf(policy, options, &clock));
   CallOptions call_options;
   call_options.fallback = kHasFallback;
   Call call = pipeline.Begin(clock.Now(), call_options);
 
   RetryCallInfo info;
-  auto finish = [&] {
+  // Fills options.info and, with a fallback, returns its answer to `error`.
+  auto finish = [&](bool fall_back, const Status& error) -> std::optional<R> {
     info.attempts = call.attempts();
     info.elapsed = clock.Now() - call.start();
     info.total_delay = call.total_delay();
+    info.fallback_used = fall_back;
     if (options.info) *options.info = info;
+    if constexpr (kHasFallback) {
+      if (fall_back) return R((*fallback)(error));
+    }
+    return std::nullopt;
   };
   for (;;) {
     const AttemptAdmission admission = call.Admit(clock.Now());
@@ -217,72 +280,29 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
       info.circuit_open = true;
       info.retry_in = admission.retry_in;
       Status refused = call.RefusalStatus();
-      finish();
-      if constexpr (kHasFallback) {
-        info.fallback_used = true;
-        if (options.info) options.info->fallback_used = true;
-        return R((*fallback)(static_cast<const Status&>(refused)));
-      } else {
-        return R(std::move(refused));
-      }
+      if (std::optional<R> answer = finish(kHasFallback, refused)) return std::move(*answer);
+      return R(std::move(refused));
     }
-
-    std::exception_ptr thrown;
-    std::optional<R> returned;
-    try {
-      if constexpr (kTakesAttempt) {
-        returned.emplace(fn(admission.attempt));
-      } else {
-        returned.emplace(fn());
-      }
-    } catch (...) {
-      thrown = std::current_exception();
-      if (!options.retry_on_exception || !options.retry_on_exception(thrown)) {
-        // Not retried, so terminal: it frees a probe slot and counts as
-        // neither success nor failure.
-        (void)call.Record(Outcome::Failure(/*retryable=*/false), clock.Now());
-        finish();
-        throw;
-      }
+    Attempted<R> a = RunOnce<R>(fn, admission.attempt);
+    if (a.thrown && (!options.retry_on_exception || !options.retry_on_exception(a.thrown))) {
+      // Not retried, so terminal: it frees a probe slot and counts as
+      // neither success nor failure.
+      (void)call.Record(Outcome::Failure(/*retryable=*/false), clock.Now());
+      (void)finish(false, Status());
+      std::rethrow_exception(a.thrown);
     }
-
-    Outcome outcome;
-    if (thrown) {
-      outcome = Outcome::Failure(/*retryable=*/true);
-    } else if (StatusOf(*returned).ok()) {
-      outcome = Outcome::Success();
-    } else {
-      const Status& error = StatusOf(*returned);
-      const bool retryable =
-          options.retry_on_status ? options.retry_on_status(error) : IsRetryableStatus(error);
-      outcome = Outcome::Failure(retryable);
-      if (retryable && options.delay_hint) outcome.retry_after = options.delay_hint(error);
-    }
-
-    const Decision decision = call.Record(outcome, clock.Now());
+    const Decision decision = call.Record(OutcomeOf(a, options), clock.Now());
     if (!decision.retry()) {
       info.stop_reason = decision.reason;
-      if constexpr (kHasFallback) {
-        if (decision.use_fallback) {
-          Status error = thrown ? UnavailableError(DescribeException(thrown))
-                                : StatusOf(*returned);
-          info.fallback_used = true;
-          finish();
-          return R((*fallback)(static_cast<const Status&>(error)));
-        }
-      }
-      finish();
-      if (thrown) std::rethrow_exception(thrown);
-      return std::move(*returned);
+      const bool fall_back = kHasFallback && decision.use_fallback;
+      const Status error = !fall_back  ? Status()
+                           : a.thrown ? UnavailableError(DescribeException(a.thrown))
+                                      : StatusOf(*a.returned);
+      if (std::optional<R> answer = finish(fall_back, error)) return std::move(*answer);
+      if (a.thrown) std::rethrow_exception(a.thrown);
+      return std::move(*a.returned);
     }
-    if (options.on_retry) {
-      RetryEvent event;
-      event.attempt = decision.attempt;
-      event.delay = decision.delay;
-      if (returned) event.error = StatusOf(*returned);
-      event.exception = thrown;
-      options.on_retry(event);
-    }
+    NotifyRetry(options, decision, a);
     clock.SleepFor(decision.delay);
   }
 }
