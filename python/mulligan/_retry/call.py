@@ -259,6 +259,7 @@ class _Call:
         if not self.guarded or self.core.admit(STATE.now()):
             return None
         refused = refusal(self.core, self.attempt - 1)
+        self.attempt -= 1  # the refused attempt never ran: statistics count the attempts made
         self.finish("circuit_open")
         if self.core.use_fallback:
             return _Fallback(call_fallback(self.cfg.fallback, refused))
