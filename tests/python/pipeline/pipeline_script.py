@@ -20,6 +20,8 @@ from conftest import load_vectors
 __all__ = [
     "CASES",
     "Step",
+    "breaker_state_of",
+    "check_keys",
     "logged_for",
     "metrics_of",
     "script_url",

@@ -65,7 +65,7 @@ def decorate(kind: str, body: Callable[[], Any], **options: Any) -> Any:
         def op() -> Any:
             return body()
     else:
-        async def op() -> Any:  # type: ignore[misc]
+        async def op() -> Any:
             await asyncio.sleep(0)
             return body()
     op.__name__ = op.__qualname__ = unique(f"fallback-{kind}").replace("-", "_")
