@@ -6,8 +6,9 @@ end-to-end tests that use it are skipped cleanly only when nginx or its echo
 module is not installed. ``load_vectors`` reads tests/vectors/*.json, the cases
 the C++, C and Python suites share; ``mulligan_cmd`` is how tests run the
 installed ``mulligan`` command. The tests sit in one folder per part
-(retry/, breaker/, http/, idempotency/, telemetry/, config/, cli/); the
-package-wide checks (surface, import graph, durations, typing) sit here.
+(retry/, breaker/, http/, idempotency/, telemetry/, config/, cli/, and
+pipeline/ for what every front door must do alike); the package-wide checks
+(surface, import graph, durations, typing) sit here.
 """
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ class _Call:
         self.guarded = cfg.breaker is not None
         self.attempt = 1  # the attempt that is running or just failed
         self.waited = 0.0
-        self.outcomes: Optional[list[AttemptOutcome]] = [] if cfg.raise_on_give_up else None
+        self.outcomes: Optional[list[AttemptOutcome]] = [] if cfg.raise_on_give_up or cfg.fallback is not _MISSING else None
         self.hint: Optional[float] = None
         self.reason = "attempts_exhausted"
         self.done = False
@@ -259,6 +259,7 @@ class _Call:
         if not self.guarded or self.core.admit(STATE.now()):
             return None
         refused = refusal(self.core, self.attempt - 1)
+        self.attempt -= 1  # the refused attempt never ran: statistics count the attempts made
         self.finish("circuit_open")
         if self.core.use_fallback:
             return _Fallback(call_fallback(self.cfg.fallback, refused))
