@@ -315,7 +315,8 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
     means "requests retry like policy payments"). The result holds
     connect_timeout, timeout (the attempt timeout), verify_tls and user_agent
     from the client entry, and attempts, deadline, backoff, base_delay,
-    max_delay and retry_after_max from its policy; ``"breaker"`` is the
+    max_delay, multiplier, jitter, jitter_fraction and retry_after_max from its
+    policy; ``"breaker"`` is the
     breaker's ``CircuitBreaker`` keyword arguments when the client names one.
 
     Raises:
@@ -348,7 +349,10 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
             deadline=p.deadline,
             backoff=p.backoff,
             base_delay=p.base_delay,
+            multiplier=p.multiplier,
             max_delay=p.max_delay,
+            jitter=p.jitter,
+            jitter_fraction=p.jitter_fraction,
             retry_after_max=p.retry_after_max,
         )
         if p.attempt_timeout is not None:

@@ -96,7 +96,10 @@ class _ClientBase:
         deadline: Optional[Seconds] = None,
         backoff: str = "exponential",
         base_delay: Seconds = 0.2,
+        multiplier: float = 2.0,
         max_delay: Seconds = 10.0,
+        jitter: str = "full",
+        jitter_fraction: float = 0.2,
         retry_after_max: Seconds = 60.0,
         retry_on: Optional[Iterable[int]] = None,
         follow_redirects: bool = False,
@@ -128,6 +131,12 @@ class _ClientBase:
             "retry_after_max": retry_after_max,
             "retry_on": retry_on,
         }
+        # The backoff's shape is the client's (a request overrides the rest).
+        self._shape = (
+            _validate.number(owner, "multiplier", multiplier),
+            _validate.name(owner, "jitter", jitter),
+            _validate.probability(owner, "jitter_fraction", jitter_fraction),
+        )
         self._on_retry = on_retry
         self._default_headers = _check_headers(headers)
         # Validates the defaults now rather than at the first request.
@@ -202,6 +211,7 @@ class _ClientBase:
             v.seconds(owner, "max_delay", o["max_delay"]),
             v.seconds(owner, "retry_after_max", o["retry_after_max"]),
             _retry_on(o["retry_on"]),
+            *self._shape,
         )
 
     def _prepare(

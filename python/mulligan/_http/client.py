@@ -67,9 +67,13 @@ class Client(_ClientBase):
         attempts: total attempts including the first, in [1, 2**31 - 1]. Default 3.
         deadline: total seconds for a whole call, retries included. Default None.
         backoff: ``"exponential"`` (default), ``"constant"``, ``"linear"``
-            or ``"decorrelated"``; full jitter.
+            or ``"decorrelated"``.
         base_delay: base of the backoff, seconds. Default 0.2.
-        max_delay: cap on each wait, seconds. Default 10.0.
+        multiplier: growth factor of the exponential backoff, >= 0. Default 2.0.
+        max_delay: cap on each wait, seconds (applied after jitter). Default 10.0.
+        jitter: ``"full"`` (default), ``"none"``, ``"equal"`` or ``"proportional"``,
+            as for :func:`mulligan.retry`.
+        jitter_fraction: f of proportional jitter, in [0, 1]. Default 0.2.
         retry_after_max: longest Retry-After honoured, seconds. Default 60.0.
         retry_on: the retryable HTTP statuses, an iterable of ints in
             [400, 599] (a str raises TypeError). Default 408, 429, 500, 502,

@@ -125,13 +125,19 @@ def _policy(
     max_delay: float,
     retry_after_max: float,
     retry_on: Optional[tuple[int, ...]],
+    multiplier: float = 2.0,
+    jitter: str = "full",
+    jitter_fraction: float = 0.2,
 ) -> Any:
     # Policies are immutable and validated by the core: build each once.
     return _core.RetryPolicy(
         attempts=attempts,
         backoff=backoff,
         base_delay=base_delay,
+        multiplier=multiplier,
         max_delay=max_delay,
+        jitter=jitter,
+        jitter_fraction=jitter_fraction,
         attempt_timeout=timeout,
         deadline=deadline,
         retry_after_max=retry_after_max,

@@ -128,7 +128,10 @@ _SCRIPT = textwrap.dedent("""
         if mode == "transfer":
             mulligan.get(url + "/slow?s=8", timeout=20, attempts=1)
         else:
-            mulligan.get(url + "/down", attempts=3, base_delay=5, max_delay=5, backoff="constant")
+            # No jitter: the waits are 5 s each (full jitter could make the
+            # whole call end before the signal is sent).
+            mulligan.get(url + "/down", attempts=3, base_delay=5, max_delay=5, backoff="constant",
+                         jitter="none", on_retry=lambda e: print("waiting", flush=True))
     except KeyboardInterrupt:
         print("interrupted", round(time.monotonic() - start, 3), flush=True)
         sys.exit(42)
@@ -148,6 +151,9 @@ def test_ctrl_c_interrupts_a_blocking_call(server: Any, mode: str) -> None:
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline() == b"go\n"
+        if mode == "backoff":
+            # The signal goes during the first wait, whatever the load.
+            assert proc.stdout.readline() == b"waiting\n"
         time.sleep(1.0)
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)

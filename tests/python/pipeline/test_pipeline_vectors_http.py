@@ -12,21 +12,10 @@ so nothing sleeps for real; nginx's access log proves how many requests
 each call sent. The clients report their metrics (and their breaker's
 state) under the origin, so the registry is cleared before each case.
 
-What the clients cannot express, and how the test deals with it:
-
-- jitter: their backoff always has full jitter (there is no ``jitter=``
-  switch), so a wait that comes from the backoff is uniform(0, d). Such a
-  wait is checked to lie in [0, d], d being the vector's delay; a wait
-  from a Retry-After hint must equal the vector's delay exactly. Jitter
-  cannot change any other result of a case, except where a deadline
-  depends on backoff waits: :func:`inexpressible` names those cases (the
-  vector "a wait that would reach the deadline stops the call"), the test
-  asserts which they are, and a hand-worked variant with Retry-After waits
-  runs instead (``DEADLINE_BY_HINTS``);
-- a multiplier: the clients' exponential backoff always doubles, so a case
-  with another multiplier would be inexpressible (none has one);
-- half_open_max_calls: the per-origin breakers admit one probe, as every
-  case with a breaker says.
+The clients take the case's policy as it is (``jitter="none"``, so every
+wait is exact), except half_open_max_calls: their per-origin breakers admit
+one probe, as every case with a breaker says (:func:`inexpressible` would
+name a case that asks for another, and a test asserts there is none).
 """
 
 from __future__ import annotations
@@ -52,51 +41,23 @@ from pipeline_script import (
     unique,
 )
 
-# The clients' exponential backoff doubles; their breakers admit one probe.
-CLIENT_MULTIPLIER = 2.0
+# The clients' per-origin breakers admit one probe.
 CLIENT_HALF_OPEN_MAX_CALLS = 1
 
 
 def inexpressible(case: dict[str, Any]) -> Optional[str]:
     """Why the clients cannot run ``case`` exactly, or None when they can."""
-    policy = case["policy"]
-    if policy["backoff"] == "exponential" and policy.get("multiplier", 2.0) != CLIENT_MULTIPLIER:
-        return "the clients' exponential backoff always doubles"
     if case.get("breaker", {}).get("half_open_max_calls", 1) != CLIENT_HALF_OPEN_MAX_CALLS:
         return "the clients' per-origin breakers admit one probe"
-    if "deadline" in policy and any(
-        step.outcome == "retryable" and step.retry_after is None
-        for call in case["calls"]
-        for step in steps_of(call)
-    ):
-        return "full jitter makes the waits, so when the deadline stops the call, random"
     return None
 
 
-def test_the_clients_leave_out_only_the_deadline_case_with_backoff_waits() -> None:
-    # Not a silent skip: the one case left out is named here, and
-    # DEADLINE_BY_HINTS below runs its hand-worked stand-in.
-    left_out = [case["name"] for case in CASES if inexpressible(case)]
-    assert left_out == ["a wait that would reach the deadline stops the call"]
+def test_the_clients_run_every_case() -> None:
+    # Not a silent skip: no case is left out.
+    assert [case["name"] for case in CASES if inexpressible(case)] == []
 
 
-# The deadline case with the waits made exact by Retry-After hints of 1 s
-# (worked by hand from DESIGN.md section 5, "Deadline" and "Retry-After"):
-# attempt 1 fails at t=0 and 0 + 1 < 2.5, so it waits 1 s; attempt 2 fails
-# at t=1 and 1 + 1 < 2.5, so it waits 1 s; attempt 3 fails at t=2 and the
-# hinted wait would end at 3 >= 2.5: the deadline stops the call after 3
-# attempts, 2 of them retries; one failed call.
-DEADLINE_BY_HINTS: dict[str, Any] = {
-    "name": "a Retry-After wait that would reach the deadline stops the call",
-    "policy": {"max_attempts": 5, "backoff": "constant", "base_delay": 1.0, "deadline": 2.5},
-    "calls": [
-        {"script": [{"outcome": "retryable", "retry_after": 1}] * 3 + ["success"],
-         "expect": {"attempts": 3, "delays": [1.0, 1.0], "stop_reason": "deadline", "refused": False}}
-    ],
-    "expect_metrics": {"calls": 1, "attempts": 3, "retries": 2, "successes": 0, "failures": 1},
-}
-
-RUNNABLE = [c for c in CASES if not inexpressible(c)] + [DEADLINE_BY_HINTS]
+RUNNABLE = [c for c in CASES if not inexpressible(c)]
 
 
 def client_options(case: dict[str, Any], events: list[mulligan.RetryEvent]) -> dict[str, Any]:
@@ -105,9 +66,10 @@ def client_options(case: dict[str, Any], events: list[mulligan.RetryEvent]) -> d
         "attempts": policy["max_attempts"],
         "backoff": policy["backoff"],
         "base_delay": policy["base_delay"],
+        "jitter": "none",
         "on_retry": events.append,
     }
-    for key in ("retry_after_max", "deadline"):
+    for key in ("retry_after_max", "deadline", "multiplier"):
         if key in policy:
             options[key] = policy[key]
     if "breaker" in case:
@@ -119,17 +81,14 @@ def client_options(case: dict[str, Any], events: list[mulligan.RetryEvent]) -> d
 def check_waits(where: str, steps: list[Step], want: list[float], events: list[mulligan.RetryEvent],
                 sleeps: list[float]) -> None:
     """The waits of one call: one on_retry event per retry decided, each
-    after the attempt of the same number; the FakeClock slept each of them
-    (a zero wait, possible under full jitter, is not slept)."""
+    after the attempt of the same number, each the vector's delay; the
+    FakeClock slept each of them."""
     assert [e.attempt for e in events] == list(range(1, len(want) + 1)), where
     for event, step, delay in zip(events, steps, want):
         assert (event.status, event.kind) == (503, None), where
         assert event.from_retry_after == (step.retry_after is not None), where
-        if step.retry_after is not None:
-            assert event.delay == delay, where
-        else:
-            assert 0.0 <= event.delay <= delay, where  # full jitter: uniform(0, d)
-    assert sleeps == [e.delay for e in events if e.delay > 0], where
+        assert event.delay == pytest.approx(delay, abs=1e-9), where
+    assert sleeps == pytest.approx(want, abs=1e-9), where
 
 
 def check_call(where: str, call: dict[str, Any], steps: list[Step], result: Any,
