@@ -27,7 +27,7 @@ from .. import _core, _validate
 from .._errors import CircuitOpenError, TransportError
 from .._retry.state import STATE
 from .._validate import UNSET as _UNSET
-from .base import _ClientBase, _merge_named, _testing
+from .base import _ClientBase, _merge_named, _shape, _testing
 from .events import _HttpRetryHook, _report_retry
 from .headers import HeadersInput
 from .request import _COMMON_METHODS, ParamsInput, _check_switches, _check_url, _checked_method
@@ -151,6 +151,9 @@ class AsyncClient(_ClientBase):
         max_delay: Any = _UNSET,
         retry_after_max: Any = _UNSET,
         retry_on: Any = _UNSET,
+        multiplier: Any = _UNSET,
+        jitter: Any = _UNSET,
+        jitter_fraction: Any = _UNSET,
         follow_redirects: Optional[bool] = None,
         max_redirects: Optional[int] = None,
         strict: Optional[bool] = None,
@@ -169,7 +172,8 @@ class AsyncClient(_ClientBase):
             _check_switches(self._OWNER, follow_redirects, max_redirects, strict)
         url, pairs, body, key = self._prepare(method, url, params, data, json, headers, idempotency_key)
         policy = self._request_policy(
-            attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on
+            attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on,
+            _shape(multiplier, jitter, jitter_fraction),
         )
         return await self._call(
             method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,

@@ -57,6 +57,15 @@ def _testing() -> tuple[int, bool, Any]:
     return cap, state.testing, state.native_clock
 
 
+def _shape(multiplier: Any, jitter: Any, jitter_fraction: Any) -> Optional[dict[str, Any]]:
+    """A request's overrides of the backoff's shape (None when it gives none,
+    the common case: no dict is built)."""
+    if multiplier is _UNSET and jitter is _UNSET and jitter_fraction is _UNSET:
+        return None
+    given = (("multiplier", multiplier), ("jitter", jitter), ("jitter_fraction", jitter_fraction))
+    return {k: v for k, v in given if v is not _UNSET}
+
+
 def _merge_named(owner: str, policy: Optional[str], kwargs: dict[str, Any]) -> dict[str, Any]:
     """Client keyword arguments: a named client or policy from the
     configuration (mulligan.load_config), then what the caller passed."""
@@ -130,13 +139,10 @@ class _ClientBase:
             "max_delay": max_delay,
             "retry_after_max": retry_after_max,
             "retry_on": retry_on,
+            "multiplier": multiplier,
+            "jitter": jitter,
+            "jitter_fraction": jitter_fraction,
         }
-        # The backoff's shape is the client's (a request overrides the rest).
-        self._shape = (
-            _validate.number(owner, "multiplier", multiplier),
-            _validate.name(owner, "jitter", jitter),
-            _validate.probability(owner, "jitter_fraction", jitter_fraction),
-        )
         self._on_retry = on_retry
         self._default_headers = _check_headers(headers)
         # Validates the defaults now rather than at the first request.
@@ -167,9 +173,12 @@ class _ClientBase:
         max_delay: Any,
         retry_after_max: Any,
         retry_on: Any,
+        shape: Optional[dict[str, Any]] = None,
     ) -> Any:
         """The engine policy of one request: the client's own when the request
-        overrides nothing (no dict is built on that common path)."""
+        overrides nothing (no dict is built on that common path). ``shape``
+        holds the request's multiplier, jitter and jitter_fraction overrides,
+        when it gives any."""
         if (
             attempts is _UNSET
             and timeout is _UNSET
@@ -179,6 +188,7 @@ class _ClientBase:
             and max_delay is _UNSET
             and retry_after_max is _UNSET
             and retry_on is _UNSET
+            and not shape
         ):
             return self._default_policy
         return self._policy_for(
@@ -191,6 +201,7 @@ class _ClientBase:
                 "max_delay": max_delay,
                 "retry_after_max": retry_after_max,
                 "retry_on": retry_on,
+                **(shape or {}),
             }
         )
 
@@ -211,7 +222,9 @@ class _ClientBase:
             v.seconds(owner, "max_delay", o["max_delay"]),
             v.seconds(owner, "retry_after_max", o["retry_after_max"]),
             _retry_on(o["retry_on"]),
-            *self._shape,
+            v.number(owner, "multiplier", o["multiplier"]),
+            v.name(owner, "jitter", o["jitter"]),
+            v.probability(owner, "jitter_fraction", o["jitter_fraction"]),
         )
 
     def _prepare(

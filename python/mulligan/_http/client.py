@@ -23,7 +23,7 @@ from .. import _core
 from .._errors import CircuitOpenError, TransportError
 from .._retry.state import STATE
 from .._validate import UNSET as _UNSET
-from .base import _ClientBase, _merge_named, _testing
+from .base import _ClientBase, _merge_named, _shape, _testing
 from .events import _HttpRetryHook, _report_retry
 from .headers import HeadersInput
 from .request import _COMMON_METHODS, ParamsInput, _check_switches, _check_url, _checked_method
@@ -138,6 +138,9 @@ class Client(_ClientBase):
         max_delay: Any = _UNSET,
         retry_after_max: Any = _UNSET,
         retry_on: Any = _UNSET,
+        multiplier: Any = _UNSET,
+        jitter: Any = _UNSET,
+        jitter_fraction: Any = _UNSET,
         follow_redirects: Optional[bool] = None,
         max_redirects: Optional[int] = None,
         strict: Optional[bool] = None,
@@ -165,8 +168,9 @@ class Client(_ClientBase):
             idempotency_key: True to generate a UUID v4, a str to use as given,
                 None/False for none. Sent unchanged on every attempt.
             attempts, timeout, deadline, backoff, base_delay, max_delay,
-            retry_after_max, retry_on, follow_redirects, max_redirects,
-            strict: override the client's settings for this request.
+            retry_after_max, retry_on, multiplier, jitter, jitter_fraction,
+            follow_redirects, max_redirects, strict: override the client's
+            settings for this request.
             on_retry: replaces the client's hook for this request. It runs
                 before each wait; if it raises, the retries stop at once and
                 its exception propagates from this call.
@@ -207,7 +211,8 @@ class Client(_ClientBase):
             _check_switches(self._OWNER, follow_redirects, max_redirects, strict)
         url, pairs, body, key = self._prepare(method, url, params, data, json, headers, idempotency_key)
         policy = self._request_policy(
-            attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on
+            attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on,
+            _shape(multiplier, jitter, jitter_fraction),
         )
         client = self._client
         if client is None:
