@@ -258,8 +258,8 @@ TEST(BreakerRateBoundaryTest, TheRateRangeIsAboveZeroUpToAHundred) {
 
 // --- half_open_max_calls ----------------------------------------------------------
 
-// Trips a threshold-1 breaker with `slots` probe slots and returns the time
-// its reset timeout (1 s) has elapsed.
+// Trips a breaker made by ProbeBreaker (one failure) and returns the moment
+// its 1 s reset timeout has elapsed.
 TimePoint TripAndWait(CircuitBreaker& b) {
   const TimePoint t = FakeClock().Now();
   Call(b, CallResult::kFailure, t);
@@ -295,7 +295,7 @@ TEST(BreakerHalfOpenBoundaryTest, ExactlyMaxCallsProbesAreAdmittedAndTheNextIsRe
   EXPECT_FALSE(b->Acquire(t).admitted());
 }
 
-TEST(BreakerHalfOpenBoundaryTest, ItClosesOnTheMaxCallsthSuccessNotBefore) {
+TEST(BreakerHalfOpenBoundaryTest, ItClosesOnTheLastSlotsSuccessNotBefore) {
   auto b = ProbeBreaker(3);
   const TimePoint t = TripAndWait(*b);
   std::vector<Permit> probes;
