@@ -109,7 +109,9 @@ TEST(BreakerStaleRaceTest, FailuresRacingTheirOwnTripNeverReachTheNewGeneration)
       threads.emplace_back([&] {
         ArriveAndWait(arrived);
         int left = kAfter;
-        while (left > 0) {
+        // Bounded, so that a breaker that never trips fails the test below
+        // instead of hanging it.
+        for (int k = 0; left > 0 && k < 100 * kBefore; ++k) {
           b->Record(permit, CallResult::kFailure, milliseconds(1), t);
           if (b->state(t) != BreakerState::kClosed) --left;
         }

@@ -179,6 +179,22 @@ TEST(IdempotencyBoundsTest, ALeaseBlocksItsKeyUntilExactlyItsEnd) {
   EXPECT_EQ(store->Stats().expired, 1u);
 }
 
+TEST(IdempotencyBoundsTest, ALeaseBehindALaterOneEndsExactlyAtItsEndToo) {
+  // Callers' `now` values may interleave (threads read the clock before they
+  // take the store's lock), so an entry can sit behind one that expires later
+  // and escape the sweep of the list heads: Reserve's own check must then
+  // apply the same bound.
+  IdempotencyStoreOptions o;
+  o.lease = seconds(30);
+  auto store = MakeStore(o);
+  const TimePoint t = FakeClock().Now();
+  ASSERT_EQ(StateOf(*store, "later", "fp", t + seconds(10)), ReserveState::kReserved);
+  ASSERT_EQ(StateOf(*store, "k", "fp", t), ReserveState::kReserved);  // ends at t + 30 s
+  EXPECT_EQ(StateOf(*store, "k", "fp", t + seconds(30) - kStep), ReserveState::kInFlight);
+  EXPECT_EQ(StateOf(*store, "k", "fp", t + seconds(30)), ReserveState::kReserved);
+  EXPECT_EQ(StateOf(*store, "later", "fp", t + seconds(30)), ReserveState::kInFlight);
+}
+
 TEST(IdempotencyBoundsTest, TheInFlightHintIsTheLeaseLeftCappedAtTheConfiguredValue) {
   IdempotencyStoreOptions o;
   o.lease = seconds(10);

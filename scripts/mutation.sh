@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Mutation testing of the Python layer with mutmut (PyPI), by hand, not in CI.
+#
+# Mutates the decorator (the sync and async retry drivers), the breaker
+# wrapper and the HTTP clients' Python side, runs the pytest files that cover
+# each, and prints the score and the surviving mutants. The engine (C++) is
+# not mutated here: its decisions are pinned by tests/core and tests/vectors.
+#
+#   PYTHON=/work/venv-me/bin/python scripts/mutation.sh          # everything
+#   PYTHON=... scripts/mutation.sh breaker                        # one part
+#   MUTATION_TIME_LIMIT=1800 scripts/mutation.sh                  # seconds
+#
+# Needs: mutmut and the test extra in $PYTHON's environment
+# ($PYTHON -m pip install mutmut '.[test]'), and the package installed there
+# (pip install . or pip install -e .): the compiled mulligan._core is taken
+# from that install. Nothing is written outside build-mutation/.
+#
+# How: mutmut 3 mutates a copy of the sources under mutants/ and imports them
+# by the module path of each file, stripping a leading src/. So the package is
+# laid out as build-mutation/src/mulligan (with the installed _core beside
+# it) and the tests are copied next to it; the repository is never modified.
+# The run is bounded by MUTATION_TIME_LIMIT (default 3600 s); mutmut keeps its
+# results in build-mutation/mutants, so running again resumes where it stopped
+# (MUTATION_FRESH=1 starts over).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+LIMIT=${MUTATION_TIME_LIMIT:-3600}
+CHILDREN=${MUTATION_CHILDREN:-2}
+WORK=build-mutation
+
+# The parts: files to mutate (globs under python/mulligan/) and the pytest
+# files that cover them (globs under tests/python/). Globs, not names, so that
+# the list survives the move of python/mulligan into one subpackage per part;
+# a glob that matches nothing is skipped.
+declare -A SOURCES=(
+  [decorator]="_retry.py _asyncio.py retry/*.py"
+  [breaker]="_circuit.py breaker/*.py"
+  [http]="_http.py _async_http.py http/*.py"
+)
+declare -A TESTS=(
+  [decorator]="test_retry*.py test_vectors.py retry/test_*.py"
+  [breaker]="test_breaker*.py test_retry_breaker.py breaker/test_*.py"
+  [http]="test_http_client.py test_http_input.py test_async_client.py test_http_e2e.py http/test_*.py"
+)
+PARTS=("$@")
+[ ${#PARTS[@]} -gt 0 ] || PARTS=(decorator breaker http)
+
+"$PYTHON" -c "import mutmut" 2>/dev/null || {
+  echo "mutation.sh: mutmut is not installed for $PYTHON ($PYTHON -m pip install mutmut)" >&2
+  exit 2
+}
+CORE=$("$PYTHON" -c "import mulligan._core as c; print(c.__file__)") || {
+  echo "mutation.sh: mulligan is not installed for $PYTHON (pip install .)" >&2
+  exit 2
+}
+
+# Expands the globs of one part into paths relative to `root`.
+expand() {
+  local root=$1 g f
+  local -a patterns
+  read -ra patterns <<< "$2"  # split only: `read` does not expand the globs
+  shopt -s nullglob
+  for g in "${patterns[@]}"; do
+    for f in "$root"/$g; do echo "${f#"$root"/}"; done
+  done
+  shopt -u nullglob
+}
+
+sources=() tests=()
+for part in "${PARTS[@]}"; do
+  [ -n "${SOURCES[$part]:-}" ] || { echo "mutation.sh: unknown part '$part'" >&2; exit 2; }
+  while read -r f; do [ -n "$f" ] && sources+=("src/mulligan/$f"); done \
+    < <(expand python/mulligan "${SOURCES[$part]}")
+  while read -r f; do [ -n "$f" ] && tests+=("tests/python/$f"); done \
+    < <(expand tests/python "${TESTS[$part]}")
+done
+[ ${#sources[@]} -gt 0 ] || { echo "mutation.sh: no source file matched" >&2; exit 2; }
+# A test file may cover two parts: keep each once.
+mapfile -t tests < <(printf '%s\n' "${tests[@]}" | sort -u)
+
+if [ "${MUTATION_FRESH:-0}" = 1 ]; then rm -rf "$WORK"; fi
+mkdir -p "$WORK/src"
+# The sources and tests are refreshed every time; mutmut's own mutants/ stays
+# (it notices changed files and reruns their mutants).
+rm -rf "$WORK/src/mulligan" "$WORK/tests"
+cp -r python/mulligan "$WORK/src/mulligan"
+find "$WORK/src/mulligan" -name '__pycache__' -prune -exec rm -rf {} +
+cp "$CORE" "$WORK/src/mulligan/"
+cp -r tests "$WORK/tests"
+
+toml_list() {
+  local out="" x
+  for x in "$@"; do out+="\"$x\", "; done
+  echo "[${out%, }]"
+}
+# pytest's settings (warnings as errors, markers) come from the repository's
+# pyproject.toml; mutmut's are appended to the copy.
+cp pyproject.toml "$WORK/pyproject.toml"
+cat >> "$WORK/pyproject.toml" <<EOF
+
+[tool.mutmut]
+source_paths = ["src/mulligan"]
+only_mutate = $(toml_list "${sources[@]}")
+pytest_add_cli_args = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+pytest_add_cli_args_test_selection = $(toml_list "${tests[@]}")
+use_git_change_detection = false
+EOF
+
+echo "mutation.sh: mutating ${sources[*]}"
+echo "mutation.sh: with ${tests[*]}"
+REPO=$PWD
+cd "$WORK"
+status=0
+# mutmut is started through this launcher, which drops an editable install's
+# import redirection (scikit-build-core's finder and the repository's python/
+# on sys.path), so that `import mulligan` finds the mutated copy.
+LAUNCH='
+import pathlib, sys
+repo = pathlib.Path(sys.argv.pop(1)).resolve()
+sys.meta_path[:] = [f for f in sys.meta_path if "ScikitBuild" not in type(f).__name__]
+sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != repo / "python"]
+sys.argv[0] = "mutmut"
+from mutmut.__main__ import cli
+cli()
+'
+mutmut() { "$PYTHON" -c "$LAUNCH" "$REPO" "$@"; }
+timeout --signal=INT --kill-after=60 "$LIMIT" "$PYTHON" -c "$LAUNCH" "$REPO" run \
+  --max-children "$CHILDREN" > mutmut-run.log 2>&1 || status=$?
+if [ "$status" = 124 ]; then
+  echo "mutation.sh: stopped after $LIMIT s; run again to resume"
+elif [ "$status" != 0 ]; then
+  tail -30 mutmut-run.log >&2
+  echo "mutation.sh: mutmut run failed ($status); see $WORK/mutmut-run.log" >&2
+  exit "$status"
+fi
+mutmut export-cicd-stats > /dev/null
+"$PYTHON" - <<'EOF'
+import json
+s = json.load(open("mutants/mutmut-cicd-stats.json"))
+# A mutant no selected test reaches counts as surviving: it is a gap too.
+caught = s["killed"] + s["timeout"]
+judged = caught + s["survived"] + s["no_tests"] + s["suspicious"] + s["segfault"]
+score = 100.0 * caught / judged if judged else 0.0
+print(f"mutation score: {score:.1f}% ({s['killed']} killed, {s['timeout']} timed out, "
+      f"{s['survived']} survived, {s['no_tests']} not covered, {s['skipped']} skipped, "
+      f"{s['total']} in all)")
+EOF
+mutmut results > survivors.txt || true
+echo "mutation.sh: survivors in $WORK/survivors.txt ($(grep -c ': survived' survivors.txt || true));" \
+  "show one with: (cd $WORK && $PYTHON -m mutmut show NAME)"
