@@ -9,6 +9,7 @@
 #   PYTHON=/work/venv-me/bin/python scripts/mutation.sh          # everything
 #   PYTHON=... scripts/mutation.sh breaker                        # one part
 #   MUTATION_TIME_LIMIT=1800 scripts/mutation.sh                  # seconds
+#   MUTATION_SURVIVORS_ONLY=1 scripts/mutation.sh                 # after adding tests
 #
 # Needs: mutmut and the test extra in $PYTHON's environment
 # ($PYTHON -m pip install mutmut '.[test]'), and the package installed there
@@ -21,7 +22,9 @@
 # it) and the tests are copied next to it; the repository is never modified.
 # The run is bounded by MUTATION_TIME_LIMIT (default 3600 s); mutmut keeps its
 # results in build-mutation/mutants, so running again resumes where it stopped
-# (MUTATION_FRESH=1 starts over).
+# (MUTATION_FRESH=1 starts over). MUTATION_SURVIVORS_ONLY=1 tests again only
+# the mutants that survived the previous run (with the current tests): the
+# quick way to see what new tests kill.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -41,7 +44,7 @@ declare -A SOURCES=(
 declare -A TESTS=(
   [decorator]="test_retry*.py test_vectors.py retry/test_*.py"
   [breaker]="test_breaker*.py test_retry_breaker.py breaker/test_*.py"
-  [http]="test_http_client.py test_http_input.py test_async_client.py test_http_e2e.py http/test_*.py"
+  [http]="test_http*.py test_async_client.py http/test_*.py"
 )
 PARTS=("$@")
 [ ${#PARTS[@]} -gt 0 ] || PARTS=(decorator breaker http)
@@ -84,10 +87,10 @@ mkdir -p "$WORK/src"
 # The sources and tests are refreshed every time; mutmut's own mutants/ stays
 # (it notices changed files and reruns their mutants).
 rm -rf "$WORK/src/mulligan" "$WORK/tests"
-cp -r python/mulligan "$WORK/src/mulligan"
+cp -rp python/mulligan "$WORK/src/mulligan"  # -p: mutmut compares mtimes
 find "$WORK/src/mulligan" -name '__pycache__' -prune -exec rm -rf {} +
-cp "$CORE" "$WORK/src/mulligan/"
-cp -r tests "$WORK/tests"
+cp -p "$CORE" "$WORK/src/mulligan/"
+cp -rp tests "$WORK/tests"
 
 toml_list() {
   local out="" x
@@ -125,8 +128,13 @@ from mutmut.__main__ import cli
 cli()
 '
 mutmut() { "$PYTHON" -c "$LAUNCH" "$REPO" "$@"; }
+names=()
+if [ "${MUTATION_SURVIVORS_ONLY:-0}" = 1 ] && [ -f survivors.txt ]; then
+  mapfile -t names < <(sed -n 's/^ *\([^ :]*\): survived$/\1/p' survivors.txt)
+  echo "mutation.sh: testing again the ${#names[@]} survivors of the previous run"
+fi
 timeout --signal=INT --kill-after=60 "$LIMIT" "$PYTHON" -c "$LAUNCH" "$REPO" run \
-  --max-children "$CHILDREN" > mutmut-run.log 2>&1 || status=$?
+  --max-children "$CHILDREN" "${names[@]}" > mutmut-run.log 2>&1 || status=$?
 if [ "$status" = 124 ]; then
   echo "mutation.sh: stopped after $LIMIT s; run again to resume"
 elif [ "$status" != 0 ]; then
