@@ -127,7 +127,6 @@ sys.argv[0] = "mutmut"
 from mutmut.__main__ import cli
 cli()
 '
-mutmut() { "$PYTHON" -c "$LAUNCH" "$REPO" "$@"; }
 names=()
 if [ "${MUTATION_SURVIVORS_ONLY:-0}" = 1 ] && [ -f survivors.txt ]; then
   mapfile -t names < <(sed -n 's/^ *\([^ :]*\): survived$/\1/p' survivors.txt)
@@ -142,18 +141,37 @@ elif [ "$status" != 0 ]; then
   echo "mutation.sh: mutmut run failed ($status); see $WORK/mutmut-run.log" >&2
   exit "$status"
 fi
-mutmut export-cicd-stats > /dev/null
-"$PYTHON" - <<'EOF'
-import json
-s = json.load(open("mutants/mutmut-cicd-stats.json"))
+# mutmut forgets the verdicts of the mutants a run did not test (a survivors-
+# only run), so the verdicts are merged into results.json across runs: a
+# mutant keeps its last verdict until a run tests it again. Adding tests can
+# only turn survivors into kills, which is what a survivors-only run looks at.
+"$PYTHON" - "${sources[@]}" <<'EOF'
+import json, os, sys
+from collections import Counter
+
+# mutmut's exit codes (mutmut/stats.py).
+KIND = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
+        36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout",
+        -11: "segfault", -9: "segfault", 37: "caught by type check"}
+merged = json.load(open("results.json")) if os.path.exists("results.json") else {}
+current = {}
+for source in sys.argv[1:]:
+    meta = os.path.join("mutants", source + ".meta")
+    if os.path.exists(meta):
+        current.update(json.load(open(meta))["exit_code_by_key"])
+results = {key: code if code is not None else merged.get(key) for key, code in current.items()}
+json.dump(results, open("results.json", "w"), indent=0, sort_keys=True)
+kinds = Counter("not checked" if c is None else KIND.get(c, "suspicious") for c in results.values())
 # A mutant no selected test reaches counts as surviving: it is a gap too.
-caught = s["killed"] + s["timeout"]
-judged = caught + s["survived"] + s["no_tests"] + s["suspicious"] + s["segfault"]
+caught = kinds["killed"] + kinds["timeout"] + kinds["caught by type check"]
+judged = caught + kinds["survived"] + kinds["no tests"] + kinds["suspicious"] + kinds["segfault"]
 score = 100.0 * caught / judged if judged else 0.0
-print(f"mutation score: {score:.1f}% ({s['killed']} killed, {s['timeout']} timed out, "
-      f"{s['survived']} survived, {s['no_tests']} not covered, {s['skipped']} skipped, "
-      f"{s['total']} in all)")
+print(f"mutation score: {score:.1f}% ({kinds['killed']} killed, {kinds['timeout']} timed out, "
+      f"{kinds['survived']} survived, {kinds['no tests']} not covered, "
+      f"{kinds['segfault']} crashed, {kinds['not checked']} not checked, {len(results)} in all)")
+with open("survivors.txt", "w") as out:
+    for key in sorted(k for k, c in results.items() if c == 0):
+        out.write(f"    {key}: survived\n")
 EOF
-mutmut results > survivors.txt || true
 echo "mutation.sh: survivors in $WORK/survivors.txt ($(grep -c ': survived' survivors.txt || true));" \
   "show one with: (cd $WORK && $PYTHON -m mutmut show NAME)"
