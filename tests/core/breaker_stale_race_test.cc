@@ -42,7 +42,7 @@ constexpr int kThreads = 2;
 constexpr int kAfter = 50;
 // Fresh results recorded before the transition.
 constexpr int kBefore = 100;
-constexpr int kRounds = 500;
+constexpr int kRounds = 300;
 
 // Spins until every thread has arrived (so the threads start together).
 void ArriveAndWait(std::atomic<int>& arrived) {
