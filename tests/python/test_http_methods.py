@@ -119,3 +119,45 @@ def test_a_response_built_by_hand_has_the_documented_defaults() -> None:
     assert (r.status_code, r.attempts, r.elapsed, r.url, r.idempotency_key, r.stop_reason) == (
         204, 1, 0.0, "", None, "succeeded")
     assert r.headers["x-a"] == "1"
+
+
+# --- AsyncClient.request: per-request switches ------------------------------------
+
+
+def test_async_per_request_switches_override_the_clients(server: Any) -> None:
+    """follow_redirects, max_redirects, strict, on_retry and raise_on_give_up
+    given to one request apply to it (the client's defaults are the opposite)."""
+    fast = {"base_delay": 0.01, "max_delay": 0.05}
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        seen: list[int] = []
+        async with mulligan.AsyncClient(attempts=3, strict=True, **fast) as c:
+            r = await c.get(server.url("/redirect"))
+            out["default"] = r.status_code
+            r = await c.get(server.url("/redirect"), follow_redirects=True)
+            out["followed"] = (r.status_code, r.url)
+            try:
+                await c.get(server.url("/redirect-loop"), follow_redirects=True, max_redirects=2)
+            except mulligan.TransportError as e:
+                out["loop"] = (e.kind, e.attempts)
+            out["strict"] = (await c.put(server.url("/down"))).attempts
+            out["not_strict"] = (await c.put(server.url("/down"), strict=False)).attempts
+            r = await c.request("GET", server.url("/down"),
+                                on_retry=lambda event: seen.append(event.attempt))
+            out["hook"] = (r.attempts, seen)
+            try:
+                await c.get(server.url("/down"), raise_on_give_up=True)
+            except mulligan.RetriesExhausted as e:
+                out["raised"] = (e.attempts, e.stop_reason)
+        return out
+
+    assert asyncio.run(main()) == {
+        "default": 302,
+        "followed": (200, server.url("/ok")),
+        "loop": ("terminal", 1),
+        "strict": 1,              # PUT under strict=True: not retried
+        "not_strict": 3,
+        "hook": (3, [1, 2]),      # the hook sees the two failed attempts that are retried
+        "raised": (3, "attempts_exhausted"),
+    }
