@@ -161,3 +161,13 @@ def test_async_per_request_switches_override_the_clients(server: Any) -> None:
         "hook": (3, [1, 2]),      # the hook sees the two failed attempts that are retried
         "raised": (3, "attempts_exhausted"),
     }
+
+
+def test_a_request_header_replaces_the_clients_default_whatever_its_case(server: Any) -> None:
+    with mulligan.Client(headers={"Content-Type": "text/plain"}) as c:
+        r = c.post(server.url("/inspect"), data=b"x", headers={"content-type": "application/x-raw"})
+        assert inspect(r.text)["content_type"] == "application/x-raw"
+        r = c.post(server.url("/inspect"), data=b"x")
+        assert inspect(r.text)["content_type"] == "text/plain"
+        with pytest.raises(ValueError, match="pass data= or json=, not both"):
+            c.post(server.url("/inspect"), data=b"x", json={"a": 1})
