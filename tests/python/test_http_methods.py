@@ -171,3 +171,18 @@ def test_a_request_header_replaces_the_clients_default_whatever_its_case(server:
         assert inspect(r.text)["content_type"] == "text/plain"
         with pytest.raises(ValueError, match="pass data= or json=, not both"):
             c.post(server.url("/inspect"), data=b"x", json={"a": 1})
+
+
+def test_every_async_method_without_keyword_arguments_sends_its_name(server: Any) -> None:
+    async def main() -> list[tuple[int, str]]:
+        async with mulligan.AsyncClient() as c:
+            out = []
+            for name in METHODS:
+                r = await getattr(c, name)(server.url("/inspect"))
+                out.append((r.status_code, inspect(r.text)["method"]))
+            r = await c.head(server.url("/ok"))
+            out.append((r.status_code, r.url))
+            return out
+
+    assert asyncio.run(main()) == [(200, m.upper()) for m in METHODS] + [(200, server.url("/ok"))]
+    assert [e["method"] for e in server.wait_for_requests("/ok", 1)] == ["HEAD"]
