@@ -106,5 +106,6 @@ def test_deadline_scripts_through_the_decorator(case: dict[str, Any]) -> None:
     if sys.version_info >= (3, 11):
         n = len(steps)
         assert info.value.__notes__ == [
-            f"mulligan: gave up after {n} attempts ({steps[-1]['expect']['reason']})"
+            f"mulligan: gave up after {n} attempt{'' if n == 1 else 's'}"
+            f" ({steps[-1]['expect']['reason']})"
         ]

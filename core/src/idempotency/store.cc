@@ -348,20 +348,27 @@ Result<Reservation> IdempotencyStore::Reserve(std::string_view scope, std::strin
         return r;
       }
     }
-    const size_t bytes = kEntryOverhead + HeapBytes(id) + fingerprint.size();
+    // The entry's strings are built before the check, so that the bytes
+    // checked are the bytes accounted: a string's heap buffer may be larger
+    // than its size (and the per-thread id buffer larger than the key's copy).
+    std::string stored_id(id);
+    std::string stored_fingerprint(fingerprint);
+    const size_t bytes =
+        kEntryOverhead + HeapBytes(stored_id) + HeapBytes(stored_fingerprint);
     if (!Impl::MakeRoom(s, true, bytes)) {
       ++s.counters.rejected_full;
       return Status(StatusCode::kUnavailable,
                     "the idempotency store is full of in-flight requests (" +
                         std::to_string(s.in_flight_count) + " in this shard); try again later");
     }
-    auto [pos, inserted] = s.map.try_emplace(id);
+    auto [pos, inserted] = s.map.try_emplace(std::move(stored_id));
     (void)inserted;
     Entry& e = pos->second;
     e.id = &pos->first;
-    e.fingerprint.assign(fingerprint.data(), fingerprint.size());
+    e.fingerprint = std::move(stored_fingerprint);
     e.token = s.next_token++;
     e.expires = SaturatingAdd(now, options.lease);
+    // Moving keeps each heap buffer, so this equals `bytes`.
     e.bytes = kEntryOverhead + HeapBytes(pos->first) + HeapBytes(e.fingerprint);
     s.bytes += e.bytes;
     s.in_flight.PushBack(&e);

@@ -109,6 +109,43 @@ std::optional<WallTime> ToWallTime(const CivilTime& t) {
   return WallTime(std::chrono::duration_cast<WallTime::duration>(std::chrono::seconds(seconds)));
 }
 
+// The civil date and time (UTC) of `now`, 50 years later (Howard Hinnant's
+// civil_from_days for the date). The year is at most 2262 + 50 with a 64-bit
+// nanosecond WallTime, so it fits an int.
+CivilTime FiftyYearsAfter(WallTime now) {
+  int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  int64_t days = seconds / 86400;
+  int64_t second_of_day = seconds % 86400;
+  if (second_of_day < 0) {
+    second_of_day += 86400;
+    --days;
+  }
+  const int64_t z = days + 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const unsigned doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  CivilTime t{};
+  t.day = static_cast<int>(doy - (153 * mp + 2) / 5 + 1);
+  t.month = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
+  t.year = static_cast<int>(static_cast<int64_t>(yoe) + era * 400 + (t.month <= 2 ? 1 : 0)) + 50;
+  t.hour = static_cast<int>(second_of_day / 3600);
+  t.minute = static_cast<int>(second_of_day / 60 % 60);
+  t.second = static_cast<int>(second_of_day % 60);
+  return t;
+}
+
+// Whether `a` is later than `b` (field by field, so a leap second 60 sorts last).
+bool IsLater(const CivilTime& a, const CivilTime& b) {
+  const int fa[] = {a.year, a.month, a.day, a.hour, a.minute, a.second};
+  const int fb[] = {b.year, b.month, b.day, b.hour, b.minute, b.second};
+  for (int i = 0; i < 6; ++i) {
+    if (fa[i] != fb[i]) return fa[i] > fb[i];
+  }
+  return false;
+}
+
 // IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT" (after the day name).
 std::optional<CivilTime> ParseImfFixdateRest(Cursor& c) {
   CivilTime t{};
@@ -155,18 +192,14 @@ std::optional<CivilTime> ParseRfc850Rest(Cursor& c, WallTime now) {
     return std::nullopt;
   }
   t.month = month_index + 1;
-  // RFC 9110 section 5.6.7: a two-digit year that appears more than 50 years in
-  // the future is the most recent past year with the same last two digits.
-  const int64_t now_days =
-      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count() / 86400;
-  // Civil year of `now` (approximation by days is exact enough for a 50-year rule
-  // once checked against the full date below).
-  int now_year = 1970 + static_cast<int>(now_days / 365.2425);
-  while (DaysFromCivil(now_year + 1, 1, 1) <= now_days) ++now_year;
-  while (DaysFromCivil(now_year, 1, 1) > now_days) --now_year;
-  int year = (now_year / 100) * 100 + two_digit_year;
-  if (year > now_year + 50) year -= 100;
-  t.year = year;
+  // RFC 9110 section 5.6.7: a timestamp with a two-digit year that appears to
+  // be more than 50 years in the future is in the most recent past year with
+  // the same last two digits. "More than 50 years" is measured on the full
+  // date and time, so with now = 2026-11-30T00:00:00Z "30-Nov-76 00:00:00" is
+  // 2076 (exactly 50 years ahead) and "30-Nov-76 00:00:01" is 1976.
+  const CivilTime limit = FiftyYearsAfter(now);
+  t.year = (limit.year - 50) / 100 * 100 + two_digit_year;
+  if (IsLater(t, limit)) t.year -= 100;
   return t;
 }
 
