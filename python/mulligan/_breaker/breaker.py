@@ -143,7 +143,7 @@ def _core_kwargs(
         failure_threshold=count("failure_threshold", failure_threshold),
         window="none" if window is None else v.name(owner, "window", window),
         window_size=count("window_size", window_size),
-        window_duration=v.seconds(owner, "window_duration", window_duration),
+        window_duration=v.seconds(owner, "window_duration", window_duration, positive=True),
         window_buckets=count("window_buckets", window_buckets),
         failure_rate_threshold=v.percentage(owner, "failure_rate_threshold", failure_rate_threshold),
         minimum_calls=count("minimum_calls", minimum_calls),

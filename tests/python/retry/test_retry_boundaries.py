@@ -24,7 +24,7 @@ from typing import Any, Callable
 import pytest
 
 import mulligan
-from mulligan import _metrics
+from mulligan._telemetry import metrics as _metrics
 from mulligan.testing import FakeClock
 
 _names = itertools.count()
