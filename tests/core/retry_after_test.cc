@@ -84,5 +84,19 @@ TEST(HttpDateTest, Rfc850YearsMoreThanFiftyYearsAheadAreInThePast) {
   EXPECT_EQ(std::chrono::duration_cast<seconds>(y1977->time_since_epoch()).count(), 247190400);
 }
 
+// Found by tests/fuzz/fuzz_retry_after: date - now overflowed int64 (undefined
+// behaviour; the delay wrapped negative) for a `now` before 1970 and a date
+// near the end of the clock's range.
+TEST(RetryAfterTest, TheDelayToAFarDateSaturatesForAnyNow) {
+  EXPECT_EQ(ParseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", WallTime::min()), Duration::max());
+  EXPECT_EQ(ParseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", WallTime(seconds(-1))),
+            Duration::max());
+  // Still exact where it fits: the clock's last whole second but one
+  // (9223372035 s after the epoch), seen from one second before 1970.
+  EXPECT_EQ(ParseRetryAfter("Fri, 11 Apr 2262 23:47:15 GMT", WallTime(seconds(-1))),
+            seconds(9223372036));
+  EXPECT_EQ(ParseRetryAfter("Sat, 01 Jan 0000 00:00:00 GMT", WallTime::max()), Duration::zero());
+}
+
 }  // namespace
 }  // namespace mulligan

@@ -218,7 +218,14 @@ std::optional<Duration> ParseRetryAfter(std::string_view value, WallTime now) {
   std::optional<WallTime> date = ParseHttpDate(value, now);
   if (!date) return std::nullopt;
   if (*date <= now) return Duration::zero();
-  return std::chrono::duration_cast<Duration>(*date - now);
+  // date - now overflows the clock's int64 only for a `now` before 1970 and
+  // a date near the end of its range (year 2262): saturate instead.
+  const WallTime::duration since = date->time_since_epoch();
+  const WallTime::duration before = now.time_since_epoch();
+  if (before < WallTime::duration::zero() && since > WallTime::duration::max() + before) {
+    return Duration::max();
+  }
+  return std::chrono::duration_cast<Duration>(since - before);
 }
 
 }  // namespace v0
