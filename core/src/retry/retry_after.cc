@@ -5,6 +5,7 @@
 #include "mulligan/retry/retry_after.h"
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 
@@ -157,15 +158,23 @@ std::optional<CivilTime> ParseRfc850Rest(Cursor& c, WallTime now) {
   t.month = month_index + 1;
   // RFC 9110 section 5.6.7: a two-digit year that appears more than 50 years in
   // the future is the most recent past year with the same last two digits.
-  const int64_t now_days =
-      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count() / 86400;
-  // Civil year of `now` (approximation by days is exact enough for a 50-year rule
-  // once checked against the full date below).
+  // The civil year of `now`, from its day number (floored, so that an instant
+  // before 1970 counts on its own day), first estimated, then corrected.
+  const int64_t now_seconds =
+      std::chrono::floor<std::chrono::seconds>(now.time_since_epoch()).count();
+  const int64_t now_days = now_seconds / 86400 - (now_seconds % 86400 < 0 ? 1 : 0);
   int now_year = 1970 + static_cast<int>(now_days / 365.2425);
   while (DaysFromCivil(now_year + 1, 1, 1) <= now_days) ++now_year;
   while (DaysFromCivil(now_year, 1, 1) > now_days) --now_year;
+  // By year, that puts it in (now_year - 50, now_year + 50]: the candidate
+  // in the century of `now` moves back when it is too far ahead, forward
+  // when the century after holds one no more than 50 years ahead.
   int year = (now_year / 100) * 100 + two_digit_year;
-  if (year > now_year + 50) year -= 100;
+  if (year > now_year + 50) {
+    year -= 100;
+  } else if (year <= now_year - 50) {
+    year += 100;
+  }
   t.year = year;
   return t;
 }
