@@ -356,6 +356,37 @@ TEST(IdempotencyStoreTest, AResponseLargerThanTheBudgetReleasesTheKey) {
   EXPECT_EQ(store->Reserve("", "k", "fp", clock.Now()).value().state, ReserveState::kReserved);
 }
 
+// Found by tests/fuzz/fuzz_idempotency_store: a key whose entry alone could
+// never fit the shard's byte budget (a long scope or fingerprint) first
+// evicted every stored response of the shard, then was refused as "full of
+// in-flight requests (0 in this shard)".
+TEST(IdempotencyStoreTest, AnEntryLargerThanTheBudgetIsRefusedWithoutEvictingAnything) {
+  FakeClock clock;
+  IdempotencyStoreOptions options;
+  options.max_bytes = 4096;
+  options.shards = 1;
+  auto store = MakeStore(options);
+  for (const char* key : {"a", "b", "c"}) {
+    Reservation r = store->Reserve("", key, "fp", clock.Now()).value();
+    ASSERT_TRUE(store->Complete(r.lease, Response(201, key), clock.Now()).ok());
+  }
+  Result<Reservation> big = store->Reserve("", "k", std::string(5000, 'f'), clock.Now());
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), StatusCode::kUnavailable);
+  const size_t needs = IdempotencyEntryOverhead() + 5000;  // the id "\0k" is in-place
+  EXPECT_EQ(big.status().message(),
+            "the idempotency entry of this key needs " + std::to_string(needs) +
+                " bytes (scope, key, fingerprint and overhead), more than the store's budget "
+                "of 4096 bytes per shard (max_bytes / shards)");
+  EXPECT_EQ(store->Stats().evicted, 0u);
+  EXPECT_EQ(store->Stats().rejected_full, 0u);
+  for (const char* key : {"a", "b", "c"}) {
+    Reservation replay = store->Reserve("", key, "fp", clock.Now()).value();
+    ASSERT_EQ(replay.state, ReserveState::kReplay) << key;
+    EXPECT_EQ(replay.response->body, key);
+  }
+}
+
 TEST(IdempotencyStoreTest, RejectsResponsesThatCannotBeReplayedAndKeepsTheLease) {
   FakeClock clock;
   auto store = MakeStore();
