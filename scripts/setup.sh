@@ -3,7 +3,9 @@
 # the system packages from Debian (as root, or through sudo); the Python tools
 # come from PyPI through pip. Safe to run again: it only installs what is
 # missing. chromium is for the dashboard's browser test (headless, driven by
-# Playwright's Python package pointed at /usr/bin/chromium).
+# Playwright's Python package pointed at /usr/bin/chromium). clang-14 and its
+# compiler-rt (libclang-rt-14-dev: libFuzzer and the sanitizer runtimes) build
+# the fuzz harnesses of tests/fuzz/.
 set -euo pipefail
 
 DEBIAN_PACKAGES=(
@@ -11,6 +13,7 @@ DEBIAN_PACKAGES=(
   libcurl4-openssl-dev libboost-json1.81-dev libgtest-dev libgmock-dev
   nginx-light libnginx-mod-http-echo libnginx-mod-http-js
   chromium
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

@@ -4,12 +4,17 @@
 #   2. builds the engine, the C ABI and the C/C++ tests (CMake + Ninja, build/)
 #   3. runs ctest: GoogleTest suites, C99 ABI programs, install checks, and the
 #      end-to-end tests against a real nginx started on a free loopback port
-#   4. builds the engine's GoogleTest suite again under ThreadSanitizer and runs it
-#   5. installs the Python package (pip install .) and runs pytest
+#   4. builds the C++ and C suites again under AddressSanitizer + UBSan
+#      (build-asan/, findings fatal) and runs all of ctest there, nginx included
+#   5. builds the engine's GoogleTest suite again under ThreadSanitizer and runs it
+#   6. builds the libFuzzer harnesses (clang, build-fuzz/) and runs each for
+#      FUZZ_SECONDS (default 30) as a smoke test (scripts/fuzz.sh)
+#   7. installs the Python package (pip install .) and runs pytest
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 JOBS=${JOBS:-2}
+FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 
 scripts/setup.sh
 
@@ -17,11 +22,25 @@ cmake -S . -B build -G Ninja -DBUILD_TESTING=ON -DMULLIGAN_WARNINGS_AS_ERRORS=ON
 cmake --build build -j "$JOBS"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 
+# Everything ctest runs (GoogleTest, the C99 programs, the install check, the
+# end-to-end tests against nginx) once more under ASan + UBSan. Findings are
+# fatal: UBSan is built with -fno-sanitize-recover=all (MULLIGAN_SANITIZE adds
+# it), ASan halts at its first report and LeakSanitizer fails a test that leaks.
+cmake -S . -B build-asan -G Ninja -DBUILD_TESTING=ON -DMULLIGAN_WARNINGS_AS_ERRORS=ON \
+  -DMULLIGAN_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build-asan -j "$JOBS"
+ASAN_OPTIONS="detect_leaks=1:halt_on_error=1" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+  ctest --test-dir build-asan --output-on-failure -j "$JOBS"
+
 # The concurrency tests (breakers, registry, pools) once more under TSan.
 cmake -S . -B build-tsan -G Ninja -DBUILD_TESTING=ON -DMULLIGAN_BUILD_CAPI=OFF \
   -DMULLIGAN_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build-tsan -j "$JOBS" --target mulligan_core_tests
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/tests/core/mulligan_core_tests --gtest_brief=1
+
+# Every fuzz harness for a short time: the seeds, the crash regressions and
+# what the fuzzer reaches in FUZZ_SECONDS must keep every post-condition.
+scripts/fuzz.sh "$FUZZ_SECONDS"
 
 "$PYTHON" -m pip install --quiet --disable-pip-version-check ".[test]"
 "$PYTHON" -m pytest -q

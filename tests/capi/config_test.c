@@ -49,7 +49,7 @@ static void write_file(const char *path, const char *text) {
 
 static void test_example_file(void) {
   mulligan_config *cfg = NULL;
-  mulligan_retry_policy *policy = NULL;
+  mulligan_retry_policy *policy = NULL, *missing = NULL;
   mulligan_clock *clock = NULL;
   mulligan_retry_session *session = NULL;
   mulligan_config_breaker b = MULLIGAN_CONFIG_BREAKER_INIT;
@@ -105,9 +105,12 @@ static void test_example_file(void) {
   CHECK(b.slow_call_duration_ms < 0);
   CHECK_NEAR(b.permit_timeout_ms, 60000.0, 0.0);
 
-  CHECK_FAILS(mulligan_config_retry_policy(cfg, "nope", &policy), MULLIGAN_E_INVALID_ARGUMENT,
+  /* A failed lookup sets its out-param to NULL (it starts as a live policy). */
+  missing = policy;
+  CHECK_FAILS(mulligan_config_retry_policy(cfg, "nope", &missing), MULLIGAN_E_INVALID_ARGUMENT,
               "no retry policy named \"nope\" in " EXAMPLE " (known: payments, search)");
-  CHECK(policy == NULL);
+  CHECK(missing == NULL);
+  mulligan_retry_policy_destroy(policy);
   b.struct_size = 0;
   CHECK_FAILS(mulligan_config_breaker_get(cfg, "payments", &b), MULLIGAN_E_INVALID_ARGUMENT,
               "struct_size");

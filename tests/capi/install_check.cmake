@@ -6,8 +6,25 @@
 #
 #   cmake -DBUILD_DIR=... -DWORK_DIR=... -DCONSUMER_DIR=... -DC_COMPILER=...
 #         -DCXX_COMPILER=... -DHEADERS_CHECK=... -DSYMBOLS=... -DREADME=...
-#         -DGENERATOR=... -DPKG_CONFIG=... -DEXPECTED_VERSION=... -P install_check.cmake
+#         -DGENERATOR=... -DPKG_CONFIG=... -DEXPECTED_VERSION=...
+#         [-DSANITIZE=address,undefined] -P install_check.cmake
+#
+# SANITIZE is the build's MULLIGAN_SANITIZE. A library built with sanitizers
+# calls into their runtime, which must be the first library the program
+# loads (ASan aborts with "ASan runtime does not come first in initial
+# library list" otherwise): every program that links an instrumented
+# libmulligan must itself be linked with the same -fsanitize= flags. So the
+# consumers are then built with them, exactly as a user testing against a
+# sanitized build would; the check itself (files, package config, pkg-config,
+# a working retry session) stays the same.
 cmake_minimum_required(VERSION 3.18)
+
+set(sanitize_flags "")
+if(SANITIZE)
+  set(sanitize_flags -fsanitize=${SANITIZE} -fno-omit-frame-pointer)
+  message(STATUS "consumers are linked with ${sanitize_flags} (the library is sanitized)")
+endif()
+string(REPLACE ";" " " sanitize_flags_string "${sanitize_flags}")
 
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -70,7 +87,8 @@ endif()
 # --- find_package(mulligan) consumer -------------------------------------------
 run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/cmake-consumer -G ${GENERATOR}
     -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_PREFIX_PATH=${prefix}
-    -DCMAKE_BUILD_TYPE=Release)
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_C_FLAGS=${sanitize_flags_string}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${sanitize_flags_string}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/cmake-consumer)
 run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${WORK_DIR}/cmake-consumer/consumer)
 message(STATUS "find_package consumer: ${run_output}")
@@ -98,8 +116,8 @@ if(NOT pc_version STREQUAL EXPECTED_VERSION)
   message(FATAL_ERROR "pkg-config version ${pc_version} != ${EXPECTED_VERSION}")
 endif()
 separate_arguments(flag_list UNIX_COMMAND "${flags}")
-run(${C_COMPILER} -std=c99 -pedantic -Wall -Werror ${CONSUMER_DIR}/consumer.c ${flag_list}
-    -o ${WORK_DIR}/pc-consumer)
+run(${C_COMPILER} -std=c99 -pedantic -Wall -Werror ${sanitize_flags} ${CONSUMER_DIR}/consumer.c
+    ${flag_list} -o ${WORK_DIR}/pc-consumer)
 run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${WORK_DIR}/pc-consumer)
 message(STATUS "pkg-config consumer (${flags}): ${run_output}")
 
@@ -121,6 +139,6 @@ math(EXPR begin "${begin} + 5")
 math(EXPR length "${end} + 1 - ${begin}")
 string(SUBSTRING "${readme}" ${begin} ${length} quickstart)
 file(WRITE ${WORK_DIR}/readme_quickstart.c "${quickstart}")
-run(${C_COMPILER} -std=c99 -pedantic -Wall -Wextra -Werror ${WORK_DIR}/readme_quickstart.c
+run(${C_COMPILER} -std=c99 -pedantic -Wall -Wextra -Werror ${sanitize_flags} ${WORK_DIR}/readme_quickstart.c
     ${flag_list} -o ${WORK_DIR}/readme-quickstart)
 message(STATUS "README C quick start: built against ${prefix}")

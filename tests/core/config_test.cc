@@ -75,6 +75,30 @@ TEST(ConfigErrors, NegativeDuration) {
             "as \"10s\", got 0");
 }
 
+// Found by tests/fuzz/fuzz_grpc_config: a positive duration below half a
+// nanosecond passed the "greater than 0" check and then rounded to 0 ns (a
+// gRPC initialBackoff of 0: retries without any wait).
+TEST(ConfigErrors, APositiveDurationThatRoundsToZeroIsNotGreaterThanZero) {
+  EXPECT_EQ(ErrorOf(R"({"breakers": {"db": {"reset_timeout": "0.0000000001s"}}})"),
+            "payments.json: breakers.db.reset_timeout: expected a duration greater than 0 such "
+            "as \"10s\", got \"0.0000000001s\" (it rounds to 0 ns)");
+  EXPECT_EQ(ErrorOf(R"({"policies": {"payments": {"deadline": 1e-10}}})"),
+            "payments.json: policies.payments.deadline: expected a duration greater than 0 "
+            "such as \"10s\", got 1e-10 (it rounds to 0 ns)");
+  EXPECT_EQ(
+      ErrorOf(R"({"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 3,
+        "initialBackoff": "0.0000000001s", "maxBackoff": "1s", "backoffMultiplier": 2,
+        "retryableStatusCodes": ["UNAVAILABLE"]}}]})",
+              "svc.json"),
+      "svc.json: methodConfig[0].retryPolicy.initialBackoff: expected a duration string such "
+      "as \"0.1s\" greater than 0, got \"0.0000000001s\"");
+  // Half a nanosecond and more round to 1 ns, which is greater than 0.
+  Result<std::shared_ptr<const ConfigSnapshot>> one_ns =
+      ParseConfig(R"({"breakers": {"db": {"reset_timeout": "0.6ns"}}})", "x.json", Env({}));
+  ASSERT_TRUE(one_ns.ok()) << one_ns.status().ToString();
+  EXPECT_EQ((*one_ns)->breakers.at("db").reset_timeout, std::chrono::nanoseconds(1));
+}
+
 TEST(ConfigErrors, UnknownUnit) {
   EXPECT_EQ(ErrorOf(R"({"policies": {"payments": {"base_delay": "250mss"}}})"),
             "payments.json: policies.payments.base_delay: expected a duration such as \"10s\", "

@@ -84,5 +84,44 @@ TEST(HttpDateTest, Rfc850YearsMoreThanFiftyYearsAheadAreInThePast) {
   EXPECT_EQ(std::chrono::duration_cast<seconds>(y1977->time_since_epoch()).count(), 247190400);
 }
 
+// Found by tests/fuzz/fuzz_http_date: the century of `now` was the only one
+// tried, so from 2050 on a year a few decades ahead was read as a century
+// ago (in 2090, "00" gave 2000 instead of 2100).
+TEST(HttpDateTest, Rfc850YearsUpToFiftyYearsAheadMayBeInTheNextCentury) {
+  const WallTime now(seconds(3801168000));  // 2090-06-15T00:00:00Z
+  auto year_start = [&](const char* text) -> int64_t {
+    std::optional<WallTime> t = ParseHttpDate(text, now);
+    EXPECT_TRUE(t.has_value()) << text;
+    return t ? std::chrono::duration_cast<seconds>(t->time_since_epoch()).count() : 0;
+  };
+  EXPECT_EQ(year_start("Friday, 01-Jan-00 00:00:00 GMT"), 4102444800);   // 2100, 10 years ahead
+  EXPECT_EQ(year_start("Friday, 01-Jan-40 00:00:00 GMT"), 5364662400);   // 2140, 50 ahead
+  EXPECT_EQ(year_start("Tuesday, 01-Jan-41 00:00:00 GMT"), 2240611200);  // 2041, 49 ago
+}
+
+// Found by tests/fuzz/fuzz_http_date: the day of a `now` before 1970 was
+// rounded towards 1970, so on the last half day of 1899 the year was 1900.
+TEST(HttpDateTest, Rfc850YearsCountFromTheRightYearBefore1970) {
+  const WallTime now(seconds(-2209032000));  // 1899-12-31T12:00:00Z
+  std::optional<WallTime> t = ParseHttpDate("Tuesday, 01-Jan-50 00:00:00 GMT", now);
+  ASSERT_TRUE(t.has_value());
+  // 1850 (49 years ago), not 1950 (more than 50 years ahead of 1899).
+  EXPECT_EQ(std::chrono::duration_cast<seconds>(t->time_since_epoch()).count(), -3786825600);
+}
+
+// Found by tests/fuzz/fuzz_retry_after: date - now overflowed int64 (undefined
+// behaviour; the delay wrapped negative) for a `now` before 1970 and a date
+// near the end of the clock's range.
+TEST(RetryAfterTest, TheDelayToAFarDateSaturatesForAnyNow) {
+  EXPECT_EQ(ParseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", WallTime::min()), Duration::max());
+  EXPECT_EQ(ParseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", WallTime(seconds(-1))),
+            Duration::max());
+  // Still exact where it fits: the clock's last whole second but one
+  // (9223372035 s after the epoch), seen from one second before 1970.
+  EXPECT_EQ(ParseRetryAfter("Fri, 11 Apr 2262 23:47:15 GMT", WallTime(seconds(-1))),
+            seconds(9223372036));
+  EXPECT_EQ(ParseRetryAfter("Sat, 01 Jan 0000 00:00:00 GMT", WallTime::max()), Duration::zero());
+}
+
 }  // namespace
 }  // namespace mulligan

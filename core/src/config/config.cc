@@ -334,7 +334,12 @@ bool ReadDuration(Context& ctx, const std::string& path, const json::value& v, b
     seconds.reset();
     note = " (at most 9.2e9 s)";
   }
-  if (seconds && positive && *seconds <= 0) seconds.reset();
+  // "> 0" holds for the Duration itself: a positive value below half a
+  // nanosecond rounds to zero.
+  if (seconds && positive && SecondsToDuration(*seconds) <= Duration::zero()) {
+    if (*seconds > 0) note = " (it rounds to 0 ns)";
+    seconds.reset();
+  }
   if (!seconds) {
     ctx.Expected(path, what, v, note);
     return false;
@@ -916,8 +921,10 @@ bool ReadGrpcDuration(Context& ctx, const std::string& path, const json::value& 
     if (s.size() >= 2 && s.back() == 's' && s[0] != '-') {
       std::string note;
       std::optional<double> seconds = ParseDurationSeconds(s, note);
+      // "> 0" holds for the Duration itself (a positive value below half a
+      // nanosecond rounds to zero).
       if (seconds && std::isfinite(*seconds) && *seconds < kMaxDurationSeconds &&
-          (!positive || *seconds > 0)) {
+          (!positive || SecondsToDuration(*seconds) > Duration::zero())) {
         out = SecondsToDuration(*seconds);
         return true;
       }

@@ -355,6 +355,15 @@ Result<Reservation> IdempotencyStore::Reserve(std::string_view scope, std::strin
     std::string stored_fingerprint(fingerprint);
     const size_t bytes =
         kEntryOverhead + HeapBytes(stored_id) + HeapBytes(stored_fingerprint);
+    if (bytes > s.max_bytes) {
+      // It could never fit: refuse before MakeRoom, which would evict every
+      // completed entry of the shard first (stored responses lost for nothing).
+      return Status(StatusCode::kUnavailable,
+                    "the idempotency entry of this key needs " + std::to_string(bytes) +
+                        " bytes (scope, key, fingerprint and overhead), more than the store's "
+                        "budget of " + std::to_string(s.max_bytes) +
+                        " bytes per shard (max_bytes / shards)");
+    }
     if (!Impl::MakeRoom(s, true, bytes)) {
       ++s.counters.rejected_full;
       return Status(StatusCode::kUnavailable,

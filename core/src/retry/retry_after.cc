@@ -5,6 +5,7 @@
 #include "mulligan/retry/retry_after.h"
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 
@@ -196,9 +197,12 @@ std::optional<CivilTime> ParseRfc850Rest(Cursor& c, WallTime now) {
   // be more than 50 years in the future is in the most recent past year with
   // the same last two digits. "More than 50 years" is measured on the full
   // date and time, so with now = 2026-11-30T00:00:00Z "30-Nov-76 00:00:00" is
-  // 2076 (exactly 50 years ahead) and "30-Nov-76 00:00:01" is 1976.
+  // 2076 (exactly 50 years ahead) and "30-Nov-76 00:00:01" is 1976. The year
+  // is the one in (limit - 100 years, limit], limit = now + 50 years: the
+  // candidate in the limit's century, or the one a century before when that
+  // is past the limit (so in 2090 "00" is 2100, ten years ahead, not 2000).
   const CivilTime limit = FiftyYearsAfter(now);
-  t.year = (limit.year - 50) / 100 * 100 + two_digit_year;
+  t.year = limit.year / 100 * 100 + two_digit_year;
   if (IsLater(t, limit)) t.year -= 100;
   return t;
 }
@@ -251,7 +255,14 @@ std::optional<Duration> ParseRetryAfter(std::string_view value, WallTime now) {
   std::optional<WallTime> date = ParseHttpDate(value, now);
   if (!date) return std::nullopt;
   if (*date <= now) return Duration::zero();
-  return std::chrono::duration_cast<Duration>(*date - now);
+  // date - now overflows the clock's int64 only for a `now` before 1970 and
+  // a date near the end of its range (year 2262): saturate instead.
+  const WallTime::duration since = date->time_since_epoch();
+  const WallTime::duration before = now.time_since_epoch();
+  if (before < WallTime::duration::zero() && since > WallTime::duration::max() + before) {
+    return Duration::max();
+  }
+  return std::chrono::duration_cast<Duration>(since - before);
 }
 
 }  // namespace v0

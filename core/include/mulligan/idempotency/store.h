@@ -175,7 +175,9 @@ class IdempotencyStore {
   // path and a digest of the body); it is compared byte for byte.
   // Errors: kInvalidArgument when `key` is empty, longer than max_key_length
   // or not printable ASCII; kUnavailable when the key is new and its shard is
-  // full of in-flight entries (answer 503).
+  // full of in-flight entries (answer 503), or when its entry alone (scope,
+  // key, fingerprint and IdempotencyEntryOverhead()) exceeds a shard's byte
+  // budget, max_bytes / shards (then nothing is evicted for it).
   Result<Reservation> Reserve(std::string_view scope, std::string_view key,
                               std::string_view fingerprint, TimePoint now);
 

@@ -23,7 +23,9 @@ inline namespace v0 {
 //   rfc850-date  "Sunday, 06-Nov-94 08:49:37 GMT"
 //   asctime      "Sun Nov  6 08:49:37 1994"
 // A two-digit rfc850 year that would be more than 50 years after `now` is taken
-// as the most recent past year with those digits (section 5.6.7). Returns
+// as the most recent past year with those digits (section 5.6.7): compared by
+// calendar year, it is the year with those digits in (now - 50, now + 50], so
+// in 2090 "00" is 2100, "40" is 2140 and "41" is 2041. Returns
 // nullopt on anything malformed (bad names, out-of-range fields, trailing text).
 // Thread-safety: pure function.
 std::optional<WallTime> ParseHttpDate(std::string_view text, WallTime now);
