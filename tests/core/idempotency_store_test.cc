@@ -373,7 +373,9 @@ TEST(IdempotencyStoreTest, AnEntryLargerThanTheBudgetIsRefusedWithoutEvictingAny
   Result<Reservation> big = store->Reserve("", "k", std::string(5000, 'f'), clock.Now());
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.status().code(), StatusCode::kUnavailable);
-  const size_t needs = IdempotencyEntryOverhead() + 5000;  // the id "\0k" is in-place
+  // The id "\0k" is in-place (short-string storage); the fingerprint's heap
+  // buffer is counted whole: 5000 characters and the terminating NUL.
+  const size_t needs = IdempotencyEntryOverhead() + 5001;
   EXPECT_EQ(big.status().message(),
             "the idempotency entry of this key needs " + std::to_string(needs) +
                 " bytes (scope, key, fingerprint and overhead), more than the store's budget "
