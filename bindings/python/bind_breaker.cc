@@ -1,4 +1,4 @@
-// bindings/bind_breaker.cc — circuit breakers and the breaker registry for
+// bindings/python/bind_breaker.cc — circuit breakers and the breaker registry for
 // mulligan._core (wrapped by python/mulligan/_breaker/breaker.py).
 //
 // Two surfaces:

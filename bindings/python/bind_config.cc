@@ -1,4 +1,4 @@
-// bindings/bind_config.cc — PolicyRegistry (mulligan/config/config.h): named retry
+// bindings/python/bind_config.cc — PolicyRegistry (mulligan/config/config.h): named retry
 // policies, breaker options and client settings from a configuration file.
 //
 // Loads release the GIL (they read a file and parse it). Reports, breaker

@@ -1,4 +1,4 @@
-// bindings/bind_enums.cc — the core's enumerations, in Python spelling.
+// bindings/python/bind_enums.cc — the core's enumerations, in Python spelling.
 //
 // Member names are the core's snake_case names upper-cased
 // (ErrorKind.CONNECTION_REFUSED <-> "connection_refused"), so

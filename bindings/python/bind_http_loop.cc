@@ -1,4 +1,4 @@
-// bindings/bind_http_loop.cc — HttpLoopDriver: an HttpAsyncEngine driven by
+// bindings/python/bind_http_loop.cc — HttpLoopDriver: an HttpAsyncEngine driven by
 // an asyncio event loop, for mulligan.AsyncClient.
 //
 // The driver keeps libcurl's sockets in an epoll set of its own and gives

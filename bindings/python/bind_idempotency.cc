@@ -1,4 +1,4 @@
-// bindings/bind_idempotency.cc — IdempotencyStore, its reservations and the
+// bindings/python/bind_idempotency.cc — IdempotencyStore, its reservations and the
 // Idempotency-Key parser.
 //
 // Header fields cross as bytes pairs (what ASGI uses; the WSGI middleware

@@ -1,4 +1,4 @@
-// bindings/bind_metrics.cc — the engine's metrics registry and event stream.
+// bindings/python/bind_metrics.cc — the engine's metrics registry and event stream.
 //
 // Python reads snapshots and exports of mulligan::MetricsRegistry::Default()
 // (the registry every engine component of this module reports into) and

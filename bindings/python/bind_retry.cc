@@ -1,4 +1,4 @@
-// bindings/bind_retry.cc — Outcome, RetryPolicy, RetrySession and Decision.
+// bindings/python/bind_retry.cc — Outcome, RetryPolicy, RetrySession and Decision.
 //
 // Durations cross as float seconds and `now` as a time.monotonic() reading.
 // A RetryPolicy is validated once by the core (RetryPolicy::Create); a bad

@@ -1,4 +1,4 @@
-// bindings/bind_retry_after.cc — Retry-After parsing (RFC 9110 section 10.2.3).
+// bindings/python/bind_retry_after.cc — Retry-After parsing (RFC 9110 section 10.2.3).
 #include <limits>
 #include <optional>
 #include <string>

@@ -1,4 +1,4 @@
-// bindings/bind_version.cc — the version of the compiled module.
+// bindings/python/bind_version.cc — the version of the compiled module.
 #include "bindings.h"
 
 #ifndef MULLIGAN_PYTHON_VERSION_STRING

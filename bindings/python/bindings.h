@@ -1,4 +1,4 @@
-// bindings/bindings.h — private declarations shared by the _core binding files.
+// bindings/python/bindings.h — private declarations shared by the _core binding files.
 //
 // Each bind_<concept>.cc defines one Bind<Concept>(module) called from
 // module.cc. convert.cc holds the only two kinds of logic the bindings have:

@@ -1,4 +1,4 @@
-// bindings/http_common.h — helpers shared by bind_http.cc (HttpClient) and
+// bindings/python/http_common.h — helpers shared by bind_http.cc (HttpClient) and
 // bind_http_loop.cc (the asyncio driver of HttpAsyncEngine). All of them
 // require the GIL.
 
@@ -33,15 +33,15 @@ HttpRequest MakeRequest(std::string method, std::string url, HttpHeaders headers
                         std::optional<int> max_redirects, std::optional<bool> strict);
 
 // (attempt, delay in seconds, error kind name or None, HTTP status,
-// from_retry_after): what mulligan._http.RetryEvent is built from.
+// from_retry_after): what mulligan._http.events.RetryEvent is built from.
 py::tuple RetryEventTuple(int attempt, Duration delay, ErrorKind error, int status,
                           bool from_retry_after);
 
 // (status, body, attempts, elapsed seconds, url, idempotency_key or None,
 // stop_reason, header block, use_fallback): one tuple of plain objects, so that
-// mulligan._http._response_from needs no further call into C++. The header
+// mulligan._http.response._response_from needs no further call into C++. The header
 // block is bytes holding "name:value\n" per field, in order (split by
-// mulligan._http.Headers on first use).
+// mulligan._http.headers.Headers on first use).
 py::tuple ResponseTuple(HttpResponse&& response);
 
 // Raises mulligan.CircuitOpenError (with key, name, retry_in and attempts)

@@ -1,4 +1,4 @@
-// bindings/module.cc — the private extension module mulligan._core.
+// bindings/python/module.cc — the private extension module mulligan._core.
 //
 // Only the private modules of python/mulligan/ (its _-prefixed modules and
 // subpackages) import it; users see the pure-Python layer.

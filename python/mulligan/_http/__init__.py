@@ -9,7 +9,3 @@
 - ``response``: :class:`Response`
 - ``events``: :class:`RetryEvent` and the retry/give-up logs
 """
-
-# The native client reports every retry through mulligan._http._report_retry
-# (bindings/python/bind_http.cc looks it up by that name when a retry happens).
-from .events import _report_retry as _report_retry

@@ -22,7 +22,10 @@ from .._validate import UNSET as _UNSET, Seconds
 from .events import _GAVE_UP_REASONS, _HttpRetryHook, _log_give_up
 from .headers import HeadersInput, _check_headers
 from .request import (
+    _COMMON_METHODS,
     ParamsInput,
+    _check_switches,
+    _checked_method,
     _breaker_args,
     _check_url,
     _encode_body,
@@ -55,6 +58,14 @@ def _testing() -> tuple[int, bool, Any]:
     else:
         cap = state.testing_attempts if state.testing else 0
     return cap, state.testing, state.native_clock
+
+
+# What both clients' request() hands to its call: method, url, header pairs,
+# body, idempotency key, policy, follow_redirects, max_redirects, strict, hook.
+_CallArgs = tuple[
+    str, str, list[tuple[str, bytes]], bytes, Optional[str], Any,
+    Optional[bool], Optional[int], Optional[bool], Optional[_HttpRetryHook],
+]
 
 
 def _shape(multiplier: Any, jitter: Any, jitter_fraction: Any) -> Optional[dict[str, Any]]:
@@ -226,6 +237,40 @@ class _ClientBase:
             v.name(owner, "jitter", o["jitter"]),
             v.probability(owner, "jitter_fraction", o["jitter_fraction"]),
         )
+
+    def _request_args(
+        self,
+        method: str,
+        url: str,
+        params: ParamsInput,
+        data: Any,
+        json: Any,
+        headers: HeadersInput,
+        idempotency_key: Union[str, bool, None],
+        retry: tuple[Any, ...],
+        follow_redirects: Optional[bool],
+        max_redirects: Optional[int],
+        strict: Optional[bool],
+        on_retry: Optional[_HttpRetryHook],
+    ) -> _CallArgs:
+        """What request() of both clients hands to its native call: the
+        checked method, the prepared URL, header pairs, body and key, the
+        request's policy (``retry``: its attempts, timeout, deadline, backoff,
+        base_delay, max_delay, retry_after_max, retry_on, multiplier, jitter
+        and jitter_fraction overrides), the switches and the hook."""
+        if method not in _COMMON_METHODS:
+            method = _checked_method(method)
+        if follow_redirects is not None or max_redirects is not None or strict is not None:
+            _check_switches(self._OWNER, follow_redirects, max_redirects, strict)
+        url, pairs, body, key = self._prepare(method, url, params, data, json, headers, idempotency_key)
+        (attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on,
+         multiplier, jitter, jitter_fraction) = retry
+        policy = self._request_policy(
+            attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on,
+            _shape(multiplier, jitter, jitter_fraction),
+        )
+        hook = on_retry if on_retry is not None else self._on_retry
+        return method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict, hook
 
     def _prepare(
         self,

@@ -23,10 +23,10 @@ from .. import _core
 from .._errors import CircuitOpenError, TransportError
 from .._retry.state import STATE
 from .._validate import UNSET as _UNSET
-from .base import _ClientBase, _merge_named, _shape, _testing
+from .base import _ClientBase, _merge_named, _testing
 from .events import _HttpRetryHook, _report_retry
 from .headers import HeadersInput
-from .request import _COMMON_METHODS, ParamsInput, _check_switches, _check_url, _checked_method
+from .request import ParamsInput, _check_url
 from .response import Response
 
 __all__ = [
@@ -205,22 +205,16 @@ class Client(_ClientBase):
             mulligan.CircuitOpenError: the origin's breaker is open.
             mulligan.RetriesExhausted: only with ``raise_on_give_up=True``.
         """
-        if method not in _COMMON_METHODS:
-            method = _checked_method(method)
-        if follow_redirects is not None or max_redirects is not None or strict is not None:
-            _check_switches(self._OWNER, follow_redirects, max_redirects, strict)
-        url, pairs, body, key = self._prepare(method, url, params, data, json, headers, idempotency_key)
-        policy = self._request_policy(
-            attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on,
-            _shape(multiplier, jitter, jitter_fraction),
+        args = self._request_args(
+            method, url, params, data, json, headers, idempotency_key,
+            (attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on,
+             multiplier, jitter, jitter_fraction),
+            follow_redirects, max_redirects, strict, on_retry,
         )
         client = self._client
         if client is None:
             raise RuntimeError("this client is closed")
-        return self._send(  # type: ignore[no-any-return]
-            client, method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
-            on_retry if on_retry is not None else self._on_retry, raise_on_give_up, fallback,
-        )
+        return self._send(client, *args, raise_on_give_up, fallback)  # type: ignore[no-any-return]
 
     def _bare(self, method: str, url: str) -> Response:
         """``request(method, url)`` with every keyword at its default, minus

@@ -1,7 +1,8 @@
 """What the HTTP clients report: :class:`RetryEvent`, the retry and give-up logs.
 
-The native client calls :func:`_report_retry` (as ``mulligan._http._report_retry``,
-bindings/python/bind_http.cc) only when a retry happens, with the GIL held.
+Both clients call :func:`_report_retry` when the engine decides a retry
+(the sync one between its native call's steps, the async one when an
+attempt's future resolves), before the wait.
 
 .. versionadded:: 0.1.0
 """
@@ -80,8 +81,8 @@ def _report_retry(
     """Reports one scheduled retry: builds its :class:`RetryEvent` from the
     engine's ``info`` (attempt, delay, kind, status, from_retry_after), logs
     it and runs ``hook`` (if any), returning what the hook returned (an
-    awaitable for a coroutine hook). Called by the native client only when a
-    retry happens, so a request that succeeds builds no callback at all."""
+    awaitable for a coroutine hook). Called only when a retry happens, so a
+    request that succeeds builds no event at all."""
     event = RetryEvent(info[0], info[1], info[2], info[3], info[4], method, url)
     _log_retry(event)
     return hook(event) if hook is not None else None
