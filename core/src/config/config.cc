@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +20,9 @@
 
 #include <boost/json.hpp>
 #include <boost/json/basic_parser_impl.hpp>
+
+#include "internal/format.h"
+#include "internal/saturating.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -67,12 +69,6 @@ std::string Index(const std::string& path, size_t i) {
   return path + "[" + std::to_string(i) + "]";
 }
 
-std::string FormatDouble(double d) {
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof(buf), d);
-  return std::string(buf, r.ptr);
-}
-
 // How a value is shown after "got".
 std::string Describe(const json::value& v) {
   switch (v.kind()) {
@@ -80,7 +76,7 @@ std::string Describe(const json::value& v) {
     case json::kind::bool_: return v.get_bool() ? "true" : "false";
     case json::kind::int64: return std::to_string(v.get_int64());
     case json::kind::uint64: return std::to_string(v.get_uint64());
-    case json::kind::double_: return FormatDouble(v.get_double());
+    case json::kind::double_: return internal::FormatDouble(v.get_double());
     case json::kind::string: {
       std::string_view s = v.get_string();
       if (s.size() > 60) return Quote(std::string(s.substr(0, 57)) + "...");
@@ -312,12 +308,11 @@ std::optional<double> ParseDurationSeconds(std::string_view text, std::string& n
   return total;
 }
 
-Duration SecondsToDuration(double seconds) {
-  return Duration(static_cast<Duration::rep>(std::llround(seconds * 1e9)));
-}
-
 // Reads a duration: a string with units or a number of seconds.
 // `positive`: zero is rejected too. `nullable`: null clears `out`.
+// The seconds reaching DurationFromSeconds are finite and in
+// [0, kMaxDurationSeconds), where it is exactly llround(seconds * 1e9): its
+// clamps (<= 0 to zero, >= 2^63 ns to Duration::max()) never apply.
 bool ReadDuration(Context& ctx, const std::string& path, const json::value& v, bool positive,
                   Duration& out) {
   const std::string what = positive ? "a duration greater than 0 such as \"10s\"" : kDurationExpected;
@@ -336,7 +331,7 @@ bool ReadDuration(Context& ctx, const std::string& path, const json::value& v, b
   }
   // "> 0" holds for the Duration itself: a positive value below half a
   // nanosecond rounds to zero.
-  if (seconds && positive && SecondsToDuration(*seconds) <= Duration::zero()) {
+  if (seconds && positive && internal::DurationFromSeconds(*seconds) <= Duration::zero()) {
     if (*seconds > 0) note = " (it rounds to 0 ns)";
     seconds.reset();
   }
@@ -344,7 +339,7 @@ bool ReadDuration(Context& ctx, const std::string& path, const json::value& v, b
     ctx.Expected(path, what, v, note);
     return false;
   }
-  out = SecondsToDuration(*seconds);
+  out = internal::DurationFromSeconds(*seconds);
   return true;
 }
 
@@ -922,10 +917,12 @@ bool ReadGrpcDuration(Context& ctx, const std::string& path, const json::value& 
       std::string note;
       std::optional<double> seconds = ParseDurationSeconds(s, note);
       // "> 0" holds for the Duration itself (a positive value below half a
-      // nanosecond rounds to zero).
+      // nanosecond rounds to zero). The seconds that reach
+      // DurationFromSeconds are finite and in [0, kMaxDurationSeconds),
+      // where it is exactly llround(seconds * 1e9).
       if (seconds && std::isfinite(*seconds) && *seconds < kMaxDurationSeconds &&
-          (!positive || SecondsToDuration(*seconds) > Duration::zero())) {
-        out = SecondsToDuration(*seconds);
+          (!positive || internal::DurationFromSeconds(*seconds) > Duration::zero())) {
+        out = internal::DurationFromSeconds(*seconds);
         return true;
       }
     }
