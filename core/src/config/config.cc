@@ -22,6 +22,7 @@
 #include <boost/json/basic_parser_impl.hpp>
 
 #include "internal/saturating.h"
+#include "environment.h"
 #include "fields.h"
 #include "reader.h"
 
@@ -29,7 +30,8 @@ namespace mulligan {
 inline namespace v0 {
 namespace {
 
-// Transitional: the readers and field tables moved to reader.h and fields.h.
+// Transitional: the readers, field tables and environment overrides moved
+// to reader.h, fields.h and environment.h.
 using namespace internal;  // NOLINT
 
 // gRFC A6: "maxAttempts ... values greater than 5 are treated as 5".
@@ -43,75 +45,7 @@ const char* const kGrpcCodeNames[] = {
     "UNAUTHENTICATED"};
 
 // ---------------------------------------------------------------------------
-// Environment overrides
-
-std::string EnvName(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (c >= 'a' && c <= 'z') {
-      out += static_cast<char>(c - 'a' + 'A');
-    } else if ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
-      out += c;
-    } else {
-      out += '_';
-    }
-  }
-  return out;
-}
-
-// Reads an environment value as JSON when it is JSON (3, 1.5, true, null),
-// else as a string ("250ms", "exponential"). "none" means null for the
-// optional durations (deadline, attempt_timeout).
-json::value EnvValue(const std::string& text, bool nullable) {
-  if (nullable && text == "none") return nullptr;
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (!ec && !v.is_structured()) return v;
-  return json::string(text);
-}
-
-// Applies MULLIGAN_<KIND>_<NAME>_<FIELD> for each of `fields` (upper-case
-// suffix -> JSON field).
-template <typename T>
-void ApplyEnv(Context& ctx, std::string_view kind, const std::string& section,
-              const std::string& name,
-              const std::vector<std::pair<std::string_view, std::string_view>>& fields,
-              const FieldTable<T>& table, T& out) {
-  for (const auto& [suffix, field] : fields) {
-    const std::string var = "MULLIGAN_" + std::string(kind) + "_" + EnvName(name) + "_" +
-                            std::string(suffix);
-    std::optional<std::string> value = ctx.Env(var);
-    if (!value) continue;
-    const FieldFn<T>* fn = FindField(table, field);
-    // Errors from the environment name the variable, not a JSON path.
-    Context env_ctx("environment", LoadOptions{});
-    const bool nullable = field == "deadline" || field == "attempt_timeout";
-    if ((*fn)(env_ctx, var, EnvValue(*value, nullable), out)) {
-      ctx.Warn(Join(Join(section, name), field), "overridden by " + var + "=" + *value);
-    } else {
-      // Keep the variable's message as is ("environment: VAR: expected ...").
-      ctx.AddRaw(env_ctx.ToStatus().message());
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------
 // The mulligan format
-
-const std::vector<std::pair<std::string_view, std::string_view>> kPolicyEnv = {
-    {"MAX_ATTEMPTS", "max_attempts"}, {"BACKOFF", "backoff"},
-    {"BASE_DELAY", "base_delay"},     {"MULTIPLIER", "multiplier"},
-    {"MAX_DELAY", "max_delay"},       {"JITTER", "jitter"},
-    {"DEADLINE", "deadline"},         {"ATTEMPT_TIMEOUT", "attempt_timeout"}};
-const std::vector<std::pair<std::string_view, std::string_view>> kBreakerEnv = {
-    {"FAILURE_THRESHOLD", "failure_threshold"},
-    {"RESET_TIMEOUT", "reset_timeout"},
-    {"HALF_OPEN_MAX_CALLS", "half_open_max_calls"}};
-const std::vector<std::pair<std::string_view, std::string_view>> kClientEnv = {
-    {"ATTEMPT_TIMEOUT", "attempt_timeout"},
-    {"CONNECT_TIMEOUT", "connect_timeout"},
-    {"VERIFY_TLS", "verify_tls"},
-    {"USER_AGENT", "user_agent"}};
 
 // Calls `each(name, path, object)` for every named entry of a section.
 template <typename F>
@@ -186,7 +120,7 @@ void ParseMulligan(Context& ctx, const json::object& root, ConfigSnapshot& out) 
                    RetryOptions options = base_policy;
                    const size_t before = ctx.error_count();
                    ApplyObject(ctx, path, o, PolicyFields(), options);
-                   ApplyEnv(ctx, "POLICY", "policies", name, kPolicyEnv, PolicyFields(), options);
+                   ApplyPolicyEnv(ctx, name, options);
                    if (ctx.error_count() != before) return;
                    Result<RetryPolicy> policy = RetryPolicy::Create(options);
                    if (!policy.ok()) {
@@ -203,8 +137,7 @@ void ParseMulligan(Context& ctx, const json::object& root, ConfigSnapshot& out) 
                    CircuitBreakerOptions options = base_breaker;
                    const size_t before = ctx.error_count();
                    ApplyObject(ctx, path, o, BreakerFields(), options);
-                   ApplyEnv(ctx, "BREAKER", "breakers", name, kBreakerEnv, BreakerFields(),
-                            options);
+                   ApplyBreakerEnv(ctx, name, options);
                    if (ctx.error_count() != before) return;
                    options.name = name;
                    Status status = CircuitBreaker::Validate(options);
@@ -240,8 +173,7 @@ void ParseMulligan(Context& ctx, const json::object& root, ConfigSnapshot& out) 
                    ClientSettings settings = base_client;
                    const size_t before = ctx.error_count();
                    ApplyObject(ctx, path, o, ClientFields(), settings);
-                   ApplyEnv(ctx, "CLIENT", "clients", name, kClientEnv, ClientFields(),
-                            settings);
+                   ApplyClientEnv(ctx, name, settings);
                    check_refs(path, settings, &o);
                    if (ctx.error_count() != before) return;
                    out.clients[name] = settings;
@@ -415,7 +347,7 @@ void ParseGrpc(Context& ctx, const json::object& root, ConfigSnapshot& out) {
           }
           RetryOptions named = options;
           const size_t before_env = ctx.error_count();
-          ApplyEnv(ctx, "POLICY", "policies", name, kPolicyEnv, PolicyFields(), named);
+          ApplyPolicyEnv(ctx, name, named);
           if (ctx.error_count() != before_env) continue;
           Result<RetryPolicy> policy = RetryPolicy::Create(named);
           if (!policy.ok()) {
