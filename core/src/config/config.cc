@@ -24,6 +24,7 @@
 #include "internal/saturating.h"
 #include "environment.h"
 #include "fields.h"
+#include "formats.h"
 #include "reader.h"
 
 namespace mulligan {
@@ -43,143 +44,6 @@ const char* const kGrpcCodeNames[] = {
     "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",  "OUT_OF_RANGE",
     "UNIMPLEMENTED", "INTERNAL",          "UNAVAILABLE",    "DATA_LOSS",
     "UNAUTHENTICATED"};
-
-// ---------------------------------------------------------------------------
-// The mulligan format
-
-// Calls `each(name, path, object)` for every named entry of a section.
-template <typename F>
-void ForEachEntry(Context& ctx, const std::string& section, const json::value& v,
-                  const std::string& what, F each) {
-  const json::object* entries = AsObject(ctx, section, v, "an object of " + what + " by name");
-  if (entries == nullptr) return;
-  for (const auto& kv : *entries) {
-    const std::string path = Join(section, kv.key());
-    if (kv.key().empty()) {
-      ctx.Error(path, "expected a non-empty name");
-      continue;
-    }
-    const json::object* entry = AsObject(ctx, path, kv.value(), "an object");
-    if (entry != nullptr) each(std::string(kv.key()), path, *entry);
-  }
-}
-
-void ParseMulligan(Context& ctx, const json::object& root, ConfigSnapshot& out) {
-  static const std::vector<std::string_view> kTopLevel = {
-      "$schema", "version", "defaults", "policies", "breakers", "clients"};
-  RetryOptions base_policy;
-  CircuitBreakerOptions base_breaker;
-  ClientSettings base_client;
-  const json::value* defaults_client_value = nullptr;
-
-  for (const auto& kv : root) {
-    const std::string_view key = kv.key();
-    if (std::find(kTopLevel.begin(), kTopLevel.end(), key) == kTopLevel.end()) {
-      const std::string best = Suggest(key, kTopLevel);
-      ctx.Error(Join("", key), best.empty()
-                                   ? "unknown field; expected one of: $schema, version, "
-                                     "defaults, policies, breakers, clients (or methodConfig "
-                                     "for a gRPC service config)"
-                                   : "unknown field, did you mean " + Quote(best) + "?");
-    }
-  }
-  if (const json::value* v = root.if_contains("$schema"); v && !v->is_string()) {
-    ctx.Expected("$schema", "a string", *v);
-  }
-  if (const json::value* v = root.if_contains("version")) {
-    std::optional<int64_t> i = AsInteger(*v);
-    if (!i || *i != 1) ctx.Expected("version", "1", *v);
-  }
-  if (const json::value* v = root.if_contains("defaults")) {
-    if (const json::object* d = AsObject(ctx, "defaults", *v, "an object")) {
-      for (const auto& kv : *d) {
-        const std::string path = Join("defaults", kv.key());
-        if (kv.key() == "policy") {
-          if (const json::object* o = AsObject(ctx, path, kv.value(), "an object")) {
-            ApplyObject(ctx, path, *o, PolicyFields(), base_policy);
-          }
-        } else if (kv.key() == "breaker") {
-          if (const json::object* o = AsObject(ctx, path, kv.value(), "an object")) {
-            ApplyObject(ctx, path, *o, BreakerFields(), base_breaker);
-          }
-        } else if (kv.key() == "client") {
-          if (const json::object* o = AsObject(ctx, path, kv.value(), "an object")) {
-            ApplyObject(ctx, path, *o, ClientFields(), base_client);
-            defaults_client_value = &kv.value();
-          }
-        } else {
-          ctx.Error(path, "unknown field; expected one of: policy, breaker, client");
-        }
-      }
-    }
-  }
-
-  if (const json::value* v = root.if_contains("policies")) {
-    ForEachEntry(ctx, "policies", *v, "retry policies",
-                 [&](const std::string& name, const std::string& path, const json::object& o) {
-                   RetryOptions options = base_policy;
-                   const size_t before = ctx.error_count();
-                   ApplyObject(ctx, path, o, PolicyFields(), options);
-                   ApplyPolicyEnv(ctx, name, options);
-                   if (ctx.error_count() != before) return;
-                   Result<RetryPolicy> policy = RetryPolicy::Create(options);
-                   if (!policy.ok()) {
-                     ctx.Error(path, policy.status().message());
-                     return;
-                   }
-                   out.policies[name] =
-                       std::make_shared<const RetryPolicy>(std::move(policy).value());
-                 });
-  }
-  if (const json::value* v = root.if_contains("breakers")) {
-    ForEachEntry(ctx, "breakers", *v, "circuit breakers",
-                 [&](const std::string& name, const std::string& path, const json::object& o) {
-                   CircuitBreakerOptions options = base_breaker;
-                   const size_t before = ctx.error_count();
-                   ApplyObject(ctx, path, o, BreakerFields(), options);
-                   ApplyBreakerEnv(ctx, name, options);
-                   if (ctx.error_count() != before) return;
-                   options.name = name;
-                   Status status = CircuitBreaker::Validate(options);
-                   if (!status.ok()) {
-                     ctx.Error(path, status.message());
-                     return;
-                   }
-                   out.breakers[name] = options;
-                 });
-  }
-  // Client references are checked once every policy and breaker is known.
-  auto check_refs = [&](const std::string& path, const ClientSettings& c,
-                        const json::object* source) {
-    const json::value* pv = source ? source->if_contains("policy") : nullptr;
-    if (!c.policy.empty() && pv && out.policies.find(c.policy) == out.policies.end() &&
-        !(root.contains("policies") && root.at("policies").is_object() &&
-          root.at("policies").get_object().contains(c.policy))) {
-      ctx.Expected(Join(path, "policy"), "the name of a policy in \"policies\"", *pv);
-    }
-    const json::value* bv = source ? source->if_contains("breaker") : nullptr;
-    if (!c.breaker.empty() && bv && out.breakers.find(c.breaker) == out.breakers.end() &&
-        !(root.contains("breakers") && root.at("breakers").is_object() &&
-          root.at("breakers").get_object().contains(c.breaker))) {
-      ctx.Expected(Join(path, "breaker"), "the name of a breaker in \"breakers\"", *bv);
-    }
-  };
-  if (defaults_client_value != nullptr) {
-    check_refs("defaults.client", base_client, &defaults_client_value->get_object());
-  }
-  if (const json::value* v = root.if_contains("clients")) {
-    ForEachEntry(ctx, "clients", *v, "clients",
-                 [&](const std::string& name, const std::string& path, const json::object& o) {
-                   ClientSettings settings = base_client;
-                   const size_t before = ctx.error_count();
-                   ApplyObject(ctx, path, o, ClientFields(), settings);
-                   ApplyClientEnv(ctx, name, settings);
-                   check_refs(path, settings, &o);
-                   if (ctx.error_count() != before) return;
-                   out.clients[name] = settings;
-                 });
-  }
-}
 
 // ---------------------------------------------------------------------------
 // gRPC service config (gRFC A6 "gRPC Retry Design", the retryPolicy of a
@@ -499,7 +363,7 @@ Result<std::shared_ptr<const ConfigSnapshot>> ParseConfig(std::string_view text,
   if (root.get_object().contains("methodConfig")) {
     ParseGrpc(ctx, root.get_object(), *snapshot);
   } else {
-    ParseMulligan(ctx, root.get_object(), *snapshot);
+    internal::ParseMulligan(ctx, root.get_object(), *snapshot);
   }
   if (ctx.error_count() > 0) return ctx.ToStatus();
   snapshot->warnings = std::move(ctx.warnings());
