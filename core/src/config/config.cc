@@ -35,194 +35,12 @@ namespace {
 // to reader.h, fields.h and environment.h.
 using namespace internal;  // NOLINT
 
-// gRFC A6: "maxAttempts ... values greater than 5 are treated as 5".
-constexpr int64_t kGrpcMaxAttempts = 5;
-
 const char* const kGrpcCodeNames[] = {
     "OK",           "CANCELLED",          "UNKNOWN",        "INVALID_ARGUMENT",
     "DEADLINE_EXCEEDED", "NOT_FOUND",     "ALREADY_EXISTS", "PERMISSION_DENIED",
     "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",  "OUT_OF_RANGE",
     "UNIMPLEMENTED", "INTERNAL",          "UNAVAILABLE",    "DATA_LOSS",
     "UNAUTHENTICATED"};
-
-// ---------------------------------------------------------------------------
-// gRPC service config (gRFC A6 "gRPC Retry Design", the retryPolicy of a
-// methodConfig; durations are google.protobuf.Duration JSON strings "1.5s").
-
-bool ReadGrpcDuration(Context& ctx, const std::string& path, const json::value& v, bool positive,
-                      Duration& out) {
-  const std::string what = "a duration string such as \"0.1s\"";
-  if (v.is_string()) {
-    std::string_view s = v.get_string();
-    if (s.size() >= 2 && s.back() == 's' && s[0] != '-') {
-      std::string note;
-      std::optional<double> seconds = ParseDurationSeconds(s, note);
-      // "> 0" holds for the Duration itself (a positive value below half a
-      // nanosecond rounds to zero). The seconds that reach
-      // DurationFromSeconds are finite and in [0, kMaxDurationSeconds),
-      // where it is exactly llround(seconds * 1e9).
-      if (seconds && std::isfinite(*seconds) && *seconds < kMaxDurationSeconds &&
-          (!positive || internal::DurationFromSeconds(*seconds) > Duration::zero())) {
-        out = internal::DurationFromSeconds(*seconds);
-        return true;
-      }
-    }
-  }
-  ctx.Expected(path, positive ? what + " greater than 0" : what, v);
-  return false;
-}
-
-std::string GrpcPolicyName(Context& ctx, const std::string& path, const json::value& v) {
-  const json::object* o = AsObject(ctx, path, v, "an object such as {\"service\": \"pkg.Svc\"}");
-  if (o == nullptr) return "";
-  std::string service, method;
-  for (const auto& kv : *o) {
-    const std::string p = Join(path, kv.key());
-    if (kv.key() == "service") {
-      ReadString(ctx, p, kv.value(), service);
-    } else if (kv.key() == "method") {
-      ReadString(ctx, p, kv.value(), method);
-    } else {
-      ctx.Error(p, "unknown field; expected one of: service, method");
-    }
-  }
-  if (service.empty() && method.empty()) return "default";
-  if (service.empty()) {
-    ctx.Error(path, "expected a service when a method is given");
-    return "";
-  }
-  return method.empty() ? service : service + "/" + method;
-}
-
-void ParseGrpcRetryPolicy(Context& ctx, const std::string& path, const json::object& o,
-                          RetryOptions& options) {
-  // A6 mapping: exponential backoff with full jitter, i.e. the n-th retry
-  // waits random(0, min(initialBackoff * backoffMultiplier^(n-1), maxBackoff)).
-  options.backoff.kind = BackoffKind::kExponential;
-  options.backoff.jitter = JitterKind::kFull;
-  static const std::vector<std::string_view> kRequired = {
-      "maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier",
-      "retryableStatusCodes"};
-  for (const auto& kv : o) {
-    const std::string p = Join(path, kv.key());
-    const std::string_view key = kv.key();
-    const json::value& v = kv.value();
-    if (key == "maxAttempts") {
-      std::optional<int64_t> i = AsInteger(v);
-      if (!i || *i < 2) {
-        ctx.Expected(p, "an integer > 1", v);
-      } else if (*i > kGrpcMaxAttempts) {
-        ctx.Warn(p, std::to_string(*i) + " is capped at 5, as gRPC does (gRFC A6)");
-        options.max_attempts = static_cast<int>(kGrpcMaxAttempts);
-      } else {
-        options.max_attempts = static_cast<int>(*i);
-      }
-    } else if (key == "initialBackoff") {
-      ReadGrpcDuration(ctx, p, v, true, options.backoff.base);
-    } else if (key == "maxBackoff") {
-      ReadGrpcDuration(ctx, p, v, true, options.backoff.max_delay);
-    } else if (key == "backoffMultiplier") {
-      ReadNumber(ctx, p, v, 0, true, 1e300, "a number > 0", options.backoff.multiplier);
-    } else if (key == "retryableStatusCodes") {
-      std::vector<int> codes;
-      const bool ok = ForEachElement(ctx, p, v, "a non-empty array of status codes",
-                                     [&](const std::string& ep, const json::value& e) {
-                                       int code = 0;
-                                       if (!ReadGrpcCode(ctx, ep, e, code)) return false;
-                                       codes.push_back(code);
-                                       return true;
-                                     });
-      if (ok && codes.empty()) ctx.Expected(p, "a non-empty array of status codes", v);
-      if (ok) options.retryable_grpc_codes = std::move(codes);
-    } else if (key == "perAttemptRecvTimeout") {
-      Duration d{};
-      if (ReadGrpcDuration(ctx, p, v, true, d)) options.attempt_timeout = d;
-    } else {
-      ctx.Error(p, "unknown field; expected one of: maxAttempts, initialBackoff, maxBackoff, "
-                   "backoffMultiplier, retryableStatusCodes, perAttemptRecvTimeout");
-    }
-  }
-  for (std::string_view key : kRequired) {
-    if (!o.contains(key)) ctx.Error(Join(path, key), "missing (required by gRFC A6)");
-  }
-}
-
-void ParseGrpc(Context& ctx, const json::object& root, ConfigSnapshot& out) {
-  std::map<std::string, std::string> first_seen;
-  for (const auto& kv : root) {
-    const std::string_view key = kv.key();
-    if (key == "methodConfig") continue;
-    if (key == "loadBalancingPolicy" || key == "loadBalancingConfig" ||
-        key == "retryThrottling" || key == "healthCheckConfig") {
-      ctx.Warn(Join("", key), "ignored (mulligan reads only methodConfig[].retryPolicy)");
-    } else {
-      ctx.Error(Join("", key),
-                "unknown field; expected one of: methodConfig, loadBalancingPolicy, "
-                "loadBalancingConfig, retryThrottling, healthCheckConfig");
-    }
-  }
-  ForEachElement(
-      ctx, "methodConfig", root.at("methodConfig"), "an array of method configs",
-      [&](const std::string& path, const json::value& entry) {
-        const json::object* mc = AsObject(ctx, path, entry, "an object");
-        if (mc == nullptr) return false;
-        RetryOptions options;
-        // Without a retryPolicy gRPC makes one attempt.
-        options.max_attempts = 1;
-        options.retryable_grpc_codes.clear();
-        const size_t before = ctx.error_count();
-        std::vector<std::pair<std::string, std::string>> names;  // name, path
-        for (const auto& kv : *mc) {
-          const std::string p = Join(path, kv.key());
-          const std::string_view key = kv.key();
-          if (key == "name") {
-            ForEachElement(ctx, p, kv.value(), "an array of {\"service\", \"method\"} objects",
-                           [&](const std::string& np, const json::value& n) {
-                             std::string name = GrpcPolicyName(ctx, np, n);
-                             if (!name.empty()) names.emplace_back(name, np);
-                             return true;
-                           });
-          } else if (key == "retryPolicy") {
-            if (const json::object* rp = AsObject(ctx, p, kv.value(), "an object")) {
-              ParseGrpcRetryPolicy(ctx, p, *rp, options);
-            }
-          } else if (key == "timeout") {
-            Duration d{};
-            if (ReadGrpcDuration(ctx, p, kv.value(), true, d)) options.deadline = d;
-          } else if (key == "waitForReady" || key == "maxRequestMessageBytes" ||
-                     key == "maxResponseMessageBytes") {
-            // Transport settings with no retry meaning.
-          } else if (key == "hedgingPolicy") {
-            ctx.Warn(p, "ignored (mulligan does not hedge)");
-          } else {
-            ctx.Error(p, "unknown field; expected one of: name, retryPolicy, timeout, "
-                         "waitForReady, maxRequestMessageBytes, maxResponseMessageBytes, "
-                         "hedgingPolicy");
-          }
-        }
-        if (!mc->contains("name")) ctx.Error(Join(path, "name"), "missing");
-        if (ctx.error_count() != before) return false;
-        for (const auto& [name, name_path] : names) {
-          auto [it, inserted] = first_seen.emplace(name, name_path);
-          if (!inserted) {
-            ctx.Error(name_path, "duplicate name " + Quote(name) + " (first at " + it->second +
-                                     ")");
-            continue;
-          }
-          RetryOptions named = options;
-          const size_t before_env = ctx.error_count();
-          ApplyPolicyEnv(ctx, name, named);
-          if (ctx.error_count() != before_env) continue;
-          Result<RetryPolicy> policy = RetryPolicy::Create(named);
-          if (!policy.ok()) {
-            ctx.Error(path, policy.status().message());
-            continue;
-          }
-          out.policies[name] = std::make_shared<const RetryPolicy>(std::move(policy).value());
-        }
-        return true;
-      });
-}
 
 // Turns a byte offset into "line L, column C" (1-based; columns count bytes).
 std::string LineColumn(std::string_view text, size_t offset) {
@@ -361,7 +179,7 @@ Result<std::shared_ptr<const ConfigSnapshot>> ParseConfig(std::string_view text,
     return ctx.ToStatus();
   }
   if (root.get_object().contains("methodConfig")) {
-    ParseGrpc(ctx, root.get_object(), *snapshot);
+    internal::ParseGrpc(ctx, root.get_object(), *snapshot);
   } else {
     internal::ParseMulligan(ctx, root.get_object(), *snapshot);
   }

@@ -25,6 +25,12 @@ namespace internal {
 // "clients"), with the environment overrides, into `out`.
 void ParseMulligan(Context& ctx, const json::object& root, ConfigSnapshot& out);
 
+// Reads a gRPC service config: each methodConfig's retryPolicy (and timeout)
+// becomes a policy named "service", "service/method" or "default", with the
+// MULLIGAN_POLICY_ overrides. Other top-level gRPC fields are warnings.
+// REQUIRES: root contains "methodConfig".
+void ParseGrpc(Context& ctx, const json::object& root, ConfigSnapshot& out);
+
 }  // namespace internal
 }  // namespace v0
 }  // namespace mulligan
