@@ -1,6 +1,16 @@
-// The configuration loader: JSON (Boost.JSON, a private dependency) -> named
-// RetryPolicy / CircuitBreakerOptions / ClientSettings, gRPC service configs,
-// environment overrides, and the PolicyRegistry's atomic swap.
+// core/src/config/config.cc — the public API of mulligan/config/config.h:
+// gRPC status code names, ParseDuration, ParseConfig / ParseConfigFile (read
+// the text, reject invalid JSON and repeated keys, dispatch to a format) and
+// the PolicyRegistry's atomic swap.
+//
+// The pieces behind it are private to mulligan_config (core/src/config/):
+//   reader.{h,cc}          JSON values -> typed fields; error collection
+//   fields.{h,cc}          the field tables of policies, breakers, clients
+//   environment.{h,cc}     the MULLIGAN_POLICY_/BREAKER_/CLIENT_ overrides
+//   formats.h              the two document formats:
+//     mulligan_format.cc     the mulligan format
+//     grpc_format.cc         the gRPC service config (gRFC A6)
+//   duplicate_keys.{h,cc}  the repeated-key check
 //
 // Errors are collected rather than stopping at the first one, so that
 // `mulligan config check` can list every problem of a file at once. Each says
@@ -9,21 +19,15 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <string>
-#include <unordered_set>
 #include <utility>
 
 #include <boost/json.hpp>
-#include <boost/json/basic_parser_impl.hpp>
 
-#include "internal/saturating.h"
-#include "environment.h"
-#include "fields.h"
+#include "duplicate_keys.h"
 #include "formats.h"
 #include "reader.h"
 
@@ -31,9 +35,7 @@ namespace mulligan {
 inline namespace v0 {
 namespace {
 
-// Transitional: the readers, field tables and environment overrides moved
-// to reader.h, fields.h and environment.h.
-using namespace internal;  // NOLINT
+namespace json = boost::json;
 
 const char* const kGrpcCodeNames[] = {
     "OK",           "CANCELLED",          "UNKNOWN",        "INVALID_ARGUMENT",
@@ -72,88 +74,19 @@ std::optional<int> ParseGrpcStatusCode(std::string_view name) {
 }
 
 Result<Duration> ParseDuration(std::string_view text) {
-  Context ctx("duration", LoadOptions{});
+  internal::Context ctx("duration", LoadOptions{});
   Duration d{};
-  if (!ReadDuration(ctx, "value", json::string(text), false, d)) {
-    return InvalidArgumentError("expected a duration such as \"10s\", got " + Quote(text));
+  if (!internal::ReadDuration(ctx, "value", json::string(text), false, d)) {
+    return InvalidArgumentError("expected a duration such as \"10s\", got " +
+                                internal::Quote(text));
   }
   return d;
-}
-
-// A handler for json::basic_parser that stops at the first key an object
-// names twice. RFC 8259 section 4 says names SHOULD be unique and leaves the
-// meaning of repeats open; Boost.JSON keeps one of them silently, so in a
-// configuration file a repeated key would hide a value its author wrote.
-class DuplicateKeyCheck {
- public:
-  static constexpr std::size_t max_array_size = static_cast<std::size_t>(-1);
-  static constexpr std::size_t max_object_size = static_cast<std::size_t>(-1);
-  static constexpr std::size_t max_string_size = static_cast<std::size_t>(-1);
-  static constexpr std::size_t max_key_size = static_cast<std::size_t>(-1);
-
-  // Whether a key was repeated, and which (it may be the empty key).
-  bool found() const { return found_; }
-  const std::string& duplicate() const { return duplicate_; }
-
-  bool on_document_begin(boost::system::error_code&) { return true; }
-  bool on_document_end(boost::system::error_code&) { return true; }
-  bool on_array_begin(boost::system::error_code&) { return true; }
-  bool on_array_end(std::size_t, boost::system::error_code&) { return true; }
-  bool on_object_begin(boost::system::error_code&) {
-    keys_.emplace_back();
-    return true;
-  }
-  bool on_object_end(std::size_t, boost::system::error_code&) {
-    keys_.pop_back();
-    return true;
-  }
-  bool on_string_part(json::string_view, std::size_t, boost::system::error_code&) { return true; }
-  bool on_string(json::string_view, std::size_t, boost::system::error_code&) { return true; }
-  bool on_key_part(json::string_view part, std::size_t, boost::system::error_code&) {
-    key_.append(part.data(), part.size());
-    return true;
-  }
-  bool on_key(json::string_view last, std::size_t, boost::system::error_code& ec) {
-    key_.append(last.data(), last.size());
-    if (!keys_.back().insert(key_).second) {
-      found_ = true;
-      duplicate_ = key_;
-      ec = std::make_error_code(std::errc::invalid_argument);
-      return false;
-    }
-    key_.clear();
-    return true;
-  }
-  bool on_number_part(json::string_view, boost::system::error_code&) { return true; }
-  bool on_int64(int64_t, json::string_view, boost::system::error_code&) { return true; }
-  bool on_uint64(uint64_t, json::string_view, boost::system::error_code&) { return true; }
-  bool on_double(double, json::string_view, boost::system::error_code&) { return true; }
-  bool on_bool(bool, boost::system::error_code&) { return true; }
-  bool on_null(boost::system::error_code&) { return true; }
-  bool on_comment_part(json::string_view, boost::system::error_code&) { return true; }
-  bool on_comment(json::string_view, boost::system::error_code&) { return true; }
-
- private:
-  std::vector<std::unordered_set<std::string>> keys_;  // per open object
-  std::string key_;                                    // the key being read
-  std::string duplicate_;
-  bool found_ = false;
-};
-
-// The first key some object of `text` (valid JSON) names twice, with the
-// byte offset just after it; nullopt when every object's keys are unique.
-std::optional<std::pair<std::string, size_t>> FindDuplicateKey(std::string_view text) {
-  json::basic_parser<DuplicateKeyCheck> parser(json::parse_options{});
-  boost::system::error_code ec;
-  const size_t consumed = parser.write_some(false, text.data(), text.size(), ec);
-  if (!ec || !parser.handler().found()) return std::nullopt;
-  return std::make_pair(parser.handler().duplicate(), consumed);
 }
 
 Result<std::shared_ptr<const ConfigSnapshot>> ParseConfig(std::string_view text,
                                                           std::string_view source,
                                                           const LoadOptions& options) {
-  Context ctx(std::string(source), options);
+  internal::Context ctx(std::string(source), options);
   // A UTF-8 byte order mark (editors on Windows write one) is not JSON
   // (RFC 8259 section 8.1 lets parsers ignore it): skip it.
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
@@ -165,17 +98,18 @@ Result<std::shared_ptr<const ConfigSnapshot>> ParseConfig(std::string_view text,
     return InvalidArgumentError(std::string(source) + ": " + LineColumn(text, consumed) +
                                 ": invalid JSON: " + ec.message());
   }
-  if (std::optional<std::pair<std::string, size_t>> repeated = FindDuplicateKey(text)) {
+  if (std::optional<std::pair<std::string, size_t>> repeated = internal::FindDuplicateKey(text)) {
     return InvalidArgumentError(std::string(source) + ": " +
                                 LineColumn(text, repeated->second) + ": duplicate key " +
-                                Quote(repeated->first) + " (each key may appear once per object)");
+                                internal::Quote(repeated->first) +
+                                " (each key may appear once per object)");
   }
   const json::value root = parser.release();
   auto snapshot = std::make_shared<ConfigSnapshot>();
   snapshot->source = std::string(source);
   if (!root.is_object()) {
     ctx.Error("(top level)", "expected an object such as {\"policies\": {...}}, got " +
-                                 Describe(root));
+                                 internal::Describe(root));
     return ctx.ToStatus();
   }
   if (root.get_object().contains("methodConfig")) {
@@ -294,13 +228,13 @@ template <typename Map>
 Status NotFound(const ConfigSnapshot& snapshot, const Map& map, const char* what,
                 std::string_view name) {
   if (snapshot.source.empty()) {
-    return InvalidArgumentError(std::string("no ") + what + " named " + Quote(name) +
+    return InvalidArgumentError(std::string("no ") + what + " named " + internal::Quote(name) +
                                 ": no configuration has been loaded");
   }
   std::string known;
   for (const auto& kv : map) known += (known.empty() ? "" : ", ") + kv.first;
-  return InvalidArgumentError(std::string("no ") + what + " named " + Quote(name) + " in " +
-                              snapshot.source + " (known: " +
+  return InvalidArgumentError(std::string("no ") + what + " named " + internal::Quote(name) +
+                              " in " + snapshot.source + " (known: " +
                               (known.empty() ? "none" : known) + ")");
 }
 
