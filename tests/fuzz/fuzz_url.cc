@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include "fuzz_check.h"
+#include "mulligan/http/async_engine.h"
 #include "mulligan/http/client.h"
 
 namespace {
