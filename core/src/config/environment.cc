@@ -1,0 +1,113 @@
+// core/src/config/environment.cc — the environment overrides (see
+// environment.h): variable names, how a value is read, and which fields each
+// kind of entry lets the environment set.
+#include "environment.h"
+
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "fields.h"
+
+namespace mulligan {
+inline namespace v0 {
+namespace internal {
+namespace {
+
+// Variable suffix -> JSON field, for one kind of entry.
+using EnvFields = std::vector<std::pair<std::string_view, std::string_view>>;
+
+const EnvFields& PolicyEnvFields() {
+  static const EnvFields fields = {
+      {"MAX_ATTEMPTS", "max_attempts"}, {"BACKOFF", "backoff"},
+      {"BASE_DELAY", "base_delay"},     {"MULTIPLIER", "multiplier"},
+      {"MAX_DELAY", "max_delay"},       {"JITTER", "jitter"},
+      {"DEADLINE", "deadline"},         {"ATTEMPT_TIMEOUT", "attempt_timeout"}};
+  return fields;
+}
+
+const EnvFields& BreakerEnvFields() {
+  static const EnvFields fields = {{"FAILURE_THRESHOLD", "failure_threshold"},
+                                   {"RESET_TIMEOUT", "reset_timeout"},
+                                   {"HALF_OPEN_MAX_CALLS", "half_open_max_calls"}};
+  return fields;
+}
+
+const EnvFields& ClientEnvFields() {
+  static const EnvFields fields = {{"ATTEMPT_TIMEOUT", "attempt_timeout"},
+                                   {"CONNECT_TIMEOUT", "connect_timeout"},
+                                   {"VERIFY_TLS", "verify_tls"},
+                                   {"USER_AGENT", "user_agent"}};
+  return fields;
+}
+
+// Returns `name` as it appears in a variable: a-z upper-cased, A-Z and 0-9
+// kept, every other byte '_'.
+std::string EnvName(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (c >= 'a' && c <= 'z') {
+      out += static_cast<char>(c - 'a' + 'A');
+    } else if ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+      out += c;
+    } else {
+      out += '_';
+    }
+  }
+  return out;
+}
+
+// Reads an environment value as JSON when it is JSON (3, 1.5, true, null),
+// else as a string ("250ms", "exponential"). "none" means null for the
+// optional durations (deadline, attempt_timeout).
+json::value EnvValue(const std::string& text, bool nullable) {
+  if (nullable && text == "none") return nullptr;
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (!ec && !v.is_structured()) return v;
+  return json::string(text);
+}
+
+// Applies MULLIGAN_<KIND>_<NAME>_<FIELD> for each of `fields` to the entry
+// `name` of `section`, through `table`.
+// REQUIRES: every field of `fields` is in `table`.
+template <typename T>
+void ApplyEnv(Context& ctx, std::string_view kind, const std::string& section,
+              const std::string& name, const EnvFields& fields, const FieldTable<T>& table,
+              T& out) {
+  for (const auto& [suffix, field] : fields) {
+    const std::string var = "MULLIGAN_" + std::string(kind) + "_" + EnvName(name) + "_" +
+                            std::string(suffix);
+    std::optional<std::string> value = ctx.Env(var);
+    if (!value) continue;
+    const FieldFn<T>* fn = FindField(table, field);
+    // Errors from the environment name the variable, not a JSON path.
+    Context env_ctx("environment", LoadOptions{});
+    const bool nullable = field == "deadline" || field == "attempt_timeout";
+    if ((*fn)(env_ctx, var, EnvValue(*value, nullable), out)) {
+      ctx.Warn(Join(Join(section, name), field), "overridden by " + var + "=" + *value);
+    } else {
+      // Keep the variable's message as is ("environment: VAR: expected ...").
+      ctx.AddRaw(env_ctx.ToStatus().message());
+    }
+  }
+}
+
+}  // namespace
+
+void ApplyPolicyEnv(Context& ctx, const std::string& name, RetryOptions& out) {
+  ApplyEnv(ctx, "POLICY", "policies", name, PolicyEnvFields(), PolicyFields(), out);
+}
+
+void ApplyBreakerEnv(Context& ctx, const std::string& name, CircuitBreakerOptions& out) {
+  ApplyEnv(ctx, "BREAKER", "breakers", name, BreakerEnvFields(), BreakerFields(), out);
+}
+
+void ApplyClientEnv(Context& ctx, const std::string& name, ClientSettings& out) {
+  ApplyEnv(ctx, "CLIENT", "clients", name, ClientEnvFields(), ClientFields(), out);
+}
+
+}  // namespace internal
+}  // namespace v0
+}  // namespace mulligan

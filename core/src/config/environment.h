@@ -1,0 +1,47 @@
+// core/src/config/environment.h — the environment overrides of a loaded
+// configuration (private to mulligan_config):
+// MULLIGAN_<POLICY|BREAKER|CLIENT>_<NAME>_<FIELD> (config.h lists them).
+//
+// An override applies to an entry the document defines, after the entry's
+// own fields; the name is upper-cased with every character other than A-Z
+// and 0-9 turned into '_'. A value is read as JSON when it is a JSON scalar
+// (3, 1.5, true, null), else as a string ("250ms", "exponential"); "none"
+// also means null for DEADLINE and ATTEMPT_TIMEOUT. An applied override is a
+// warning "<source>: <path>: overridden by VAR=value"; a bad value is an
+// error "environment: VAR: expected ...".
+//
+// Thread-safety: reentrant; the lookup is the Context's (std::getenv or
+// LoadOptions::env).
+
+#ifndef MULLIGAN_CONFIG_ENVIRONMENT_H_
+#define MULLIGAN_CONFIG_ENVIRONMENT_H_
+
+#include <string>
+
+#include "mulligan/breaker/circuit_breaker.h"
+#include "mulligan/config/config.h"
+#include "mulligan/retry/policy.h"
+#include "reader.h"
+
+namespace mulligan {
+inline namespace v0 {
+namespace internal {
+
+// Applies MULLIGAN_POLICY_<NAME>_{MAX_ATTEMPTS,BACKOFF,BASE_DELAY,MULTIPLIER,
+// MAX_DELAY,JITTER,DEADLINE,ATTEMPT_TIMEOUT} to the policy `name` ("policies"
+// entry) in `out`.
+void ApplyPolicyEnv(Context& ctx, const std::string& name, RetryOptions& out);
+
+// Applies MULLIGAN_BREAKER_<NAME>_{FAILURE_THRESHOLD,RESET_TIMEOUT,
+// HALF_OPEN_MAX_CALLS} to the breaker `name` ("breakers" entry) in `out`.
+void ApplyBreakerEnv(Context& ctx, const std::string& name, CircuitBreakerOptions& out);
+
+// Applies MULLIGAN_CLIENT_<NAME>_{ATTEMPT_TIMEOUT,CONNECT_TIMEOUT,VERIFY_TLS,
+// USER_AGENT} to the client `name` ("clients" entry) in `out`.
+void ApplyClientEnv(Context& ctx, const std::string& name, ClientSettings& out);
+
+}  // namespace internal
+}  // namespace v0
+}  // namespace mulligan
+
+#endif  // MULLIGAN_CONFIG_ENVIRONMENT_H_

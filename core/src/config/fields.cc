@@ -1,0 +1,287 @@
+// core/src/config/fields.cc — the field tables of retry policies, circuit
+// breakers and clients (see fields.h): each JSON field, its range and the
+// option it sets. The ranges are the options' own (retry/policy.h,
+// breaker/circuit_breaker.h); what no single field can check
+// (max_reset_timeout >= reset_timeout, minimum_calls <= window_size, ...)
+// RetryPolicy::Create and CircuitBreaker::Validate check after.
+#include "fields.h"
+
+#include <limits>
+#include <optional>
+#include <utility>
+
+namespace mulligan {
+inline namespace v0 {
+namespace internal {
+namespace {
+
+using PolicyTable = FieldTable<RetryOptions>;
+
+// Appends the attempt count and the backoff between attempts.
+void AddAttemptFields(PolicyTable& t) {
+  using O = RetryOptions;
+  t.insert(t.end(), {
+      {"max_attempts",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadInt(c, p, v, 1, std::numeric_limits<int>::max(), o.max_attempts);
+       }},
+      {"backoff",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         int i = 0;
+         if (!ReadChoice(c, p, v, {"constant", "linear", "exponential", "decorrelated"}, i)) {
+           return false;
+         }
+         o.backoff.kind = static_cast<BackoffKind>(i);
+         return true;
+       }},
+      {"base_delay",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadDuration(c, p, v, false, o.backoff.base);
+       }},
+      {"multiplier",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadNumber(c, p, v, 0, false, 1e300, "a number >= 0", o.backoff.multiplier);
+       }},
+      {"max_delay",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadDuration(c, p, v, false, o.backoff.max_delay);
+       }},
+      {"jitter",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         int i = 0;
+         if (!ReadChoice(c, p, v, {"none", "full", "equal", "proportional"}, i)) return false;
+         o.backoff.jitter = static_cast<JitterKind>(i);
+         return true;
+       }},
+      {"jitter_fraction",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadNumber(c, p, v, 0, false, 1, "a number in [0, 1]",
+                           o.backoff.jitter_fraction);
+       }},
+  });
+}
+
+// Appends the time limits: the call's deadline, one attempt's timeout and
+// how Retry-After hints are honoured.
+void AddTimeFields(PolicyTable& t) {
+  using O = RetryOptions;
+  t.insert(t.end(), {
+      {"deadline",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadOptionalDuration(c, p, v, o.deadline);
+       }},
+      {"attempt_timeout",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadOptionalDuration(c, p, v, o.attempt_timeout);
+       }},
+      {"retry_after_max",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadDuration(c, p, v, false, o.retry_after_max);
+       }},
+      {"retry_after_overflow",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         int i = 0;
+         if (!ReadChoice(c, p, v, {"stop", "clamp"}, i)) return false;
+         o.retry_after_overflow = static_cast<RetryAfterOverflow>(i);
+         return true;
+       }},
+      {"respect_retry_after",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadBool(c, p, v, o.respect_retry_after);
+       }},
+  });
+}
+
+// Appends what is retryable: HTTP statuses, transport error kinds, gRPC
+// codes. A list replaces the default only when every element is valid.
+void AddRetryableFields(PolicyTable& t) {
+  using O = RetryOptions;
+  t.insert(t.end(), {
+      {"retryable_statuses",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         std::vector<int> statuses;
+         const bool ok = ForEachElement(
+             c, p, v, "an array of HTTP statuses such as [429, 503]",
+             [&](const std::string& ep, const json::value& e) {
+               int s = 0;
+               if (!ReadInt(c, ep, e, 100, 599, s)) return false;
+               statuses.push_back(s);
+               return true;
+             });
+         if (ok) o.retryable_statuses = std::move(statuses);
+         return ok;
+       }},
+      {"retryable_errors",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         std::vector<ErrorKind> kinds;
+         const bool ok = ForEachElement(
+             c, p, v, "an array of error kinds such as [\"connection_refused\"]",
+             [&](const std::string& ep, const json::value& e) {
+               int i = 0;
+               if (!ReadChoice(c, ep, e,
+                               {"connection_refused", "connection_reset", "dns_failure",
+                                "connect_timeout", "timeout", "tls_error", "invalid_url",
+                                "transport"},
+                               i)) {
+                 return false;
+               }
+               kinds.push_back(static_cast<ErrorKind>(i + 1));
+               return true;
+             });
+         if (ok) o.retryable_errors = std::move(kinds);
+         return ok;
+       }},
+      {"retryable_grpc_codes",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         std::vector<int> codes;
+         const bool ok = ForEachElement(
+             c, p, v, "an array of gRPC status codes such as [\"UNAVAILABLE\"]",
+             [&](const std::string& ep, const json::value& e) {
+               int code = 0;
+               if (!ReadGrpcCode(c, ep, e, code)) return false;
+               codes.push_back(code);
+               return true;
+             });
+         if (ok) o.retryable_grpc_codes = std::move(codes);
+         return ok;
+       }},
+  });
+}
+
+// Reads "seed": an integer in [0, 2^64 - 1], or null for a fresh seed per
+// session.
+bool ReadSeed(Context& c, const std::string& p, const json::value& v, RetryOptions& o) {
+  if (v.is_null()) {
+    o.seed.reset();
+    return true;
+  }
+  if (v.is_uint64()) {
+    o.seed = v.get_uint64();
+    return true;
+  }
+  std::optional<int64_t> i = AsInteger(v);
+  if (!i || *i < 0) {
+    c.Expected(p, "an integer >= 0 or null", v);
+    return false;
+  }
+  o.seed = static_cast<uint64_t>(*i);
+  return true;
+}
+
+}  // namespace
+
+const FieldTable<RetryOptions>& PolicyFields() {
+  static const PolicyTable table = [] {
+    PolicyTable t;
+    AddAttemptFields(t);
+    AddTimeFields(t);
+    AddRetryableFields(t);
+    t.emplace_back("seed", ReadSeed);
+    return t;
+  }();
+  return table;
+}
+
+const FieldTable<CircuitBreakerOptions>& BreakerFields() {
+  using O = CircuitBreakerOptions;
+  static const FieldTable<O> table = {
+      {"failure_threshold",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadInt(c, p, v, 0, 1'000'000, o.failure_threshold);
+       }},
+      {"window",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         int i = 0;
+         if (!ReadChoice(c, p, v, {"none", "count", "time"}, i)) return false;
+         o.window = static_cast<WindowKind>(i);
+         return true;
+       }},
+      {"window_size",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadInt(c, p, v, 1, 1'000'000, o.window_size);
+       }},
+      {"window_duration",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadDuration(c, p, v, true, o.window_duration);
+       }},
+      {"window_buckets",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadInt(c, p, v, 1, 3600, o.window_buckets);
+       }},
+      {"failure_rate_threshold",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadNumber(c, p, v, 0, true, 100, "a percentage in (0, 100]",
+                           o.failure_rate_threshold);
+       }},
+      {"minimum_calls",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadInt(c, p, v, 1, std::numeric_limits<int>::max(), o.minimum_calls);
+       }},
+      {"slow_call_duration",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadOptionalDuration(c, p, v, o.slow_call_duration);
+       }},
+      {"slow_call_rate_threshold",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadNumber(c, p, v, 0, true, 100, "a percentage in (0, 100]",
+                           o.slow_call_rate_threshold);
+       }},
+      {"reset_timeout",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadDuration(c, p, v, true, o.reset_timeout);
+       }},
+      {"reset_timeout_multiplier",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadNumber(c, p, v, 1, false, 1e300, "a number >= 1",
+                           o.reset_timeout_multiplier);
+       }},
+      {"max_reset_timeout",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadDuration(c, p, v, true, o.max_reset_timeout);
+       }},
+      {"half_open_max_calls",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadInt(c, p, v, 1, 65'535, o.half_open_max_calls);
+       }},
+      {"permit_timeout",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadDuration(c, p, v, true, o.permit_timeout);
+       }},
+  };
+  return table;
+}
+
+const FieldTable<ClientSettings>& ClientFields() {
+  using O = ClientSettings;
+  static const FieldTable<O> table = {
+      {"policy",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadString(c, p, v, o.policy);
+       }},
+      {"breaker",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadString(c, p, v, o.breaker);
+       }},
+      {"attempt_timeout",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadDuration(c, p, v, true, o.attempt_timeout);
+       }},
+      {"connect_timeout",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadDuration(c, p, v, true, o.connect_timeout);
+       }},
+      {"verify_tls",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadBool(c, p, v, o.verify_tls);
+       }},
+      {"user_agent",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadString(c, p, v, o.user_agent);
+       }},
+  };
+  return table;
+}
+
+}  // namespace internal
+}  // namespace v0
+}  // namespace mulligan
