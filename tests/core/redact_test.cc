@@ -63,6 +63,17 @@ TEST(RedactTest, MalformedUrlsAreMaskedToo) {
   // "user:" looks like a scheme, but no slash follows: user and password.
   EXPECT_EQ(RedactUrl("user:s3cr3t-9f2c@host/x"), "[redacted]@host/x");
   EXPECT_EQ(RedactUrl("localhost:8080/a?token=t"), "localhost:8080/a?token=[redacted]");
+  // A password with a raw '/', '?' or '#' ends the authority inside it; the
+  // port then is not digits, and the userinfo runs to the last '@'.
+  EXPECT_EQ(RedactUrl("http://user:pa/ss@host/x"), "http://[redacted]@host/x");
+  EXPECT_EQ(RedactUrl("http://user:pa?ss@host/x?token=t"),
+            "http://[redacted]@host/x?token=[redacted]");
+  EXPECT_EQ(RedactUrl("http://user:pa#ss@host"), "http://[redacted]@host");
+  // Digits after the colon are a port: an '@' in the path stays.
+  EXPECT_EQ(RedactUrl("http://host:8080/@me"), "http://host:8080/@me");
+  EXPECT_EQ(RedactUrl("http://[::1]:8080/@me"), "http://[::1]:8080/@me");
+  EXPECT_EQ(RedactUrl("http://[::1/@me"), "http://[::1/@me");
+  EXPECT_EQ(RedactUrl("http://host:/@me"), "http://host:/@me");
   EXPECT_EQ(RedactUrl(""), "");
   EXPECT_EQ(RedactUrl("not a url"), "not a url");
   EXPECT_EQ(RedactUrl("@"), "@");

@@ -56,6 +56,21 @@ size_t AuthorityBegin(std::string_view url) {
   return slashes > after_colon ? slashes : 0;
 }
 
+// Whether `authority` (without userinfo) has a port that is not digits.
+// That is how a password holding a raw '/', '?' or '#' shows
+// ("user:pa/ss@host": the authority ends inside it, at "user:pa"); libcurl
+// and urllib reject such a URL for its port, and their messages quote it.
+bool HasNonDigitPort(std::string_view authority) {
+  size_t host_end = 0;
+  if (!authority.empty() && authority.front() == '[') {  // an IPv6 literal
+    host_end = authority.find(']');
+    if (host_end == std::string_view::npos) return false;
+  }
+  const size_t colon = authority.find(':', host_end);
+  if (colon == std::string_view::npos) return false;
+  return authority.find_first_not_of("0123456789", colon + 1) != std::string_view::npos;
+}
+
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -176,7 +191,17 @@ std::string RedactUrl(std::string_view url, const RedactionRules& rules) {
   if (end == std::string_view::npos) end = url.size();
   out.append(url.substr(0, begin));
   // The last '@': a password with a raw '@' ("p@ss") is hidden whole.
-  const size_t at = url.substr(begin, end - begin).rfind('@');
+  size_t at = url.substr(begin, end - begin).rfind('@');
+  if (at == std::string_view::npos && HasNonDigitPort(url.substr(begin, end - begin))) {
+    // A password with a raw '/', '?' or '#': the userinfo runs to the last
+    // '@' of the URL (which is malformed anyway: more is hidden, not less).
+    const size_t last = url.rfind('@');
+    if (last != std::string_view::npos && last > end) {
+      at = last - begin;
+      end = url.find_first_of("/?#", last);
+      if (end == std::string_view::npos) end = url.size();
+    }
+  }
   if (at != std::string_view::npos && at > 0) {
     out.append(kRedacted);
     out.append(url.substr(begin + at, end - begin - at));

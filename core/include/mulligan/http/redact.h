@@ -74,8 +74,10 @@ RedactionRules CurrentRedactionRules();
 // URLs included (an invalid URL is what error messages show most): the
 // authority starts after "scheme:" and its slashes, or at the start when no
 // slash follows (so "user:pass@host" is masked too), and ends at the first
-// '/', '?' or '#' (RFC 3986 section 3.2: a password holding one of those
-// must be percent-encoded, as libcurl requires anyway). Never fails.
+// '/', '?' or '#' (RFC 3986 section 3.2). A password holding a raw '/', '?'
+// or '#' (which RFC 3986 and libcurl want percent-encoded) leaves an
+// authority whose port is not digits ("user:pa/ss@host"): the userinfo then
+// runs to the last '@' of the URL. Never fails.
 std::string RedactUrl(std::string_view url);
 // The same with explicit rules instead of the process-wide ones.
 std::string RedactUrl(std::string_view url, const RedactionRules& rules);
