@@ -6,8 +6,8 @@
 // the URL through RedactUrl: its userinfo (user name and password) and the
 // values of sensitive query parameters become kRedacted. The request itself
 // is sent with the URL as given. Header values are never rendered by the
-// engine; the Python layer masks the fields IsSensitiveHeader names wherever
-// it shows headers.
+// engine; IsSensitiveHeader says which fields a renderer must mask (the
+// Python layer's Headers repr masks the same ones, from the same lists).
 //
 // The rules (which query parameters are sensitive, which header fields
 // besides the four always masked) are process-wide: URLs are rendered by
