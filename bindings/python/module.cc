@@ -17,4 +17,5 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindMetrics(m);
   mulligan::python::BindIdempotency(m);
   mulligan::python::BindPipeline(m);
+  mulligan::python::BindRedact(m);
 }

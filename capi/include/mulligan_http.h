@@ -82,7 +82,10 @@ MULLIGAN_API void mulligan_http_client_destroy(mulligan_http_client *client);
  *
  * @param client  the client.
  * @param method  an HTTP method token ("GET", "POST", ...); NULL for "GET".
- * @param url  an absolute http:// or https:// URL (not NULL).
+ * @param url  an absolute http:// or https:// URL (not NULL). Credentials in
+ *             it ("http://user:password@host/") are sent (as Basic
+ *             authentication), but never to another origin after a redirect,
+ *             and error texts show the URL with them masked.
  * @param headers  `header_count` strings "Name: value"; copied. May be NULL
  *                 when header_count is 0.
  * @param header_count  number of headers.

@@ -74,6 +74,11 @@ MULLIGAN_API const char *mulligan_status_str(int status);
  * Read it right after a function returned a non-OK code (or a getter returned
  * its NULL/0 failure value). Successful calls do not clear it.
  *
+ * The text is safe to log: a URL in it shows neither its user name and
+ * password nor the values of sensitive query parameters (api_key, token,
+ * sig, ...: each replaced by "[redacted]"), and no header value is ever
+ * quoted (docs/security.md).
+ *
  * @return never NULL (an empty string before any failure). Owned by the
  *         library, thread-local; valid until the next mulligan call on this
  *         thread.

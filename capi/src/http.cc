@@ -47,9 +47,12 @@ int ParseHeader(size_t index, const char* line, mulligan::HttpHeaders* headers) 
     return SetError(MULLIGAN_E_INVALID_ARGUMENT, "headers[%zu] must not be NULL", index);
   }
   const char* colon = std::strchr(line, ':');
+  // The messages never quote the line: its value may be a credential
+  // (Authorization, Cookie), and the last error is text that gets logged.
   if (colon == nullptr || colon == line) {
     return SetError(MULLIGAN_E_INVALID_ARGUMENT,
-                    "headers[%zu] must be \"Name: value\", got \"%.200s\"", index, line);
+                    "headers[%zu] must be \"Name: value\", got %s", index,
+                    colon == nullptr ? "no colon" : "an empty name");
   }
   // CR and LF would let a caller inject header lines; reject them here rather
   // than rely on every transport to do so.
@@ -61,7 +64,8 @@ int ParseHeader(size_t index, const char* line, mulligan::HttpHeaders* headers) 
   for (char c : name) {
     if (IsOws(c)) {
       return SetError(MULLIGAN_E_INVALID_ARGUMENT,
-                      "headers[%zu] has whitespace in its name: \"%.200s\"", index, line);
+                      "headers[%zu] has whitespace in its name: \"%.200s\"", index,
+                      name.c_str());
     }
   }
   // CR and LF were refused above, so this trims exactly the OWS around it.

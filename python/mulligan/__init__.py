@@ -41,6 +41,7 @@ from ._errors import (
     TlsError,
     TransportError,
 )
+from ._redact import RedactionRules, redact_url, redaction, set_redaction
 from ._http.headers import Headers, new_idempotency_key, parse_retry_after
 from ._http.response import Response
 from ._http.events import RetryEvent
@@ -110,6 +111,7 @@ __all__ = [
     "InvalidURL",
     "MulliganError",
     "Policy",
+    "RedactionRules",
     "Response",
     "RetriesExhausted",
     "RetryBlock",
@@ -146,11 +148,14 @@ __all__ = [
     "post",
     "prometheus_text",
     "put",
+    "redact_url",
+    "redaction",
     "reload_config",
     "remove_event_listener",
     "request",
     "retry",
     "retrying",
+    "set_redaction",
     "start_dashboard",
     "status",
     "testing",

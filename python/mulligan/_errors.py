@@ -5,6 +5,12 @@ Bad configuration raises the built-in :class:`ValueError` or :class:`TypeError`,
 and a decorated function that gives up re-raises the user's own last exception,
 so these classes appear mainly around HTTP calls.
 
+Every message that names a URL shows it as :func:`mulligan.redact_url` does
+(user name, password and sensitive query values as ``[redacted]``), and none
+quotes a header value: messages and ``repr`` are safe to log. The URL as sent
+stays available to code only as ``response.url`` of :class:`RetriesExhausted`
+and :class:`HTTPStatusError` (docs/security.md).
+
 Every exception class of the package is defined here, and nowhere else. The
 module imports nothing from the package: the native module builds instances
 through :func:`_from_status`, imported at call time, so this module must stay
@@ -89,7 +95,7 @@ class TransportError(MulliganError):
             ``"connect_timeout"``, ``"timeout"``, ``"tls_error"``,
             ``"invalid_url"`` or ``"transport"``.
         attempts: attempts made, including the first.
-        message: the human-readable detail.
+        message: the human-readable detail (its URL redacted).
         stop_reason: why the retries stopped (``"attempts_exhausted"``,
             ``"deadline"``, ``"terminal"``, ...), or None when unknown.
         elapsed: seconds from the start of the first attempt to the end of the
@@ -243,6 +249,8 @@ def _circuit_open(name: str, retry_in: float, message: str) -> CircuitOpenError:
 class HTTPStatusError(MulliganError):
     """Raised by :meth:`Response.raise_for_status` for a 4xx or 5xx response.
 
+    The message shows the URL redacted; ``response.url`` is the URL as sent.
+
     Attributes:
         response: the :class:`mulligan.Response`.
         status_code: its HTTP status.
@@ -286,7 +294,8 @@ class RetriesExhausted(MulliganError):
         attempts: attempts made, including the first.
         stop_reason: why the retries stopped (``"attempts_exhausted"``,
             ``"deadline"``, ``"retry_after_too_long"``, ``"not_replay_safe"``).
-        response: the last HTTP response, or None.
+        response: the last HTTP response, or None. The message shows the URL
+            redacted; ``response.url`` is the URL as sent (credentials kept).
         outcomes: every attempt's :class:`AttemptOutcome`, first to last
             (empty for HTTP calls).
 

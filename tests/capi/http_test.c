@@ -164,6 +164,45 @@ static void test_connection_refused(mulligan_http_client *client) {
   mulligan_http_response_destroy(resp);
 }
 
+/* A known secret in the URL (userinfo, api_key) and in headers: the request
+ * fails, and mulligan_last_error() -- text that gets logged -- shows the URL
+ * masked and quotes no header value (docs/security.md). */
+static void test_no_secret_in_last_error(mulligan_http_client *client) {
+  static const char secret[] = "s3cr3t-9f2c";
+  static const char *const headers[] = {"Authorization: Bearer s3cr3t-9f2c",
+                                        "Cookie: sid=s3cr3t-9f2c"};
+  static const char *const bad_headers[] = {"Authorization Bearer s3cr3t-9f2c",
+                                            "Authorization : Bearer s3cr3t-9f2c"};
+  mulligan_http_response *resp = NULL;
+  char url[256], expected[256];
+  const int port = closed_port();
+  snprintf(url, sizeof url, "http://user:%s@127.0.0.1:%d/x?api_key=%s&q=1", secret, port,
+           secret);
+  CHECK_INT(mulligan_http_request(client, "GET", url, headers, 2, NULL, 0, NULL, &resp),
+            MULLIGAN_E_TRANSPORT);
+  printf("refused, masked: %s\n", mulligan_last_error());
+  CHECK(strstr(mulligan_last_error(), secret) == NULL);
+  snprintf(expected, sizeof expected,
+           "GET http://[redacted]@127.0.0.1:%d/x?api_key=[redacted]&q=1: connection refused",
+           port);
+  CHECK(strncmp(mulligan_last_error(), expected, strlen(expected)) == 0);
+  mulligan_http_response_destroy(resp);
+  resp = NULL;
+
+  CHECK_FAILS(mulligan_http_request(client, "GET", "ftp://user:s3cr3t-9f2c@host/", NULL, 0, NULL,
+                                    0, NULL, &resp),
+              MULLIGAN_E_INVALID_ARGUMENT, "invalid URL \"ftp://[redacted]@host/\"");
+  CHECK(strstr(mulligan_last_error(), secret) == NULL);
+  CHECK_FAILS(mulligan_http_request(client, "GET", url, bad_headers, 1, NULL, 0, NULL, &resp),
+              MULLIGAN_E_INVALID_ARGUMENT, "headers[0] must be \"Name: value\", got no colon");
+  CHECK(strstr(mulligan_last_error(), secret) == NULL);
+  CHECK_FAILS(mulligan_http_request(client, "GET", url, bad_headers + 1, 1, NULL, 0, NULL, &resp),
+              MULLIGAN_E_INVALID_ARGUMENT,
+              "headers[0] has whitespace in its name: \"Authorization \"");
+  CHECK(strstr(mulligan_last_error(), secret) == NULL);
+  CHECK(resp == NULL);
+}
+
 int main(void) {
   char tmpdir[] = "/tmp/mulligan-capi-http-XXXXXX";
   mulligan_http_client *client;
@@ -184,6 +223,7 @@ int main(void) {
     test_echo(client);
     test_bad_arguments(client);
     test_connection_refused(client);
+    test_no_secret_in_last_error(client);
   }
   mulligan_http_client_destroy(client);
   result = CHECK_REPORT();

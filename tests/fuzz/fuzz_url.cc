@@ -16,7 +16,12 @@
 //   - whenever HttpOrigin returns an origin (for any text), it is
 //     "scheme://host:port": scheme and host in lower case, the host
 //     non-empty, the port decimal in [0, 65535] (the scheme's default when
-//     the URL has none), and for an accepted URL the scheme is the URL's.
+//     the URL has none), and for an accepted URL the scheme is the URL's;
+//   - RedactUrl (http/redact.h), for any text: a text without '@', '?' or
+//     '#' comes back unchanged, and redacting twice changes nothing more;
+//   - wherever libcurl finds a user name or a password in an accepted URL
+//     (what it would send), RedactUrl masks it: the redacted URL starts with
+//     "scheme://" (and any further slashes), then "[redacted]@".
 
 #include <cstdint>
 #include <memory>
@@ -24,9 +29,12 @@
 #include <string>
 #include <string_view>
 
+#include <curl/curl.h>
+
 #include "fuzz_check.h"
 #include "mulligan/http/async_engine.h"
 #include "mulligan/http/client.h"
+#include "mulligan/http/redact.h"
 
 namespace {
 
@@ -76,6 +84,35 @@ std::string CheckOrigin(std::string_view url, const std::string& origin) {
   return std::string(scheme);
 }
 
+// Whether libcurl sees a user name or a password in `url`.
+bool CurlSeesUserinfo(const std::string& url) {
+  CURLU* parsed = curl_url();
+  if (parsed == nullptr) return false;
+  bool seen = false;
+  if (curl_url_set(parsed, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
+    for (CURLUPart part : {CURLUPART_USER, CURLUPART_PASSWORD}) {
+      char* value = nullptr;
+      if (curl_url_get(parsed, part, &value, 0) == CURLUE_OK && value != nullptr &&
+          value[0] != '\0') {
+        seen = true;
+      }
+      curl_free(value);
+    }
+  }
+  curl_url_cleanup(parsed);
+  return seen;
+}
+
+// The post-conditions of RedactUrl on any text.
+void CheckRedaction(const std::string& text) {
+  const std::string once = mulligan::RedactUrl(text);
+  const std::string what = "RedactUrl(" + Printable(text) + ") = " + Printable(once);
+  if (text.find_first_of("@?#") == std::string::npos) {
+    FUZZ_CHECK(once == text, what + ": changed a text without '@', '?' or '#'");
+  }
+  FUZZ_CHECK(mulligan::RedactUrl(once) == once, what + ": a second pass changed it again");
+}
+
 mulligan::HttpAsyncEngine& Engine() {
   static std::unique_ptr<mulligan::HttpAsyncEngine> engine = [] {
     mulligan::HttpClientOptions options;
@@ -105,6 +142,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
 
+  CheckRedaction(request.url);
   const std::optional<std::string> origin = mulligan::HttpOrigin(request.url);
   std::string origin_scheme;
   if (origin) origin_scheme = CheckOrigin(request.url, *origin);
@@ -140,5 +178,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(origin.has_value(), what + ": accepted, but it has no origin");
   FUZZ_CHECK(origin_scheme == (lower.rfind("https://", 0) == 0 ? "https" : "http"),
              what + ": origin " + Printable(*origin) + " has another scheme");
+  if (CurlSeesUserinfo(url)) {
+    const std::string masked = mulligan::RedactUrl(url);
+    // libcurl takes "https:///user@host" too: the authority follows every slash.
+    const size_t authority = url.find_first_not_of('/', url.find("://") + 3);
+    FUZZ_CHECK(masked.compare(0, authority, url, 0, authority) == 0 &&
+                   masked.compare(authority, 11, "[redacted]@") == 0,
+               what + ": libcurl sends credentials that RedactUrl shows: " + Printable(masked));
+  }
   return 0;
 }

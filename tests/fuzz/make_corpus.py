@@ -147,6 +147,12 @@ SEEDS: dict[str, list[bytes]] = {
         b"http://example.com/\nPOST\nIdempotency-Key: a\nb",
         b"http://%65xample.com/\nGET",
         b"http://xn--caf-dma.example/\nGET",
+        # RedactUrl: userinfo forms, sensitive parameters in query and fragment.
+        b"http://u:p@ss@host/\nGET",
+        b"https://token@host:8443/a?api_key=k&q=1#access_token=t\nGET",
+        b"http://user:%40pw@host/?X-Amz-Signature=s&sig=\nGET",
+        b"http://host/users/@alice?mail=a@b\nGET",
+        b"https:///user:pw@host/\nGET",  # libcurl skips the third slash
     ],
 }
 

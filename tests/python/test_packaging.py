@@ -92,15 +92,16 @@ PUBLIC_NAMES = [
     "Dashboard", "DeadlineExceeded", "DnsFailure", "HTTPStatusError", "Headers",
     "IdempotencyConflict", "IdempotencyKeyMismatch", "IdempotencyMiddleware",
     "IdempotencyReservation", "IdempotencyResultNotReplayable", "IdempotencyStore",
-    "IdempotencyStoreFull", "InvalidURL", "MulliganError", "Policy", "Response",
+    "IdempotencyStoreFull", "InvalidURL", "MulliganError", "Policy", "RedactionRules", "Response",
     "RetriesExhausted", "RetryBlock", "RetryDecorator", "RetryDetails", "RetryEvent",
     "RetryHook", "RetryOptions", "RetryStatistics", "RetryStatus", "RetryingCallable",
     "StatisticsView", "TlsError", "TransportError", "WSGIIdempotencyMiddleware", "__version__",
     "add_event_listener", "breaker_config", "breakers", "circuit_breaker", "client_config",
     "delete", "get", "head", "load_config", "metrics_json", "metrics_snapshot",
     "new_idempotency_key", "options", "parse_idempotency_key", "parse_retry_after", "patch",
-    "policy", "post", "prometheus_text", "put", "reload_config", "remove_event_listener",
-    "request", "retry", "retrying", "start_dashboard", "status", "testing",
+    "policy", "post", "prometheus_text", "put", "redact_url", "redaction", "reload_config",
+    "remove_event_listener", "request", "retry", "retrying", "set_redaction", "start_dashboard",
+    "status", "testing",
 ]
 
 # Public modules besides the package itself.

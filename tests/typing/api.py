@@ -107,6 +107,18 @@ def sync_usage() -> None:
             assert_type(outcome.exception, Optional[BaseException])
 
 
+def redaction_usage() -> None:
+    assert_type(mulligan.redact_url("https://u:p@h/?token=t"), str)
+    previous = mulligan.set_redaction(
+        query_params=(*mulligan.RedactionRules.DEFAULT_QUERY_PARAMS, "session"),
+        extra_headers=["X-Api-Key"],
+    )
+    assert_type(previous, mulligan.RedactionRules)
+    assert_type(mulligan.redaction().query_params, tuple[str, ...])
+    assert_type(mulligan.RedactionRules.ALWAYS_MASKED_HEADERS, tuple[str, ...])
+    mulligan.set_redaction()
+
+
 async def async_usage() -> None:
     assert_type(await fetch_async("u"), bytes)
     assert_type(await Repository().load_async("k"), list[str])
@@ -117,6 +129,8 @@ async def async_usage() -> None:
 
 
 def misuse() -> None:
+    mulligan.redact_url(b"http://h/")  # type: ignore[arg-type]
+    mulligan.set_redaction(extra_headers=[1])  # type: ignore[list-item]
     fetch(1)  # type: ignore[arg-type]
     Repository().load(2)  # type: ignore[arg-type]
     fetch("u", timeout="slow")  # type: ignore[arg-type]

@@ -10,6 +10,7 @@
 
 #include "curl_global.h"
 #include "internal/ascii.h"
+#include "mulligan/http/redact.h"
 #include "mulligan/retry/retry_after.h"
 #include "mulligan/telemetry/metrics.h"
 
@@ -386,8 +387,11 @@ void Exchange::Abandon(TimePoint now, bool in_transfer) {
 
 Status Exchange::FinalError(const std::string& what, int attempts) const {
   const ErrorKind last_error = TransportOutcome(last_.code, last_.connected, last_.request_sent).error;
+  // libcurl's detail may quote a URL of its own (a proxy's, from the
+  // environment, credentials included).
   std::string tail = " after " + std::to_string(attempts) +
-                     (attempts == 1 ? " attempt" : " attempts") + " (" + last_.error + ")";
+                     (attempts == 1 ? " attempt" : " attempts") + " (" +
+                     RedactUrlsInText(last_.error) + ")";
   if (decision_.reason == StopReason::kDeadline) {
     return DeadlineExceededError(what + "deadline exceeded; last error " +
                                  ErrorPhrase(last_error) + tail);
@@ -437,7 +441,9 @@ Result<HttpResponse> Exchange::Finish(TimePoint now, HttpCallInfo* info) {
     }
   }
   const HttpRequest& request = *request_;
-  const std::string what = request.method + " " + request.url + ": ";
+  // Every message names the URL as rendered (http/redact.h): these reach
+  // mulligan_last_error, the Python exceptions and whatever logs them.
+  const std::string what = request.method + " " + RedactUrl(request.url) + ": ";
   if (no_memory_) {
     return Status(StatusCode::kNoMemory, "out of memory while receiving the response");
   }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "internal/ascii.h"
+#include "mulligan/http/redact.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -42,12 +43,13 @@ Status ValidateRequest(const HttpRequest& request, ParsedUrl* parsed_url) {
   const std::string& url = request.url;
   if (url.empty()) return InvalidArgumentError("empty URL");
   if (!StartsWithIgnoreCase(url, "http://") && !StartsWithIgnoreCase(url, "https://")) {
-    return InvalidArgumentError("invalid URL \"" + url + "\": must start with http:// or https://");
+    return InvalidArgumentError("invalid URL \"" + RedactUrl(url) +
+                                "\": must start with http:// or https://");
   }
   for (char c : url) {
     auto u = static_cast<unsigned char>(c);
     if (u <= 0x20 || u == 0x7f) {
-      return InvalidArgumentError("invalid URL \"" + url +
+      return InvalidArgumentError("invalid URL \"" + RedactUrl(url) +
                                   "\": contains a space or control character");
     }
   }
@@ -67,7 +69,7 @@ Status ValidateRequest(const HttpRequest& request, ParsedUrl* parsed_url) {
     const bool has_host = rc == CURLUE_OK && host != nullptr && host[0] != '\0';
     curl_free(host);
     if (!has_host) {
-      return InvalidArgumentError("invalid URL \"" + url + "\": " +
+      return InvalidArgumentError("invalid URL \"" + RedactUrl(url) + "\": " +
                                   (rc == CURLUE_OK ? std::string("no host")
                                                    : std::string(curl_url_strerror(rc))));
     }

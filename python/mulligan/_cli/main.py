@@ -7,7 +7,9 @@
 
 The body of the final response goes to stdout (or ``-o FILE``); ``-v`` tells
 each attempt, its outcome and the wait on stderr; ``--metrics`` prints a JSON
-summary on stderr at the end.
+summary on stderr at the end. Whatever it prints shows URLs through
+:func:`mulligan.redact_url` (no user name, password or sensitive query value)
+and never a header value.
 
 .. versionadded:: 0.1.0
 """
@@ -31,6 +33,7 @@ from .._errors import (
 from .._http.client import Client
 from .._http.events import RetryEvent
 from .._http.response import Response
+from .._redact import redact_url
 from .._telemetry.dashboard import start_dashboard
 from .config_check import check_main
 
@@ -174,10 +177,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _headers(raw: list[str]) -> list[tuple[str, str]]:
     out = []
-    for item in raw:
+    for i, item in enumerate(raw, 1):
         name, sep, value = item.partition(":")
         if not sep or not name.strip():
-            raise _UsageError(f"bad header {item!r}: expected 'Name: value'")
+            # The item is not quoted: it may be a credential ("Authorization Bearer ...").
+            problem = "no colon" if not sep else "an empty name"
+            raise _UsageError(f"bad header (-H number {i}): expected 'Name: value', got {problem}")
         out.append((name.strip(), value.strip()))
     return out
 
@@ -268,7 +273,7 @@ def _run(args: argparse.Namespace) -> int:
                   file=sys.stderr, flush=True)
 
     client = _client(args, on_retry)
-    summary: dict[str, Any] = {"method": method, "url": args.url}
+    summary: dict[str, Any] = {"method": method, "url": redact_url(args.url)}
     start = time.monotonic()
     with client:
         code, response, error = _send(client, method, args.url, body, headers, _key(args))
@@ -383,13 +388,14 @@ def _report_response(
         print(f"* attempt {response.attempts}: {response.status_code} "
               f"({response.stop_reason}) in {response.elapsed:.3f}s total", file=sys.stderr)
     if gave_up:
-        print(f"mulligan: gave up on {method} {args.url} after {response.attempts} attempt"
-              f"{'s' if response.attempts != 1 else ''} ({response.stop_reason}): "
+        print(f"mulligan: gave up on {method} {redact_url(args.url)} after "
+              f"{response.attempts} attempt{'s' if response.attempts != 1 else ''} "
+              f"({response.stop_reason}): "
               f"last status {response.status_code}", file=sys.stderr)
     summary.update(outcome="gave_up" if gave_up else ("http_error" if code else "success"),
                    status=response.status_code, stop_reason=response.stop_reason,
                    attempts=response.attempts, idempotency_key=response.idempotency_key,
-                   final_url=response.url)
+                   final_url=redact_url(response.url))
     if args.output:
         try:
             with open(args.output, "wb") as f:

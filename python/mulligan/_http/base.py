@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Optional, Union
 from .. import _core, _validate
 from .._config import policies as _config
 from .._errors import RetriesExhausted
+from .._redact import redact_url
 from .._retry.fallback import call_fallback
 from .._retry.state import STATE
 from .._text import fold
@@ -302,7 +303,7 @@ class _ClientBase:
     @staticmethod
     def _gave_up(method: str, url: str, response: Response) -> RetriesExhausted:
         return RetriesExhausted(
-            f"gave up on {method} {url} after {response.attempts} attempt"
+            f"gave up on {method} {redact_url(url)} after {response.attempts} attempt"
             f"{'s' if response.attempts != 1 else ''} ({response.stop_reason}): "
             f"last status {response.status_code}",
             attempts=response.attempts,

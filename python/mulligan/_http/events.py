@@ -2,7 +2,9 @@
 
 Both clients call :func:`_report_retry` when the engine decides a retry
 (the sync one between its native call's steps, the async one when an
-attempt's future resolves), before the wait.
+attempt's future resolves), before the wait. Every URL reported here -- in
+the event, in the log message and in its ``extra`` fields -- is rendered
+through :func:`mulligan.redact_url`, and no header is ever logged.
 
 .. versionadded:: 0.1.0
 """
@@ -13,6 +15,8 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any, Optional
+
+from .._redact import redact_url
 
 __all__ = ["RetryEvent"]
 
@@ -29,7 +33,12 @@ class RetryEvent:
         status: that response's HTTP status, or 0.
         from_retry_after: True when the delay came from a Retry-After header.
         method: the request's method.
-        url: the request's URL.
+        url: the request's URL as mulligan renders it: its user name and
+            password and the values of sensitive query parameters are
+            ``"[redacted]"`` (:func:`mulligan.redact_url`), so that a hook
+            may log it.
+
+    .. versionchanged:: 0.1.0 ``url`` is redacted.
 
     .. versionadded:: 0.1.0
     """
@@ -83,13 +92,16 @@ def _report_retry(
     it and runs ``hook`` (if any), returning what the hook returned (an
     awaitable for a coroutine hook). Called only when a retry happens, so a
     request that succeeds builds no event at all."""
-    event = RetryEvent(info[0], info[1], info[2], info[3], info[4], method, url)
+    event = RetryEvent(info[0], info[1], info[2], info[3], info[4], method, redact_url(url))
     _log_retry(event)
     return hook(event) if hook is not None else None
 
 
 def _log_give_up(method: str, url: str, attempts: int, reason: str, what: str) -> None:
-    """Logs an HTTP call whose retries gave up (WARNING)."""
+    """Logs an HTTP call whose retries gave up (WARNING). ``what`` comes
+    from the engine (an error's message: its URL already masked) or is a
+    status line; ``url`` is masked here."""
+    url = redact_url(url)
     _logger.warning(
         "mulligan: %s %s gave up after %d attempt%s (%s): %s",
         method, url, attempts, "" if attempts == 1 else "s", reason, what,

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Optional, Union
 
 from .. import _core
+from .._redact import MARKER, is_sensitive_header
 from .._text import fold, is_token
 
 __all__ = ["Headers", "HeadersInput", "new_idempotency_key", "parse_retry_after"]
@@ -70,6 +71,13 @@ class Headers(Mapping[str, str]):
     (RFC 9110 section 5.3); use :meth:`get_all` for the separate values (as
     ``Set-Cookie`` requires). Iteration yields each name once, in the case and
     order first received.
+
+    Its repr masks the values of Authorization, Proxy-Authorization, Cookie,
+    Set-Cookie and of the headers :func:`mulligan.set_redaction` names, as
+    ``"[redacted]"``, so that logging a response's headers leaks no
+    credential; reading a field returns its value.
+
+    .. versionchanged:: 0.1.0 the repr masks sensitive values.
     """
 
     __slots__ = ("_fields", "_index_cache")
@@ -121,7 +129,8 @@ class Headers(Mapping[str, str]):
         return len(self._index)
 
     def __repr__(self) -> str:
-        return f"Headers({list(self._fields)!r})"
+        shown = [(n, MARKER if is_sensitive_header(n) else v) for n, v in self._fields]
+        return f"Headers({shown!r})"
 
 
 def _split_header_block(block: bytes) -> list[tuple[str, str]]:
@@ -147,7 +156,11 @@ def _check_headers(headers: HeadersInput) -> list[tuple[str, bytes]]:
         try:
             name, value = pair
         except (TypeError, ValueError):
-            raise TypeError(f"headers must be a mapping or (name, value) pairs, got {pair!r}") from None
+            # Not quoted: the malformed item may hold a credential.
+            raise TypeError(
+                f"headers must be a mapping or (name, value) pairs, got a {type(pair).__name__}"
+                + (f" of {len(pair)} items" if isinstance(pair, (tuple, list)) else "")
+            ) from None
         if not isinstance(name, str) or not isinstance(value, str):
             raise TypeError(
                 f"header names and values must be str, got {type(name).__name__}: "

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Optional, Union
 
 from .. import _core, _validate
+from .._redact import redact_url
 from .._text import fold, is_token
 
 __all__ = ["ParamsInput"]
@@ -59,17 +60,29 @@ def _check_url(url: Any) -> str:
 def _check_url_uncached(url: Any) -> str:
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, got {type(url).__name__}")
+    # Each message quotes the URL masked (mulligan.redact_url), and none
+    # quotes urllib's: it names the port text or the netloc, where a password
+    # with a raw '/' ("user:pa/ss@host") ends up.
     if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in url):
-        raise ValueError(f"malformed URL {url!r}: contains whitespace or control characters")
+        raise ValueError(
+            f"malformed URL {redact_url(url)!r}: contains whitespace or control characters"
+        )
     try:
         parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        raise ValueError(
+            f"malformed URL {redact_url(url)!r}: a malformed host (IPv6 brackets or characters)"
+        ) from None
+    try:
         parts.port  # noqa: B018 -- raises ValueError for a non-numeric or out-of-range port
-    except ValueError as exc:  # urllib's message does not name the URL
-        raise ValueError(f"malformed URL {url!r}: {exc}") from None
+    except ValueError:
+        raise ValueError(
+            f"malformed URL {redact_url(url)!r}: the port is not a number in [0, 65535]"
+        ) from None
     if parts.scheme.lower() not in ("http", "https"):
-        raise ValueError(f"malformed URL {url!r}: the scheme must be http or https")
+        raise ValueError(f"malformed URL {redact_url(url)!r}: the scheme must be http or https")
     if not parts.hostname:
-        raise ValueError(f"malformed URL {url!r}: no host")
+        raise ValueError(f"malformed URL {redact_url(url)!r}: no host")
     return url
 
 

@@ -14,6 +14,7 @@ import json as _json
 from typing import Any, Optional
 
 from .._errors import HTTPStatusError
+from .._redact import redact_url
 from .._text import fold
 from .headers import Headers, _split_header_block
 
@@ -42,7 +43,10 @@ class Response:
         content: the body, as bytes.
         attempts: attempts made (1 when the first succeeded).
         elapsed: seconds from the start of the first attempt to the end of the last.
-        url: the URL of the final response.
+        url: the URL of the final response, as sent: credentials in it
+            (``user:password@``, an ``api_key=``) are kept, for code that
+            uses it again. Messages mulligan builds show it through
+            :func:`mulligan.redact_url`; do the same to log it.
         idempotency_key: the Idempotency-Key sent with every attempt, or None.
         stop_reason: why the retries stopped: ``"succeeded"``, ``"terminal"``
             (a non-retryable status such as 404), ``"attempts_exhausted"``,
@@ -124,7 +128,7 @@ class Response:
         if self.status_code >= 400:
             kind = "client error" if self.status_code < 500 else "server error"
             raise HTTPStatusError(
-                f"{self.status_code} {kind} for {self.url} after {self.attempts} "
+                f"{self.status_code} {kind} for {redact_url(self.url)} after {self.attempts} "
                 f"attempt{'s' if self.attempts != 1 else ''}",
                 response=self,
             )

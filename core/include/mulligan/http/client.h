@@ -175,7 +175,9 @@ struct HttpResponse {
   StopReason stop_reason = StopReason::kNone;
   // The idempotency key sent with every attempt, or empty.
   std::string idempotency_key;
-  // The URL of the final response.
+  // The URL of the final response, as libcurl sent it: credentials in it
+  // are kept (for code that uses it again). Render it through RedactUrl
+  // (http/redact.h), as every message of the client does.
   std::string url;
   // The request asked for a fallback (HttpRequest::fallback) and the
   // retries gave up on a retryable status: the caller answers with it.
