@@ -40,6 +40,7 @@ from ._errors import (
     RetriesExhausted,
     TlsError,
     TransportError,
+    TruncatedResponse,
 )
 from ._http.headers import Headers, new_idempotency_key, parse_retry_after
 from ._http.response import Response
@@ -124,6 +125,7 @@ __all__ = [
     "StatisticsView",
     "TlsError",
     "TransportError",
+    "TruncatedResponse",
     "WSGIIdempotencyMiddleware",
     "__version__",
     "add_event_listener",
