@@ -35,7 +35,8 @@ void BindEnums(py::module_& m) {
       .value("INVALID_URL", ErrorKind::kInvalidUrl)
       .value("TRANSPORT", ErrorKind::kTransport)
       .value("RETRYABLE", ErrorKind::kRetryable)
-      .value("TERMINAL", ErrorKind::kTerminal);
+      .value("TERMINAL", ErrorKind::kTerminal)
+      .value("TRUNCATED", ErrorKind::kTruncated);
 
   py::enum_<StopReason>(m, "StopReason", "Why a retry session stopped.")
       .value("NONE", StopReason::kNone)

@@ -80,7 +80,12 @@ typedef enum mulligan_error_kind {
   /** A failure the caller already judged retryable. */
   MULLIGAN_ERROR_RETRYABLE = 9,
   /** A failure the caller already judged terminal (never retried). */
-  MULLIGAN_ERROR_TERMINAL = 10
+  MULLIGAN_ERROR_TERMINAL = 10,
+  /** The response ended early: the connection closed inside the header
+   *  block, before Content-Length body bytes, or inside a chunked body; or
+   *  only an interim (1xx) response came. The request was sent: retried
+   *  only when replay-safe. Retryable by default. @since 0.2 */
+  MULLIGAN_ERROR_TRUNCATED = 11
 } mulligan_error_kind;
 
 /**
@@ -350,7 +355,7 @@ MULLIGAN_API int mulligan_retry_options_set_retryable_statuses(mulligan_retry_op
 
 /**
  * Replaces the list of retryable error kinds (default: connection refused and
- * reset, DNS failure, connect timeout, timeout, transport).
+ * reset, DNS failure, connect timeout, timeout, transport, truncated).
  * MULLIGAN_ERROR_RETRYABLE is always retryable and MULLIGAN_ERROR_TERMINAL
  * never, whatever the list says.
  * @param opts  the options.

@@ -34,9 +34,9 @@ int OutcomeFromC(const mulligan_outcome* in, Outcome* out) {
     return rc;
   }
   const int kind = in->error_kind;
-  if (kind < MULLIGAN_ERROR_NONE || kind > MULLIGAN_ERROR_TERMINAL) {
+  if (kind < MULLIGAN_ERROR_NONE || kind > MULLIGAN_ERROR_TRUNCATED) {
     return SetError(MULLIGAN_E_INVALID_ARGUMENT,
-                    "outcome->error_kind must be a mulligan_error_kind (0..10), got %d", kind);
+                    "outcome->error_kind must be a mulligan_error_kind (0..11), got %d", kind);
   }
   if (in->http_status != 0 && (in->http_status < 100 || in->http_status > 599)) {
     return SetError(MULLIGAN_E_INVALID_ARGUMENT,
@@ -130,6 +130,7 @@ MULLIGAN_SAME(MULLIGAN_ERROR_INVALID_URL, ErrorKind::kInvalidUrl);
 MULLIGAN_SAME(MULLIGAN_ERROR_TRANSPORT, ErrorKind::kTransport);
 MULLIGAN_SAME(MULLIGAN_ERROR_RETRYABLE, ErrorKind::kRetryable);
 MULLIGAN_SAME(MULLIGAN_ERROR_TERMINAL, ErrorKind::kTerminal);
+MULLIGAN_SAME(MULLIGAN_ERROR_TRUNCATED, ErrorKind::kTruncated);
 
 using mulligan::StopReason;
 MULLIGAN_SAME(MULLIGAN_STOP_NONE, StopReason::kNone);
@@ -265,7 +266,7 @@ extern "C" {
 
 const char* mulligan_error_kind_str(int kind) {
   MULLIGAN_CAPI_BEGIN
-  if (kind < MULLIGAN_ERROR_NONE || kind > MULLIGAN_ERROR_TERMINAL) return "unknown";
+  if (kind < MULLIGAN_ERROR_NONE || kind > MULLIGAN_ERROR_TRUNCATED) return "unknown";
   return mulligan::ErrorKindName(static_cast<mulligan::ErrorKind>(kind));
   MULLIGAN_CAPI_END_RETURN("unknown")
 }
@@ -501,9 +502,9 @@ int mulligan_retry_options_set_retryable_errors(mulligan_retry_options* opts, co
   std::vector<mulligan::ErrorKind> list;
   list.reserve(count);
   for (size_t i = 0; i < count; ++i) {
-    if (kinds[i] <= MULLIGAN_ERROR_NONE || kinds[i] > MULLIGAN_ERROR_TERMINAL) {
+    if (kinds[i] <= MULLIGAN_ERROR_NONE || kinds[i] > MULLIGAN_ERROR_TRUNCATED) {
       return SetError(MULLIGAN_E_INVALID_ARGUMENT,
-                      "retryable_errors[%zu] must be a mulligan_error_kind in 1..10, got %d", i,
+                      "retryable_errors[%zu] must be a mulligan_error_kind in 1..11, got %d", i,
                       kinds[i]);
     }
     list.push_back(static_cast<mulligan::ErrorKind>(kinds[i]));

@@ -40,6 +40,7 @@ from ._errors import (
     RetriesExhausted,
     TlsError,
     TransportError,
+    TruncatedResponse,
 )
 from ._redact import RedactionRules, redact_url, redaction, set_redaction
 from ._http.headers import Headers, new_idempotency_key, parse_retry_after
@@ -126,6 +127,7 @@ __all__ = [
     "StatisticsView",
     "TlsError",
     "TransportError",
+    "TruncatedResponse",
     "WSGIIdempotencyMiddleware",
     "__version__",
     "add_event_listener",

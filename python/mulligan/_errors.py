@@ -49,6 +49,7 @@ __all__ = [
     "RetriesExhausted",
     "TlsError",
     "TransportError",
+    "TruncatedResponse",
 ]
 
 
@@ -93,7 +94,7 @@ class TransportError(MulliganError):
         kind: the failure kind of the last attempt, a stable snake_case name:
             ``"connection_refused"``, ``"connection_reset"``, ``"dns_failure"``,
             ``"connect_timeout"``, ``"timeout"``, ``"tls_error"``,
-            ``"invalid_url"`` or ``"transport"``.
+            ``"invalid_url"``, ``"truncated"`` or ``"transport"``.
         attempts: attempts made, including the first.
         message: the human-readable detail (its URL redacted).
         stop_reason: why the retries stopped (``"attempts_exhausted"``,
@@ -152,6 +153,22 @@ class ConnectionReset(TransportError, ConnectionResetError):
     """The peer reset or closed the connection in the middle of the exchange.
 
     Also a built-in :class:`ConnectionResetError`.
+    """
+
+
+class TruncatedResponse(ConnectionReset):
+    """The response ended early: the connection closed inside its header
+    block, before its ``Content-Length`` body bytes, or inside its chunked
+    body; or only an interim (1xx) response arrived. ``kind`` is
+    ``"truncated"``.
+
+    A partial response is never returned as a success. The request was sent,
+    so it is retried only when replay-safe (an idempotent method, or a POST or
+    PATCH with an idempotency key). A subclass of :class:`ConnectionReset`
+    (the peer closed the connection too early), so ``except ConnectionReset``
+    and ``except ConnectionError`` handlers see it.
+
+    .. versionadded:: 0.1.0
     """
 
 
@@ -391,6 +408,7 @@ _KIND_CLASSES: dict[str, type[TransportError]] = {
     "timeout": AttemptTimeout,
     "tls_error": TlsError,
     "invalid_url": InvalidURL,
+    "truncated": TruncatedResponse,
 }
 
 # mulligan::StatusCode values (equal to the C ABI's MULLIGAN_E_*; pinned).

@@ -46,6 +46,9 @@ static void test_status_text(void) {
 
   CHECK_STR(mulligan_error_kind_str(MULLIGAN_ERROR_CONNECTION_REFUSED), "connection_refused");
   CHECK_STR(mulligan_error_kind_str(99), "unknown");
+  CHECK_INT(MULLIGAN_ERROR_TRUNCATED, 11); /* pinned: appended in 0.2 */
+  CHECK_STR(mulligan_error_kind_str(MULLIGAN_ERROR_TRUNCATED), "truncated");
+  CHECK_STR(mulligan_error_kind_str(12), "unknown");
   CHECK_STR(mulligan_stop_reason_str(MULLIGAN_STOP_DEADLINE), "deadline");
   CHECK_STR(mulligan_stop_reason_str(-3), "unknown");
   CHECK_STR(mulligan_stop_reason_str(MULLIGAN_STOP_NOT_REPLAY_SAFE), "not_replay_safe");

@@ -30,6 +30,7 @@ ERRORS = {
     "transport": "MULLIGAN_ERROR_TRANSPORT",
     "retryable": "MULLIGAN_ERROR_RETRYABLE",
     "terminal": "MULLIGAN_ERROR_TERMINAL",
+    "truncated": "MULLIGAN_ERROR_TRUNCATED",
 }
 REASONS = {"none", "succeeded", "terminal", "attempts_exhausted", "deadline",
            "retry_after_too_long", "not_replay_safe"}

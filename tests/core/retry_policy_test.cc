@@ -50,7 +50,7 @@ TEST(RetryPolicyTest, DefaultClassification) {
   }
   for (ErrorKind kind : {ErrorKind::kConnectionRefused, ErrorKind::kConnectionReset,
                          ErrorKind::kDnsFailure, ErrorKind::kConnectTimeout, ErrorKind::kTimeout,
-                         ErrorKind::kTransport, ErrorKind::kRetryable}) {
+                         ErrorKind::kTransport, ErrorKind::kTruncated, ErrorKind::kRetryable}) {
     EXPECT_EQ(policy.Classify(Outcome::Transport(kind)), Classification::kRetryable)
         << ErrorKindName(kind);
   }

@@ -91,7 +91,7 @@ Outcome ParseOutcome(const json::object& o) {
   Outcome outcome;
   if (o.contains("error")) {
     const std::string error = json::value_to<std::string>(o.at("error"));
-    for (int k = 0; k <= static_cast<int>(ErrorKind::kTerminal); ++k) {
+    for (int k = 0; k <= static_cast<int>(ErrorKind::kTruncated); ++k) {
       if (error == ErrorKindName(static_cast<ErrorKind>(k))) {
         outcome = Outcome::Transport(static_cast<ErrorKind>(k));
       }

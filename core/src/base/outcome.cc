@@ -17,6 +17,7 @@ const char* ErrorKindName(ErrorKind kind) {
     case ErrorKind::kTransport: return "transport";
     case ErrorKind::kRetryable: return "retryable";
     case ErrorKind::kTerminal: return "terminal";
+    case ErrorKind::kTruncated: return "truncated";
   }
   return "unknown";
 }

@@ -117,15 +117,23 @@ void AddRetryableFields(PolicyTable& t) {
          const bool ok = ForEachElement(
              c, p, v, "an array of error kinds such as [\"connection_refused\"]",
              [&](const std::string& ep, const json::value& e) {
+               // The transport kinds a config may name, with their values
+               // (kRetryable and kTerminal are the caller's, not a config's).
+               static constexpr ErrorKind kKinds[] = {
+                   ErrorKind::kConnectionRefused, ErrorKind::kConnectionReset,
+                   ErrorKind::kDnsFailure,        ErrorKind::kConnectTimeout,
+                   ErrorKind::kTimeout,           ErrorKind::kTlsError,
+                   ErrorKind::kInvalidUrl,        ErrorKind::kTransport,
+                   ErrorKind::kTruncated};
                int i = 0;
                if (!ReadChoice(c, ep, e,
                                {"connection_refused", "connection_reset", "dns_failure",
                                 "connect_timeout", "timeout", "tls_error", "invalid_url",
-                                "transport"},
+                                "transport", "truncated"},
                                i)) {
                  return false;
                }
-               kinds.push_back(static_cast<ErrorKind>(i + 1));
+               kinds.push_back(kKinds[i]);
                return true;
              });
          if (ok) o.retryable_errors = std::move(kinds);

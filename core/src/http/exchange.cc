@@ -304,6 +304,24 @@ bool Exchange::Wait(Duration delay) {
 }
 
 Outcome Exchange::MakeOutcome() {
+  const bool interim_only = last_.status >= 100 && last_.status < 200;
+  if ((last_.code == CURLE_OK && last_.status > 0 &&
+       (!last_.transfer.head_complete || interim_only)) ||
+      (last_.code == CURLE_GOT_NOTHING && interim_only)) {
+    // libcurl calls a transfer done when the connection closes inside the
+    // header block (curl 7.88 exits 0 on such bytes): the fields before the
+    // cut came, the empty line that ends the head did not, so neither did
+    // a response. A transfer that ends after an interim 1xx response (which
+    // libcurl reports as "empty reply") got no response either (RFC 9110
+    // section 15.2: an interim response precedes the final one). The request
+    // was sent, so only a replay-safe request is retried; CURLE_PARTIAL_FILE
+    // reports it as a truncation, as it does a body cut short.
+    last_.code = CURLE_PARTIAL_FILE;
+    last_.error = last_.transfer.head_complete
+                      ? "only an interim " + std::to_string(last_.status) +
+                            " response was received"
+                      : "the connection closed inside the response's header block";
+  }
   if (last_.code == CURLE_OK && last_.status > 0) {
     std::optional<Duration> hint;
     if (std::optional<std::string> value = FindHeader(last_.transfer.headers, "Retry-After")) {

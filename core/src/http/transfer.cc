@@ -28,13 +28,19 @@ size_t WriteBody(char* data, size_t size, size_t nmemb, void* user) {
 
 // Called once per header line, status lines included; only the final
 // response's fields are kept, so every status line (an interim 1xx, or the
-// response after a proxy CONNECT) starts the list afresh.
+// response after a proxy CONNECT) starts the list afresh. libcurl hands over
+// whole lines only (a line cut by the connection's end never arrives), each
+// with its CRLF or LF, and the empty line that ends a head as "\r\n" or
+// "\n" (it synthesises one for HTTP/2 heads too).
 size_t WriteHeader(char* data, size_t size, size_t nmemb, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t n = size * nmemb;
   std::string_view line(data, n);
   try {
-    if (line.size() >= 5 && line.substr(0, 5) == "HTTP/") {
+    if (line == "\r\n" || line == "\n") {
+      t->head_complete = true;
+    } else if (line.size() >= 5 && line.substr(0, 5) == "HTTP/") {
+      t->head_complete = false;
       t->headers.clear();
       t->headers.reserve(16);  // a typical response's fields, without regrowth
     } else if (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
@@ -147,8 +153,14 @@ Outcome TransportOutcome(CURLcode code, bool connected, bool request_sent) {
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
     case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
+      // GOT_NOTHING: the connection closed before a whole status line (a
+      // zero-length reply, or one cut inside its first line).
       kind = ErrorKind::kConnectionReset;
+      break;
+    case CURLE_PARTIAL_FILE:
+      // Fewer body bytes than Content-Length, or a chunked body (or its
+      // trailer) cut short; Exchange also maps a head that never ended here.
+      kind = ErrorKind::kTruncated;
       break;
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_SSL_ENGINE_NOTFOUND:

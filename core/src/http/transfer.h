@@ -27,6 +27,13 @@ struct Transfer {
   // fields are dropped when the final status line arrives).
   HttpHeaders headers;
   std::string body;
+  // True once the blank line that ends the latest head arrived; a status
+  // line sets it back to false (a new head begins). libcurl (7.88) returns
+  // CURLE_OK for a connection closed inside the header block, having handed
+  // over the complete lines before the cut: a transfer that ends with this
+  // false never received a whole response (RFC 9112 section 2.1: the head
+  // ends with an empty line).
+  bool head_complete = false;
   // An allocation failed in a callback; the transfer was aborted.
   bool failed_alloc = false;
 };
@@ -35,7 +42,10 @@ struct Transfer {
 size_t WriteBody(char* data, size_t size, size_t nmemb, void* user);
 // CURLOPT_HEADERFUNCTION: one call per header line, status lines included;
 // fills Transfer::headers (`user`), joining obs-fold continuations (RFC 9112
-// section 5.2).
+// section 5.2), and notes the end of each head (Transfer::head_complete).
+// Lines after a head's end (trailer fields of a chunked body) are added to
+// the fields and leave the head complete. Consumes every line (returns
+// size * nmemb) unless an allocation fails (then 0: libcurl aborts).
 size_t WriteHeader(char* data, size_t size, size_t nmemb, void* user);
 
 // RAII for a curl_slist.

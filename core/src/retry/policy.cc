@@ -25,7 +25,8 @@ const char* StopReasonName(StopReason reason) {
 
 namespace {
 
-constexpr int kMaxErrorKind = static_cast<int>(ErrorKind::kTerminal);
+// The last ErrorKind (the enum is appended to: keep this its last value).
+constexpr int kMaxErrorKind = static_cast<int>(ErrorKind::kTruncated);
 
 // Seeds of unseeded sessions come from one entropy-seeded generator per
 // thread, so beginning a session costs no system call.

@@ -67,6 +67,20 @@ _SUCCESS, _FAILURE, _IGNORED = 0, 1, 2
 
 _OWNER = "mulligan.CircuitBreaker"
 
+# The permits of the `with breaker:` / `async with breaker:` blocks open in
+# the current context, innermost last, as (breaker, permit) pairs. One
+# variable for every breaker: a context keeps each variable ever set in it
+# for as long as it lives (the main thread's, for ever), so a variable per
+# breaker kept every breaker's variable reachable after the registry evicted
+# the breaker (about 200 bytes each, without bound). A context variable keeps
+# the blocks of each thread and each asyncio task apart (a task starts with a
+# copy of its creator's context, and its own changes stay its own); the
+# tuple is replaced, never changed, so a copy taken by a task never sees
+# later changes. An entry lives from the block's start to its end only.
+_OPEN_BLOCKS: contextvars.ContextVar[Tuple[Tuple["CircuitBreaker", Any], ...]] = (
+    contextvars.ContextVar("mulligan_breaker_blocks", default=())
+)
+
 
 @dataclass(frozen=True)
 class BreakerTransition:
@@ -342,9 +356,6 @@ class CircuitBreaker:
         self._ignore_on = _matcher(ignore_on, "ignore_on")
         self._listeners: list[Callable[[BreakerTransition], Any]] = []
         self._lock = threading.Lock()
-        self._permits: contextvars.ContextVar[Tuple[Any, ...]] = contextvars.ContextVar(
-            f"mulligan_breaker_{id(self)}", default=()
-        )
         core.set_hook(_make_hook(self))
 
     # -- the acquire/record hooks of the decorator and `with` ----------------
@@ -453,13 +464,23 @@ class CircuitBreaker:
 
     def __enter__(self) -> "CircuitBreaker":
         permit = self._acquire()
-        self._permits.set(self._permits.get() + (permit,))
+        _OPEN_BLOCKS.set(_OPEN_BLOCKS.get() + ((self, permit),))
         return self
 
     def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
-        stack = self._permits.get()
-        permit = stack[-1]
-        self._permits.set(stack[:-1])
+        blocks = _OPEN_BLOCKS.get()
+        # This breaker's innermost open block (blocks of other breakers may
+        # be open inside it when __exit__ is called by hand).
+        i = len(blocks) - 1
+        while i >= 0 and blocks[i][0] is not self:
+            i -= 1
+        if i < 0:
+            raise RuntimeError(
+                f"circuit breaker {self.name!r}: __exit__ without a matching __enter__ "
+                "in this thread or task"
+            )
+        permit = blocks[i][1]
+        _OPEN_BLOCKS.set(blocks[:i] + blocks[i + 1 :])
         self._record(permit, self._classify(exc))
 
     async def __aenter__(self) -> "CircuitBreaker":

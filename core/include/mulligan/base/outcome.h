@@ -39,11 +39,18 @@ enum class ErrorKind : int {
   kRetryable = 9,
   // A failure the caller has already judged terminal (never retried).
   kTerminal = 10,
+  // The response ended early: its header block never ended (the connection
+  // closed inside the head), its body was shorter than Content-Length, or its
+  // chunked body stopped before the last chunk; or the transfer ended with
+  // only an interim (1xx) response. The request was sent, so it is retried
+  // only when replay-safe. Retryable by default. (Appended in 0.2.)
+  kTruncated = 11,
 };
 
 // Returns a stable snake_case name: "none", "connection_refused",
 // "connection_reset", "dns_failure", "connect_timeout", "timeout",
-// "tls_error", "invalid_url", "transport", "retryable", "terminal".
+// "tls_error", "invalid_url", "transport", "retryable", "terminal",
+// "truncated".
 const char* ErrorKindName(ErrorKind kind);
 
 // The policy's verdict on an outcome.

@@ -61,12 +61,13 @@ struct RetryOptions {
   // Default 408, 429, 500, 502, 503, 504.
   std::vector<int> retryable_statuses = {408, 429, 500, 502, 503, 504};
   // Transport error kinds that are retryable. Default: connection refused and
-  // reset, DNS failure, connect timeout, timeout and other transport errors;
-  // TLS errors and invalid URLs are terminal. kRetryable is always retryable
-  // and kTerminal never, whatever this list says.
+  // reset, DNS failure, connect timeout, timeout, other transport errors and
+  // truncated responses; TLS errors and invalid URLs are terminal. kRetryable
+  // is always retryable and kTerminal never, whatever this list says.
   std::vector<ErrorKind> retryable_errors = {
       ErrorKind::kConnectionRefused, ErrorKind::kConnectionReset, ErrorKind::kDnsFailure,
-      ErrorKind::kConnectTimeout,    ErrorKind::kTimeout,         ErrorKind::kTransport};
+      ErrorKind::kConnectTimeout,    ErrorKind::kTimeout,         ErrorKind::kTransport,
+      ErrorKind::kTruncated};
   // gRPC status codes (outcomes with grpc_status >= 0) that are retryable;
   // 0 (OK) is a success and every other code terminal. Each must be in
   // [1, 16]. Default UNAVAILABLE (14), as in gRFC A6 examples.
