@@ -259,7 +259,9 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
   const Pipeline pipeline(PartsOf(policy, options, &clock));
   CallOptions call_options;
   call_options.fallback = kHasFallback;
-  Call call = pipeline.Begin(clock.Now(), call_options);
+  // The first attempt is admitted at the call's start: one clock read less.
+  TimePoint admit_at = clock.Now();
+  Call call = pipeline.Begin(admit_at, call_options);
 
   RetryCallInfo info;
   // Fills options.info and, with a fallback, returns its answer to `error`.
@@ -275,7 +277,7 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
     return std::nullopt;
   };
   for (;;) {
-    const AttemptAdmission admission = call.Admit(clock.Now());
+    const AttemptAdmission admission = call.Admit(admit_at);
     if (admission.refused()) {
       info.circuit_open = true;
       info.retry_in = admission.retry_in;
@@ -304,6 +306,7 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
     }
     NotifyRetry(options, decision, a);
     clock.SleepFor(decision.delay);
+    admit_at = clock.Now();
   }
 }
 
