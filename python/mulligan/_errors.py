@@ -168,7 +168,7 @@ class TruncatedResponse(ConnectionReset):
     (the peer closed the connection too early), so ``except ConnectionReset``
     and ``except ConnectionError`` handlers see it.
 
-    .. versionadded:: 0.1.0
+    .. versionadded:: 0.2.0
     """
 
 

@@ -15,7 +15,7 @@ the query (and fragment) parameters the rules name; the values of the
 header fields Authorization, Proxy-Authorization, Cookie and Set-Cookie,
 plus those the rules name. Each becomes ``"[redacted]"``.
 
-.. versionadded:: 0.1.0
+.. versionadded:: 0.2.0
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class RedactionRules:
         ALWAYS_MASKED_HEADERS: ``authorization``, ``proxy-authorization``,
             ``cookie``, ``set-cookie``.
 
-    .. versionadded:: 0.1.0
+    .. versionadded:: 0.2.0
     """
 
     DEFAULT_QUERY_PARAMS: ClassVar[tuple[str, ...]] = tuple(_core.default_sensitive_query_params())
@@ -100,7 +100,7 @@ def redact_url(url: str) -> str:
 
     Thread-safety: safe from any thread.
 
-    .. versionadded:: 0.1.0
+    .. versionadded:: 0.2.0
     """
     if not isinstance(url, str):
         raise TypeError(f"mulligan.redact_url: url must be a str, got {type(url).__name__}")
@@ -121,7 +121,7 @@ def is_sensitive_header(name: str) -> bool:
 def redaction() -> RedactionRules:
     """Returns the rules in force (the defaults until :func:`set_redaction`).
 
-    .. versionadded:: 0.1.0
+    .. versionadded:: 0.2.0
     """
     query_params, extra_headers = _core.redaction_rules()
     return RedactionRules(tuple(query_params), tuple(extra_headers))
@@ -185,7 +185,7 @@ def set_redaction(
     Thread-safety: safe from any thread; renderings on other threads see the
     old rules or the new ones.
 
-    .. versionadded:: 0.1.0
+    .. versionadded:: 0.2.0
     """
     global _masked_headers
     params = RedactionRules.DEFAULT_QUERY_PARAMS if query_params is None else _names(

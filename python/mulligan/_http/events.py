@@ -38,7 +38,7 @@ class RetryEvent:
             ``"[redacted]"`` (:func:`mulligan.redact_url`), so that a hook
             may log it.
 
-    .. versionchanged:: 0.1.0 ``url`` is redacted.
+    .. versionchanged:: 0.2.0 ``url`` is redacted.
 
     .. versionadded:: 0.1.0
     """

@@ -77,7 +77,7 @@ class Headers(Mapping[str, str]):
     ``"[redacted]"``, so that logging a response's headers leaks no
     credential; reading a field returns its value.
 
-    .. versionchanged:: 0.1.0 the repr masks sensitive values.
+    .. versionchanged:: 0.2.0 the repr masks sensitive values.
     """
 
     __slots__ = ("_fields", "_index_cache")
