@@ -548,7 +548,7 @@ TEST(ConfigInput, AnEndlessFileIsRefusedInsteadOfReadForever) {
 TEST(ConfigRanges, TheEdgesOfEachBackoffRangeLoad) {
   const std::string path = WriteTemp("edges.json", R"({"policies": {
     "low": {"base_delay": 0, "max_delay": "0s", "multiplier": 0, "jitter_fraction": 0},
-    "high": {"base_delay": "9200000000s", "max_delay": 9200000000,
+    "high": {"base_delay": "9199999999.999s", "max_delay": 9199999999,
              "multiplier": 1.7976931348623157e308, "jitter_fraction": 1}}})");
   PolicyRegistry registry;
   Result<LoadReport> report = registry.LoadFile(path, Env({}));
@@ -559,8 +559,9 @@ TEST(ConfigRanges, TheEdgesOfEachBackoffRangeLoad) {
   EXPECT_EQ(low.multiplier, 0.0);
   EXPECT_EQ(low.jitter_fraction, 0.0);
   const BackoffOptions high = registry.Policy("high").value()->options().backoff;
-  EXPECT_EQ(high.base, seconds(9200000000));
-  EXPECT_EQ(high.max_delay, seconds(9200000000));
+  // Just below 9.2e9 s; a double holds 9.2e18 ns to within 1024 ns.
+  EXPECT_NEAR(static_cast<double>(high.base.count()), 9199999999999e6, 2048.0);
+  EXPECT_NEAR(static_cast<double>(high.max_delay.count()), 9199999999e9, 2048.0);
   EXPECT_EQ(high.multiplier, std::numeric_limits<double>::max());
   EXPECT_EQ(high.jitter_fraction, 1.0);
 }
@@ -574,4 +575,7 @@ TEST(ConfigRanges, JustOutsideEachBackoffRangeIsRefused) {
   EXPECT_EQ(ErrorOf(R"({"policies": {"a": {"base_delay": -5e-324}}})"),
             "payments.json: policies.a.base_delay: expected a duration such as \"10s\", got "
             "-4.9406564584124654E-324");
+  EXPECT_EQ(ErrorOf(R"({"policies": {"a": {"max_delay": 9.2e9}}})"),
+            "payments.json: policies.a.max_delay: expected a duration such as \"10s\", got "
+            "9.2E9 (it must be below 9.2e9 s)");
 }

@@ -40,6 +40,16 @@ DATES = [
     b"Wednesday, 01-Jan-00 00:00:00 GMT",
     b"Sun, 06 Nov 1994 08:49:37 GMT ",
     b"sun, 06 nov 1994 08:49:37 gmt",
+    # The lenient forms (mulligan/retry/retry_after.h, ParseLenientHttpDate).
+    b"Sun, 06 Nov 1994 08:49:37 UTC",
+    b"Sun, 06 Nov 1994 09:49:37 +0100",
+    b"Sat, 05 Nov 1994 09:20:37 -2329",
+    b"Sun, 6 Nov 1994 08:49 Z",
+    b"06-Nov-1994  08:49:37\tUT",
+    b"Sun 06 Nov 94 08:49:37 GMT",
+    b"sun nov 6 08:49:37 1994",
+    b"Fri, 11 Apr 2262 23:00:00 -2359",  # saturates high through the offset
+    b"Sun, 06 Nov 1994 08:49:37 EST",  # refused
 ]
 
 SEEDS: dict[str, list[bytes]] = {
