@@ -61,7 +61,7 @@ TEST(BackoffZeroTest, ABaseOfZeroIsNoWaitAtEveryRetryForEveryStrategyAndJitter) 
         Random random(7);
         for (uint64_t n : kRetries) {
           // Even a caller that passes a non-zero previous delay gets no wait.
-          for (Duration previous : {Duration::zero(), seconds(3)}) {
+          for (Duration previous : {Duration::zero(), Duration(seconds(3))}) {
             EXPECT_EQ(backoff->Delay(n, previous, random), Duration::zero())
                 << BackoffKindName(kind) << " " << JitterKindName(jitter) << " x" << multiplier
                 << " n=" << n;
@@ -74,7 +74,7 @@ TEST(BackoffZeroTest, ABaseOfZeroIsNoWaitAtEveryRetryForEveryStrategyAndJitter) 
 
 TEST(BackoffZeroTest, AMultiplierOfZeroIsNoWaitAtEveryRetryOfExponentialBackoff) {
   for (JitterKind jitter : kJitters) {
-    for (Duration base : {nanoseconds(1), seconds(1), Duration::max()}) {
+    for (Duration base : {Duration(nanoseconds(1)), Duration(seconds(1)), Duration::max()}) {
       BackoffOptions options;
       options.jitter = jitter;
       options.base = base;
@@ -115,7 +115,8 @@ TEST(BackoffSaturationTest, AnOverflowingProductIsTheCapUpToTheLargestDuration) 
   Random random(1);
   // 2^33 s = 8589934592000000000 ns is still below the cap; 2^34 s is not.
   EXPECT_EQ(backoff->Delay(33, seconds(1), random), nanoseconds(8589934592000000000LL));
-  for (uint64_t n : {34ULL, 62ULL, 63ULL, 1024ULL, 1ULL << 31, UINT64_MAX}) {
+  for (uint64_t n : {uint64_t{34}, uint64_t{62}, uint64_t{63}, uint64_t{1024}, uint64_t{1} << 31,
+                     UINT64_MAX}) {
     EXPECT_EQ(backoff->Delay(n, seconds(1), random), Duration::max()) << "n=" << n;
   }
 }

@@ -539,9 +539,6 @@ TEST(ConfigInput, AnEndlessFileIsRefusedInsteadOfReadForever) {
             "/dev/zero: cannot read the configuration file: larger than 16 MiB");
 }
 
-}  // namespace
-}  // namespace mulligan
-
 // Each backoff field's documented range (docs/configuration.md, backoff.h) is
 // exactly the range accepted: the edges load, the next double outside is
 // refused with the field's path. multiplier used to stop at 1e300.
@@ -579,3 +576,6 @@ TEST(ConfigRanges, JustOutsideEachBackoffRangeIsRefused) {
             "payments.json: policies.a.max_delay: expected a duration such as \"10s\", got "
             "9.2E9 (it must be below 9.2e9 s)");
 }
+
+}  // namespace
+}  // namespace mulligan

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -135,7 +136,7 @@ TEST(LenientDateTest, Form8ATwoDigitFixdateYearFollowsTheFiftyYearRule) {
   // 1577923200 s later) and one second later it is 1976.
   const WallTime now(seconds(1795996800));
   EXPECT_EQ(ParseLenientHttpDate("Mon, 30 Nov 76 00:00:00 GMT", now),
-            WallTime(seconds(1795996800 + 1577923200)));
+            WallTime(seconds(int64_t{1795996800} + 1577923200)));
   EXPECT_EQ(ParseLenientHttpDate("Mon, 30 Nov 76 00:00:01 GMT", now),
             WallTime(seconds(218160001)));  // 1976-11-30T00:00:01Z
 }

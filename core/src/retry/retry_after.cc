@@ -1,7 +1,8 @@
 // Retry-After and HTTP-date parsing (RFC 9110 sections 5.6.7 and 10.2.3).
 //
 // Hand-written on purpose: strptime/timegm depend on the locale and TZ, and the
-// grammar is small and fixed.
+// grammar is small and fixed. The lenient forms ParseRetryAfter also reads are
+// in lenient_date.cc; the calendar arithmetic both share is civil_time.cc.
 #include "mulligan/retry/retry_after.h"
 
 #include "retry/civil_time.h"
