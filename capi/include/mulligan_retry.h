@@ -588,7 +588,7 @@ MULLIGAN_API void mulligan_retry_session_destroy(mulligan_retry_session *session
  * "UTC", "UT" or "Z" for "GMT" and +hhmm/-hhmm offsets, any letter case, a
  * one-digit day, no day name, no seconds, runs of spaces and tabs,
  * "06-Nov-1994", a two-digit fixdate year. Other zone names (EST...) and
- * dates without a zone (asctime aside, which is GMT) are invalid, so the
+ * dates without a zone (asctime aside, which is GMT) are invalid; the
  * local time zone never matters. The list and its sources:
  * mulligan/retry/retry_after.h (ParseLenientHttpDate), docs/retry-after.md.
  * Leading and trailing spaces and tabs are ignored.

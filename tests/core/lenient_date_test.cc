@@ -143,7 +143,7 @@ TEST(LenientDateTest, Form8ATwoDigitFixdateYearFollowsTheFiftyYearRule) {
 
 TEST(LenientDateTest, WhatParsedateTzReadsButTheseRulesRefuse) {
   for (const char* text : {
-           "Sun, 06 Nov 1994 08:49:37",          // no zone: local time in parsedate_tz
+           "Sun, 06 Nov 1994 08:49:37",          // no zone: parsedate_tz guesses UTC
            "Sun, 06-Nov-94 08:49:37",            // the same
            "Sun, 06 Nov 1994 08:49:37 EST",      // zone names other than GMT/UTC/UT/Z
            "Sun, 06 November 1994 08:49:37 GMT", // full month names

@@ -51,7 +51,7 @@ def parse_retry_after(value: str, now: Optional[float] = None) -> Optional[float
     seconds, runs of spaces and tabs, ``06-Nov-1994``, and a two-digit year
     in the fixdate form; docs/retry-after.md lists each one. Unlike urllib3, a
     date without a zone (other than asctime, which is GMT) and zone names such
-    as ``EST`` are refused rather than read in the local time zone, so the
+    as ``EST`` are refused (the backoff applies) rather than guessed. The
     result never depends on the machine's time zone. A date in the past gives
     ``0.0``; a value too large for the clock gives ``math.inf``.
 

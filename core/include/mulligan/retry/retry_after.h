@@ -59,8 +59,9 @@ std::optional<WallTime> ParseHttpDate(std::string_view text, WallTime now);
 //      the same 50-year rule as rfc850-date.
 // Refused, although parsedate_tz reads them: zone names other than the four
 // above (EST, PDT...: RFC 9111 section 4.2 has caches treat them as invalid,
-// and they are ambiguous), a missing zone outside asctime (parsedate_tz then
-// uses the local time zone), full month names, three-digit years, "."
+// and they are ambiguous), a missing zone outside asctime (no RFC 5322 date
+// lacks one; parsedate_tz assumes UTC where the sender may have meant its
+// local time), offsets of 24 h or more, full month names, three-digit years, "."
 // between the fields of the time, and trailing text. The day name is never
 // checked against the date (as in ParseHttpDate).
 // Thread-safety: pure function.
