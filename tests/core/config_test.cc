@@ -565,16 +565,16 @@ TEST(ConfigRanges, TheEdgesOfEachBackoffRangeLoad) {
 
 TEST(ConfigRanges, JustOutsideEachBackoffRangeIsRefused) {
   EXPECT_EQ(ErrorOf(R"({"policies": {"a": {"multiplier": -5e-324}}})"),
-            "payments.json: policies.a.multiplier: expected a number >= 0, got -4.9406564584124654E-324");
+            "payments.json: policies.a.multiplier: expected a number >= 0, got -5e-324");
   EXPECT_EQ(ErrorOf(R"({"policies": {"a": {"jitter_fraction": 1.0000000000000002}}})"),
             "payments.json: policies.a.jitter_fraction: expected a number in [0, 1], got "
-            "1.0000000000000002E0");
+            "1.0000000000000002");
   EXPECT_EQ(ErrorOf(R"({"policies": {"a": {"base_delay": -5e-324}}})"),
             "payments.json: policies.a.base_delay: expected a duration such as \"10s\", got "
-            "-4.9406564584124654E-324");
+            "-5e-324");
   EXPECT_EQ(ErrorOf(R"({"policies": {"a": {"max_delay": 9.2e9}}})"),
             "payments.json: policies.a.max_delay: expected a duration such as \"10s\", got "
-            "9.2E9 (it must be below 9.2e9 s)");
+            "9.2e+09 (it must be below 9.2e9 s)");
 }
 
 }  // namespace

@@ -155,14 +155,18 @@ std::optional<Duration> ParseRetryAfter(std::string_view value, WallTime now) {
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
   if (value.empty()) return std::nullopt;
 
-  if (value.front() >= '0' && value.front() <= '9') {
-    // delay-seconds = 1*DIGIT, saturating at the largest representable Duration.
+  // delay-seconds = 1*DIGIT. A value that starts with digits but has more is
+  // no number; it may still be a date without its day name ("06 Nov 1994
+  // 08:49:37 GMT", a lenient form).
+  bool all_digits = true;
+  for (char ch : value) all_digits = all_digits && ch >= '0' && ch <= '9';
+  if (all_digits) {
+    // Saturating at the largest representable Duration.
     constexpr int64_t kMaxSeconds =
         std::chrono::duration_cast<std::chrono::seconds>(Duration::max()).count();
     int64_t seconds = 0;
     bool saturated = false;
     for (char ch : value) {
-      if (ch < '0' || ch > '9') return std::nullopt;
       if (!saturated) {
         // seconds <= kMaxSeconds (about 9.2e9) here, so this cannot overflow.
         seconds = seconds * 10 + (ch - '0');
