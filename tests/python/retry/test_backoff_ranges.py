@@ -1,9 +1,9 @@
 """Backoff options at the edges of their documented ranges, and the zero rules.
 
 DESIGN.md section 5 and mulligan.retry's docstring: base_delay and max_delay
-are any finite number of seconds >= 0 (huge values saturate at the clock's
-largest duration), multiplier any finite number >= 0, jitter_fraction any
-number in [0, 1]. The edge and the value just inside are accepted; the next
+are numbers of seconds in [0, 9.2e9] (the engine's clock holds about 292
+years), multiplier any finite number >= 0, jitter_fraction any number in
+[0, 1]. The edge and the value just inside are accepted; the next
 float outside is refused at decoration with a ValueError that names the field
 and spells the value in full. base_delay 0, or multiplier 0 with exponential
 backoff, is no wait at every attempt, in particular past the 1024th retry,
@@ -24,6 +24,7 @@ import mulligan
 from mulligan.testing import FakeClock
 
 TINY = 5e-324  # the smallest positive float (a denormal)
+ABOVE_LIMIT = math.nextafter(9.2e9, math.inf)  # the next float above 9.2e9 s
 
 
 def _delays(attempts: int, **options: Any) -> list[float]:
@@ -58,9 +59,9 @@ def test_an_overflowing_product_saturates_at_the_cap() -> None:
     "options",
     [
         {"base_delay": 0},
-        {"base_delay": sys.float_info.max},
+        {"base_delay": 9.2e9},
         {"max_delay": 0},
-        {"max_delay": sys.float_info.max},
+        {"max_delay": 9.2e9},
         {"multiplier": 0},
         {"multiplier": sys.float_info.max},
         {"jitter": "proportional", "jitter_fraction": 0},
@@ -78,6 +79,10 @@ def test_the_edges_of_each_range_are_accepted(options: dict[str, Any]) -> None:
         ({"base_delay": -TINY}, "base_delay must be >= 0 seconds, got -5e-324"),
         ({"max_delay": -TINY}, "max_delay must be >= 0 seconds, got -5e-324"),
         ({"max_delay": math.inf}, "max_delay must be a finite number of seconds, got inf"),
+        ({"base_delay": ABOVE_LIMIT},
+         "base_delay must be a finite number of seconds below 9.2e9, got 9200000000.000002"),
+        ({"max_delay": ABOVE_LIMIT},
+         "max_delay must be a finite number of seconds below 9.2e9, got 9200000000.000002"),
         ({"multiplier": -TINY}, "multiplier must be a finite number >= 0, got -5e-324"),
         ({"multiplier": math.inf}, "multiplier must be a finite number >= 0, got inf"),
         ({"jitter_fraction": math.nextafter(1.0, 2.0)},
