@@ -141,6 +141,15 @@ TEST(LenientDateTest, Form8ATwoDigitFixdateYearFollowsTheFiftyYearRule) {
             WallTime(seconds(218160001)));  // 1976-11-30T00:00:01Z
 }
 
+TEST(LenientDateTest, TwoDigitYearsInTheYearFiftyAheadDependOnTheDateAndTime) {
+  // now = 2024-01-01T00:00:00Z (1704067200): 2074-01-01T00:00:00 is exactly
+  // 50 years ahead (kept), 2074-03-16 more than 50 (so 1974), in both parsers.
+  const WallTime now(seconds(1704067200));
+  EXPECT_EQ(ParseHttpDate("Monday, 01-Jan-74 00:00:00 GMT", now), WallTime(seconds(3281990400)));
+  EXPECT_EQ(ParseHttpDate("Saturday, 16-Mar-74 10:59:52 GMT", now), WallTime(seconds(132663592)));
+  EXPECT_EQ(ParseLenientHttpDate("Sat, 16 Mar 74 10:59:52 GMT", now), WallTime(seconds(132663592)));
+}
+
 TEST(LenientDateTest, WhatParsedateTzReadsButTheseRulesRefuse) {
   for (const char* text : {
            "Sun, 06 Nov 1994 08:49:37",          // no zone: parsedate_tz guesses UTC

@@ -15,9 +15,13 @@
 //     as the next second);
 //   - a saturated date (WallTime::max or min) has a year outside the clock's
 //     range, years 1678 to 2261 (int64 nanoseconds);
-//   - an rfc850 two-digit year lies in (now - 50, now + 50] by year: "a
+//   - an rfc850 two-digit year lies in [now - 50, now + 50] by year: "a
 //     timestamp that appears to be more than 50 years in the future" is the
-//     most recent past year with those digits (RFC 9110 section 5.6.7).
+//     most recent past year with those digits (RFC 9110 section 5.6.7),
+//     measured on the full date and time, so in the year now + 50 a date
+//     after now's day and time is 100 years earlier, in the year now - 50.
+//     (The window used to be (now - 50, now + 50] by year, which is wrong
+//     for such dates: now 2024-01-01, "16-Mar-74" is 1974.)
 // ParseLenientHttpDate (the lenient forms of retry_after.h) runs on every
 // input too, with these post-conditions:
 //   - wherever ParseHttpDate gives a date, it gives the same one;
@@ -84,7 +88,7 @@ void CheckParsed(std::string_view text, WallTime now, WallTime t) {
     // Saturated: the year must be out of the clock's range.
     int64_t year_low = 0, year_high = 0;
     if (form == Form::kRfc850) {
-      year_low = now_year - 49;  // the window of two-digit years
+      year_low = now_year - 50;  // the window of two-digit years
       year_high = now_year + 50;
     } else {
       year_low = year_high = Digits(text, form == Form::kImf ? 12 : 20, 4);
@@ -111,8 +115,8 @@ void CheckParsed(std::string_view text, WallTime now, WallTime t) {
       break;
     case Form::kRfc850:
       again = mulligan_fuzz::FormatRfc850(c, std::string(text.substr(0, long_name)).c_str());
-      FUZZ_CHECK(c.year > now_year - 50 && c.year <= now_year + 50,
-                 "rfc850 year " + std::to_string(c.year) + " outside (" +
+      FUZZ_CHECK(c.year >= now_year - 50 && c.year <= now_year + 50,
+                 "rfc850 year " + std::to_string(c.year) + " outside [" +
                      std::to_string(now_year - 50) + ", " + std::to_string(now_year + 50) +
                      "] for " + Printable(text));
       break;
@@ -204,8 +208,11 @@ void Generate(uint64_t pick, WallTime now) {
   };
   // The rfc850 form names its year only within 50 years of `now`: elsewhere
   // "29-Feb-00" may fall on a year that is not a leap year, and is refused.
+  // In the years now - 50 and now + 50 the answer depends on the date and
+  // time (after now's, the year now + 50 reads as now - 50): exact only
+  // strictly inside.
   const int64_t now_year = CivilFromSeconds(WallSeconds(now)).year;
-  const bool rfc850_exact = c.year > now_year - 50 && c.year <= now_year + 50;
+  const bool rfc850_exact = c.year > now_year - 50 && c.year < now_year + 50;
   for (size_t i = 0; i < 4; ++i) {
     std::optional<WallTime> parsed = mulligan::ParseHttpDate(texts[i], now);
     const bool exact = i < 3 || rfc850_exact;
