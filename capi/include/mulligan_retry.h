@@ -583,8 +583,15 @@ MULLIGAN_API void mulligan_retry_session_destroy(mulligan_retry_session *session
 
 /**
  * Parses a Retry-After field value (RFC 9110 section 10.2.3): delay-seconds
- * ("120") or an HTTP-date in IMF-fixdate, RFC 850 or asctime form. Leading
- * and trailing spaces and tabs are ignored.
+ * ("120") or an HTTP-date in IMF-fixdate, RFC 850 or asctime form, or in one
+ * of the lenient date forms real servers send (urllib3 accepts them too):
+ * "UTC", "UT" or "Z" for "GMT" and +hhmm/-hhmm offsets, any letter case, a
+ * one-digit day, no day name, no seconds, runs of spaces and tabs,
+ * "06-Nov-1994", a two-digit fixdate year. Other zone names (EST...) and
+ * dates without a zone (asctime aside, which is GMT) are invalid; the
+ * local time zone never matters. The list and its sources:
+ * mulligan/retry/retry_after.h (ParseLenientHttpDate), docs/retry-after.md.
+ * Leading and trailing spaces and tabs are ignored.
  * @param value  the field value (not NULL).
  * @param now_unix_ms  the current calendar time, in ms since the Unix epoch
  *                     (dates are measured from it).

@@ -335,7 +335,7 @@ int mulligan_retry_options_set_multiplier(mulligan_retry_options* opts, double m
   MULLIGAN_CHECK_NOT_NULL(opts);
   if (!(std::isfinite(multiplier) && multiplier >= 0)) {
     return SetError(MULLIGAN_E_INVALID_ARGUMENT,
-                    "multiplier must be a finite number >= 0, got %g", multiplier);
+                    "multiplier must be a finite number >= 0, got %.17g", multiplier);
   }
   opts->impl.backoff.multiplier = multiplier;
   return MULLIGAN_OK;
@@ -368,7 +368,8 @@ int mulligan_retry_options_set_jitter_fraction(mulligan_retry_options* opts, dou
   MULLIGAN_CAPI_BEGIN
   MULLIGAN_CHECK_NOT_NULL(opts);
   if (!(fraction >= 0 && fraction <= 1)) {  // Also rejects NaN.
-    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "jitter_fraction must be in [0, 1], got %g",
+    // %.17g: a value just above 1 must not read as "got 1".
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "jitter_fraction must be in [0, 1], got %.17g",
                     fraction);
   }
   opts->impl.backoff.jitter_fraction = fraction;

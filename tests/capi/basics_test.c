@@ -168,6 +168,31 @@ static void test_option_validation(void) {
               "jitter_fraction must be in [0, 1], got 1.5");
   CHECK_FAILS(mulligan_retry_options_set_jitter_fraction(opts, NAN), MULLIGAN_E_INVALID_ARGUMENT,
               "jitter_fraction");
+  /* Each documented range exactly: the edges accepted, the next double
+   * outside refused with the value in full (DESIGN.md section 5). */
+  CHECK_FAILS(mulligan_retry_options_set_base_delay_ms(opts, -4.9406564584124654e-324),
+              MULLIGAN_E_INVALID_ARGUMENT, "base_delay_ms must be a finite number >= 0, got -4.94066e-324");
+  CHECK_OK(mulligan_retry_options_set_max_delay_ms(opts, 0));
+  CHECK_OK(mulligan_retry_options_set_max_delay_ms(opts, DBL_MAX)); /* saturates */
+  CHECK_FAILS(mulligan_retry_options_set_max_delay_ms(opts, -4.9406564584124654e-324),
+              MULLIGAN_E_INVALID_ARGUMENT, "max_delay_ms must be a finite number >= 0, got -4.94066e-324");
+  CHECK_OK(mulligan_retry_options_set_multiplier(opts, 0));
+  CHECK_OK(mulligan_retry_options_set_multiplier(opts, DBL_MAX));
+  CHECK_FAILS(mulligan_retry_options_set_multiplier(opts, -4.9406564584124654e-324),
+              MULLIGAN_E_INVALID_ARGUMENT,
+              "multiplier must be a finite number >= 0, got -4.9406564584124654e-324");
+  CHECK_FAILS(mulligan_retry_options_set_multiplier(opts, INFINITY), MULLIGAN_E_INVALID_ARGUMENT,
+              "multiplier must be a finite number >= 0, got inf");
+  CHECK_OK(mulligan_retry_options_set_jitter_fraction(opts, 0));
+  CHECK_OK(mulligan_retry_options_set_jitter_fraction(opts, 1));
+  CHECK_FAILS(mulligan_retry_options_set_jitter_fraction(opts, 1.0000000000000002),
+              MULLIGAN_E_INVALID_ARGUMENT, "jitter_fraction must be in [0, 1], got 1.0000000000000002");
+  CHECK_FAILS(mulligan_retry_options_set_jitter_fraction(opts, -4.9406564584124654e-324),
+              MULLIGAN_E_INVALID_ARGUMENT,
+              "jitter_fraction must be in [0, 1], got -4.9406564584124654e-324");
+  CHECK_OK(mulligan_retry_options_set_multiplier(opts, 2));
+  CHECK_OK(mulligan_retry_options_set_max_delay_ms(opts, 10000));
+  CHECK_OK(mulligan_retry_options_set_jitter_fraction(opts, 0.2));
   CHECK_FAILS(mulligan_retry_options_set_backoff(opts, (mulligan_backoff_kind)7),
               MULLIGAN_E_INVALID_ARGUMENT, "backoff must be a mulligan_backoff_kind");
   CHECK_FAILS(mulligan_retry_options_set_jitter(opts, (mulligan_jitter_kind)-1),

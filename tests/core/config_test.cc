@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
@@ -536,6 +537,44 @@ TEST(ConfigInput, AnEndlessFileIsRefusedInsteadOfReadForever) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
             "/dev/zero: cannot read the configuration file: larger than 16 MiB");
+}
+
+// Each backoff field's documented range (docs/configuration.md, backoff.h) is
+// exactly the range accepted: the edges load, the next double outside is
+// refused with the field's path. multiplier used to stop at 1e300.
+TEST(ConfigRanges, TheEdgesOfEachBackoffRangeLoad) {
+  const std::string path = WriteTemp("edges.json", R"({"policies": {
+    "low": {"base_delay": 0, "max_delay": "0s", "multiplier": 0, "jitter_fraction": 0},
+    "high": {"base_delay": "9199999999.999s", "max_delay": 9199999999,
+             "multiplier": 1.7976931348623157e308, "jitter_fraction": 1}}})");
+  PolicyRegistry registry;
+  Result<LoadReport> report = registry.LoadFile(path, Env({}));
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  const BackoffOptions low = registry.Policy("low").value()->options().backoff;
+  EXPECT_EQ(low.base, Duration::zero());
+  EXPECT_EQ(low.max_delay, Duration::zero());
+  EXPECT_EQ(low.multiplier, 0.0);
+  EXPECT_EQ(low.jitter_fraction, 0.0);
+  const BackoffOptions high = registry.Policy("high").value()->options().backoff;
+  // Just below 9.2e9 s; a double holds 9.2e18 ns to within 1024 ns.
+  EXPECT_NEAR(static_cast<double>(high.base.count()), 9199999999999e6, 2048.0);
+  EXPECT_NEAR(static_cast<double>(high.max_delay.count()), 9199999999e9, 2048.0);
+  EXPECT_EQ(high.multiplier, std::numeric_limits<double>::max());
+  EXPECT_EQ(high.jitter_fraction, 1.0);
+}
+
+TEST(ConfigRanges, JustOutsideEachBackoffRangeIsRefused) {
+  EXPECT_EQ(ErrorOf(R"({"policies": {"a": {"multiplier": -5e-324}}})"),
+            "payments.json: policies.a.multiplier: expected a number >= 0, got -5e-324");
+  EXPECT_EQ(ErrorOf(R"({"policies": {"a": {"jitter_fraction": 1.0000000000000002}}})"),
+            "payments.json: policies.a.jitter_fraction: expected a number in [0, 1], got "
+            "1.0000000000000002");
+  EXPECT_EQ(ErrorOf(R"({"policies": {"a": {"base_delay": -5e-324}}})"),
+            "payments.json: policies.a.base_delay: expected a duration such as \"10s\", got "
+            "-5e-324");
+  EXPECT_EQ(ErrorOf(R"({"policies": {"a": {"max_delay": 9.2e9}}})"),
+            "payments.json: policies.a.max_delay: expected a duration such as \"10s\", got "
+            "9.2e+09 (it must be below 9.2e9 s)");
 }
 
 }  // namespace

@@ -15,15 +15,33 @@
 //     as the next second);
 //   - a saturated date (WallTime::max or min) has a year outside the clock's
 //     range, years 1678 to 2261 (int64 nanoseconds);
-//   - an rfc850 two-digit year lies in (now - 50, now + 50] by year: "a
+//   - an rfc850 two-digit year lies in [now - 50, now + 50] by year: "a
 //     timestamp that appears to be more than 50 years in the future" is the
-//     most recent past year with those digits (RFC 9110 section 5.6.7).
+//     most recent past year with those digits (RFC 9110 section 5.6.7),
+//     measured on the full date and time, so in the year now + 50 a date
+//     after now's day and time is 100 years earlier, in the year now - 50.
+//     (The window used to be (now - 50, now + 50] by year, which is wrong
+//     for such dates: now 2024-01-01, "16-Mar-74" is 1974.)
+// ParseLenientHttpDate (the lenient forms of retry_after.h) runs on every
+// input too, with these post-conditions:
+//   - wherever ParseHttpDate gives a date, it gives the same one;
+//   - a date it gives is a whole second or saturated (WallTime::max or min),
+//     and, unless saturated, written again as IMF-fixdate it reads back as
+//     the same instant through the exact parser;
+//   - letter case never matters: the text upper-cased and lower-cased give
+//     the same result (date or nullopt) as the text;
+//   - in generate mode, the time written in lenient forms (zone "UTC" and
+//     "z", lower case, a one-digit day without day name or seconds' loss, a
+//     dashed four-digit year, runs of blanks, and a +hhmm / -hhmm offset
+//     taken from the input with the local time shifted by it) reads back as
+//     that time.
 
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "civil_time.h"
 #include "fuzz_check.h"
@@ -70,7 +88,7 @@ void CheckParsed(std::string_view text, WallTime now, WallTime t) {
     // Saturated: the year must be out of the clock's range.
     int64_t year_low = 0, year_high = 0;
     if (form == Form::kRfc850) {
-      year_low = now_year - 49;  // the window of two-digit years
+      year_low = now_year - 50;  // the window of two-digit years
       year_high = now_year + 50;
     } else {
       year_low = year_high = Digits(text, form == Form::kImf ? 12 : 20, 4);
@@ -97,8 +115,8 @@ void CheckParsed(std::string_view text, WallTime now, WallTime t) {
       break;
     case Form::kRfc850:
       again = mulligan_fuzz::FormatRfc850(c, std::string(text.substr(0, long_name)).c_str());
-      FUZZ_CHECK(c.year > now_year - 50 && c.year <= now_year + 50,
-                 "rfc850 year " + std::to_string(c.year) + " outside (" +
+      FUZZ_CHECK(c.year >= now_year - 50 && c.year <= now_year + 50,
+                 "rfc850 year " + std::to_string(c.year) + " outside [" +
                      std::to_string(now_year - 50) + ", " + std::to_string(now_year + 50) +
                      "] for " + Printable(text));
       break;
@@ -108,6 +126,71 @@ void CheckParsed(std::string_view text, WallTime now, WallTime t) {
       break;
   }
   FUZZ_CHECK(again == text, Printable(text) + " read as " + Printable(again));
+}
+
+std::string Ascii(std::string_view text, bool upper) {
+  std::string out(text);
+  for (char& c : out) {
+    if (upper && c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+    if (!upper && c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// Checks ParseLenientHttpDate's post-conditions for `text` (any bytes).
+void CheckLenient(std::string_view text, WallTime now) {
+  const std::optional<WallTime> lenient = mulligan::ParseLenientHttpDate(text, now);
+  if (std::optional<WallTime> exact = mulligan::ParseHttpDate(text, now)) {
+    FUZZ_CHECK(lenient == exact, "the lenient parser disagrees on " + Printable(text));
+  }
+  FUZZ_CHECK(mulligan::ParseLenientHttpDate(Ascii(text, true), now) == lenient &&
+                 mulligan::ParseLenientHttpDate(Ascii(text, false), now) == lenient,
+             "letter case changes the date of " + Printable(text));
+  if (!lenient || *lenient == WallTime::max() || *lenient == WallTime::min()) return;
+  FUZZ_CHECK(lenient->time_since_epoch() % std::chrono::seconds(1) == std::chrono::seconds(0),
+             "not a whole second (lenient): " + Printable(text));
+  const Civil c = CivilFromSeconds(WallSeconds(*lenient));
+  const std::string imf = mulligan_fuzz::FormatImf(c, mulligan_fuzz::kShortDays[c.weekday]);
+  FUZZ_CHECK(mulligan::ParseHttpDate(imf, now) == lenient,
+             Printable(text) + " (lenient) does not read back as " + Printable(imf));
+}
+
+// Writes `t` in lenient forms and checks that each reads back as `t`;
+// `offset_pick` chooses a numeric zone offset.
+void GenerateLenient(int64_t seconds, uint64_t offset_pick, WallTime now) {
+  const WallTime t{std::chrono::seconds(seconds)};
+  const Civil c = CivilFromSeconds(seconds);
+  char buf[96];
+  std::vector<std::string> texts;
+  const std::string imf = mulligan_fuzz::FormatImf(c, mulligan_fuzz::kShortDays[c.weekday]);
+  texts.push_back(imf.substr(0, imf.size() - 3) + "UTC");
+  texts.push_back(imf.substr(0, imf.size() - 3) + "z");
+  texts.push_back(Ascii(imf, false));
+  std::snprintf(buf, sizeof buf, "%d %s %04lld %02d:%02d:%02d GMT", c.day,
+                mulligan_fuzz::kMonths[c.month - 1], static_cast<long long>(c.year), c.hour,
+                c.minute, c.second);
+  texts.push_back(buf);
+  std::snprintf(buf, sizeof buf, "%s,  %02d-%s-%04lld\t%02d:%02d:%02d  Z",
+                mulligan_fuzz::kLongDays[c.weekday], c.day, mulligan_fuzz::kMonths[c.month - 1],
+                static_cast<long long>(c.year), c.hour, c.minute, c.second);
+  texts.push_back(buf);
+  // An offset in [-23:59, +23:59]; the local time is t shifted by it.
+  const int64_t minutes = static_cast<int64_t>(offset_pick % (2 * 1439 + 1)) - 1439;
+  const Civil local = CivilFromSeconds(seconds + minutes * 60);
+  const int64_t m = minutes < 0 ? -minutes : minutes;
+  std::snprintf(buf, sizeof buf, "%s, %02d %s %04lld %02d:%02d:%02d %c%02lld%02lld",
+                mulligan_fuzz::kShortDays[local.weekday], local.day,
+                mulligan_fuzz::kMonths[local.month - 1], static_cast<long long>(local.year),
+                local.hour, local.minute, local.second, minutes < 0 ? '-' : '+',
+                static_cast<long long>(m / 60), static_cast<long long>(m % 60));
+  // Four-digit years only (a local year outside 0..9999 cannot be written).
+  if (local.year >= 0 && local.year <= 9999) texts.push_back(buf);
+  for (const std::string& text : texts) {
+    if (c.year < 0 || c.year > 9999) break;
+    FUZZ_CHECK(mulligan::ParseLenientHttpDate(text, now) == t,
+               "a lenient date is misread or refused: " + Printable(text));
+    CheckLenient(text, now);
+  }
 }
 
 // Writes a time in every form and checks that each parses back.
@@ -125,8 +208,11 @@ void Generate(uint64_t pick, WallTime now) {
   };
   // The rfc850 form names its year only within 50 years of `now`: elsewhere
   // "29-Feb-00" may fall on a year that is not a leap year, and is refused.
+  // In the years now - 50 and now + 50 the answer depends on the date and
+  // time (after now's, the year now + 50 reads as now - 50): exact only
+  // strictly inside.
   const int64_t now_year = CivilFromSeconds(WallSeconds(now)).year;
-  const bool rfc850_exact = c.year > now_year - 50 && c.year <= now_year + 50;
+  const bool rfc850_exact = c.year > now_year - 50 && c.year < now_year + 50;
   for (size_t i = 0; i < 4; ++i) {
     std::optional<WallTime> parsed = mulligan::ParseHttpDate(texts[i], now);
     const bool exact = i < 3 || rfc850_exact;
@@ -136,7 +222,9 @@ void Generate(uint64_t pick, WallTime now) {
     }
     if (exact) FUZZ_CHECK(*parsed == t, "a valid date is misread: " + Printable(texts[i]));
     CheckParsed(texts[i], now, *parsed);
+    CheckLenient(texts[i], now);
   }
+  GenerateLenient(seconds, pick / (2 * static_cast<uint64_t>(kSpan)), now);
 }
 
 }  // namespace
@@ -152,5 +240,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const std::string_view text = in.Rest();
   if (std::optional<WallTime> t = mulligan::ParseHttpDate(text, now)) CheckParsed(text, now, *t);
+  CheckLenient(text, now);
   return 0;
 }

@@ -9,11 +9,13 @@
 //   - the value without its surrounding spaces and tabs (OWS) decides:
 //       1*DIGIT      -> exactly min(digits * 1 s, Duration::max()): huge values
 //                       saturate, never overflow;
-//       an HTTP-date -> exactly max(0, date - now), saturating at
+//       an HTTP-date in any form ParseLenientHttpDate accepts (the three
+//                    RFC 9110 forms and the lenient ones)
+//                    -> exactly max(0, date - now), saturating at
 //                       Duration::max() (never past it, never wrapped);
 //       anything else, and the empty value -> nullopt.
-// The HTTP-date parser is the oracle for the date branch; fuzz_http_date
-// checks that parser on its own.
+// The lenient HTTP-date parser is the oracle for the date branch;
+// fuzz_http_date checks it (and the exact parser) on its own.
 
 #include <chrono>
 #include <cstdint>
@@ -70,7 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const unsigned __int128 ns = seconds * 1000000000u;
     expected = Duration(static_cast<Duration::rep>(ns > static_cast<unsigned __int128>(kMax) ? kMax : ns));
   } else if (!trimmed.empty()) {
-    if (std::optional<WallTime> date = mulligan::ParseHttpDate(trimmed, now)) {
+    if (std::optional<WallTime> date = mulligan::ParseLenientHttpDate(trimmed, now)) {
       const __int128 diff = static_cast<__int128>(date->time_since_epoch().count()) -
                             static_cast<__int128>(now.time_since_epoch().count());
       expected = Duration(static_cast<Duration::rep>(diff < 0 ? 0 : diff > kMax ? kMax : diff));

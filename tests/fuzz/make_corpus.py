@@ -40,6 +40,16 @@ DATES = [
     b"Wednesday, 01-Jan-00 00:00:00 GMT",
     b"Sun, 06 Nov 1994 08:49:37 GMT ",
     b"sun, 06 nov 1994 08:49:37 gmt",
+    # The lenient forms (mulligan/retry/retry_after.h, ParseLenientHttpDate).
+    b"Sun, 06 Nov 1994 08:49:37 UTC",
+    b"Sun, 06 Nov 1994 09:49:37 +0100",
+    b"Sat, 05 Nov 1994 09:20:37 -2329",
+    b"Sun, 6 Nov 1994 08:49 Z",
+    b"06-Nov-1994  08:49:37\tUT",
+    b"Sun 06 Nov 94 08:49:37 GMT",
+    b"sun nov 6 08:49:37 1994",
+    b"Fri, 11 Apr 2262 23:00:00 -2359",  # saturates high through the offset
+    b"Sun, 06 Nov 1994 08:49:37 EST",  # refused
 ]
 
 SEEDS: dict[str, list[bytes]] = {
@@ -169,6 +179,9 @@ CRASHES: dict[str, dict[str, bytes]] = {
         "rfc850-next-century": now_ns(3894652800 * 10**9) + b"Monday, 19-Jun-41 01:32:51 GMT",
         # On 1899-12-31T12:00Z the year is 1899, so "50" is 1850.
         "rfc850-before-1970": now_ns(-2209032000 * 10**9) + b"Tuesday, 01-Jan-50 00:00:00 GMT",
+        # The harness's window was (now - 50, now + 50] by year; on 2024-01-01
+        # "16-Mar-74" is more than 50 years ahead, so 1974 (the parser was right).
+        "rfc850-window-edge": DEFAULT_NOW + b"Saturday, 16-Mar-74 10:59:52 GMT",
     },
     "fuzz_idempotency_store": {
         # max_bytes 1: Reserve evicted everything, then blamed in-flight requests.

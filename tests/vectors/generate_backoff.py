@@ -60,13 +60,16 @@ def delays(case: dict) -> list[int]:
     out = []
     for n in range(case["count"]):
         if case["backoff"] == "decorrelated":
+            # uniform(0, 3 * 0) draws nothing: base 0 is no wait.
             d = rng.uniform(base, 3.0 * max(previous, base))
         else:
             if case["backoff"] == "constant":
                 d = base
             elif case["backoff"] == "linear":
                 d = base * (n + 1.0)
-            elif mult == 0:
+            elif mult == 0 or base == 0:
+                # DESIGN.md section 5: multiplier 0 or base 0 mean no wait, at
+                # every n (0 * mult**n is 0 even where mult**n overflows).
                 d = 0.0
             else:
                 try:
@@ -113,6 +116,40 @@ CASES = [
     dict(name="exponential_multiplier_1_5", backoff="exponential", base_ns=10_000_000,
          multiplier=1.5, max_delay_ns=60_000_000_000, jitter="none", jitter_fraction=0.2,
          seed=5, count=10),
+    # Zero base or zero multiplier: no wait at every n, whatever the other
+    # options. The exponential cases run past the n where multiplier**n
+    # overflows a double (2**1024, 10**309), where 0 * inf would be NaN.
+    dict(name="zero_base_exponential_full_past_2_pow_1024", backoff="exponential", base_ns=0,
+         multiplier=2.0, max_delay_ns=10_000_000_000, jitter="full", jitter_fraction=0.2,
+         seed=11, count=1030),
+    dict(name="zero_base_exponential_none_multiplier_10", backoff="exponential", base_ns=0,
+         multiplier=10.0, max_delay_ns=60_000_000_000, jitter="none", jitter_fraction=0.2,
+         seed=12, count=312),
+    dict(name="zero_base_exponential_equal", backoff="exponential", base_ns=0, multiplier=2.0,
+         max_delay_ns=10_000_000_000, jitter="equal", jitter_fraction=0.2, seed=13, count=1030),
+    dict(name="zero_base_exponential_proportional", backoff="exponential", base_ns=0,
+         multiplier=2.0, max_delay_ns=10_000_000_000, jitter="proportional",
+         jitter_fraction=0.5, seed=14, count=1030),
+    dict(name="zero_base_linear_full", backoff="linear", base_ns=0, multiplier=2.0,
+         max_delay_ns=10_000_000_000, jitter="full", jitter_fraction=0.2, seed=15, count=6),
+    dict(name="zero_base_constant_none", backoff="constant", base_ns=0, multiplier=2.0,
+         max_delay_ns=10_000_000_000, jitter="none", jitter_fraction=0.2, seed=16, count=6),
+    dict(name="zero_base_decorrelated", backoff="decorrelated", base_ns=0, multiplier=2.0,
+         max_delay_ns=10_000_000_000, jitter="none", jitter_fraction=0.2, seed=17, count=6),
+    dict(name="zero_multiplier_exponential_none", backoff="exponential", base_ns=1_000_000_000,
+         multiplier=0.0, max_delay_ns=10_000_000_000, jitter="none", jitter_fraction=0.2,
+         seed=18, count=1030),
+    dict(name="zero_multiplier_exponential_full_zero_cap", backoff="exponential",
+         base_ns=1_000_000_000, multiplier=0.0, max_delay_ns=0, jitter="full",
+         jitter_fraction=0.2, seed=19, count=4),
+    # An overflowing product saturates at the cap: 1 s * (1e300)**1 is 1e309 ns,
+    # inf as a double.
+    dict(name="overflow_saturates_at_the_cap", backoff="exponential", base_ns=1_000_000_000,
+         multiplier=1e300, max_delay_ns=30_000_000_000, jitter="none", jitter_fraction=0.2,
+         seed=20, count=4),
+    dict(name="largest_multiplier_proportional_at_the_cap", backoff="exponential",
+         base_ns=1_000_000, multiplier=1.7976931348623157e308, max_delay_ns=2_000_000_000,
+         jitter="proportional", jitter_fraction=1.0, seed=21, count=5),
 ]
 
 
@@ -122,7 +159,13 @@ def main() -> None:
                        "already made), seeded xoshiro256**; see generate_backoff.py.",
         "cases": [dict(case, expected_ns=delays(case)) for case in CASES],
     }
-    print(json.dumps(doc, indent=2))
+    # One case per block, its expected delays on one line (some cases hold a
+    # thousand retries).
+    text = json.dumps(doc, indent=2)
+    for case in doc["cases"]:
+        spread = json.dumps(case["expected_ns"], indent=2).replace("\n", "\n      ")
+        text = text.replace(spread, json.dumps(case["expected_ns"]), 1)
+    print(text)
 
 
 if __name__ == "__main__":

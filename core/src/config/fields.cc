@@ -40,7 +40,8 @@ void AddAttemptFields(PolicyTable& t) {
        }},
       {"multiplier",
        [](Context& c, const std::string& p, const json::value& v, O& o) {
-         return ReadNumber(c, p, v, 0, false, 1e300, "a number >= 0", o.backoff.multiplier);
+         return ReadNumber(c, p, v, 0, false, std::numeric_limits<double>::max(), "a number >= 0",
+                           o.backoff.multiplier);
        }},
       {"max_delay",
        [](Context& c, const std::string& p, const json::value& v, O& o) {

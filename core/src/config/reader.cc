@@ -291,7 +291,7 @@ bool ReadDuration(Context& ctx, const std::string& path, const json::value& v, b
   if (seconds && !std::isfinite(*seconds)) seconds.reset();
   if (seconds && *seconds >= kMaxDurationSeconds) {
     seconds.reset();
-    note = " (at most 9.2e9 s)";
+    note = " (it must be below 9.2e9 s)";
   }
   // "> 0" holds for the Duration itself: a positive value below half a
   // nanosecond rounds to zero.

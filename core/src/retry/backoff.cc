@@ -58,6 +58,12 @@ bool IsKnownJitter(JitterKind kind) {
   return kind >= JitterKind::kNone && kind <= JitterKind::kProportional;
 }
 
+// The exact value of a refused duration, in seconds ("-1e-09 s" for -1 ns),
+// so that a value just outside the range does not read as "-0.000 s".
+std::string ExactSeconds(Duration d) {
+  return internal::FormatDouble(std::chrono::duration<double>(d).count()) + " s";
+}
+
 }  // namespace
 
 Result<Backoff> Backoff::Create(const BackoffOptions& options) {
@@ -70,20 +76,20 @@ Result<Backoff> Backoff::Create(const BackoffOptions& options) {
                                 " is not a known jitter mode");
   }
   if (options.base < Duration::zero()) {
-    return InvalidArgumentError("base_delay must be >= 0, got " + internal::FormatSeconds(options.base));
+    return InvalidArgumentError("base_delay must be >= 0, got " + ExactSeconds(options.base));
   }
   if (options.max_delay < Duration::zero()) {
-    return InvalidArgumentError("max_delay must be >= 0, got " + internal::FormatSeconds(options.max_delay));
+    return InvalidArgumentError("max_delay must be >= 0, got " + ExactSeconds(options.max_delay));
   }
   if (!std::isfinite(options.multiplier) || options.multiplier < 0) {
     return InvalidArgumentError("multiplier must be a finite number >= 0, got " +
-                                std::to_string(options.multiplier));
+                                internal::FormatDouble(options.multiplier));
   }
   if (!std::isfinite(options.jitter_fraction) || options.jitter_fraction < 0 ||
       options.jitter_fraction > 1) {
     // f > 1 would let uniform(1 - f, 1 + f) go negative: a negative wait.
     return InvalidArgumentError("jitter_fraction must be in [0, 1], got " +
-                                std::to_string(options.jitter_fraction));
+                                internal::FormatDouble(options.jitter_fraction));
   }
   return Backoff(options);
 }
@@ -98,14 +104,20 @@ Duration Backoff::Delay(uint64_t retries_made, Duration previous, Random& random
   double delay;
   if (options_.kind == BackoffKind::kDecorrelated) {
     // AWS: sleep = min(cap, uniform(base, 3 * sleep)), sleep starting at base.
+    // base 0 is no wait whatever `previous` the caller passes.
     const double prev = std::max(static_cast<double>(previous.count()), base);
-    delay = random.Uniform(base, 3.0 * prev);
+    delay = base == 0.0 ? 0.0 : random.Uniform(base, 3.0 * prev);
   } else {
     switch (options_.kind) {
       case BackoffKind::kConstant: delay = base; break;
       case BackoffKind::kLinear: delay = base * (n + 1.0); break;
       default:  // kExponential
-        delay = options_.multiplier == 0.0 ? 0.0 : base * std::pow(options_.multiplier, n);
+        // base 0 or multiplier 0 is no wait at every n. Tested before the
+        // product: multiplier^n overflows to inf near n = 1024 (for 2), and
+        // 0 * inf is NaN, which the cap below would turn into max_delay.
+        delay = (base == 0.0 || options_.multiplier == 0.0)
+                    ? 0.0
+                    : base * std::pow(options_.multiplier, n);
         break;
     }
     // Cap before jitter (keeps full/equal jitter's spread at the cap).

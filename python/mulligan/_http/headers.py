@@ -43,9 +43,19 @@ def parse_retry_after(value: str, now: Optional[float] = None) -> Optional[float
     """Returns the delay in seconds a ``Retry-After`` value asks for.
 
     Accepts delay-seconds (``"120"``) and the three HTTP-date forms of RFC 9110
-    section 5.6.7 (IMF-fixdate, RFC 850, asctime), always in GMT whatever the
-    local time zone. A date in the past gives ``0.0``; a value too large for the
-    clock gives ``math.inf``.
+    section 5.6.7 (IMF-fixdate, RFC 850, asctime), plus the lenient date forms
+    that real servers send and urllib3's ``Retry.parse_retry_after`` accepts
+    (through :func:`email.utils.parsedate_tz`), where section 5.6.7 asks
+    recipients to be robust: ``UTC``, ``UT`` or ``Z`` for ``GMT`` and numeric
+    offsets (``+0100``), any letter case, a one-digit day, no day name, no
+    seconds, runs of spaces and tabs, ``06-Nov-1994``, and a two-digit year
+    in the fixdate form; docs/retry-after.md lists each one. Unlike urllib3, a
+    date without a zone (other than asctime, which is GMT) and zone names such
+    as ``EST`` are refused (the backoff applies) rather than guessed. The
+    result never depends on the machine's time zone. A date in the past gives
+    ``0.0``; a value too large for the clock gives ``math.inf``.
+
+    Thread-safety: a pure function, safe from any thread.
 
     Args:
         value: the header field value.
@@ -55,6 +65,9 @@ def parse_retry_after(value: str, now: Optional[float] = None) -> Optional[float
     Returns:
         The delay in seconds, or None when the value is invalid (``"-5"``,
         ``"0.5"``, ``"1m0s"``, ``""``).
+
+    Raises:
+        TypeError: ``value`` is not a str.
 
     .. versionadded:: 0.1.0
     """

@@ -219,10 +219,12 @@ def retry(
             Default None (no deadline).
         backoff: ``"constant"``, ``"linear"``, ``"exponential"`` (default) or
             ``"decorrelated"``.
-        base_delay: base delay in seconds, >= 0. Default 0.2.
-        multiplier: growth factor of the exponential backoff, >= 0. Default 2.0.
-        max_delay: cap in seconds on every wait, applied after jitter, >= 0.
-            Default 10.0.
+        base_delay: base delay in seconds, in [0, 9.2e9] (the engine's clock
+            holds about 292 years); 0 means no wait at every attempt. Default 0.2.
+        multiplier: growth factor of the exponential backoff, any finite
+            number >= 0; 0 means no wait at every attempt. Default 2.0.
+        max_delay: cap in seconds on every wait, applied after jitter, in
+            [0, 9.2e9]. Default 10.0.
         jitter: ``"none"``, ``"full"`` (default), ``"equal"`` or ``"proportional"``.
         jitter_fraction: f of proportional jitter (delay times uniform(1-f, 1+f)),
             in [0, 1]. Default 0.2.

@@ -17,8 +17,19 @@
 //   equal:         d/2 + uniform(0, d/2)
 //   proportional:  min(d, max_delay / (1 + f)) * uniform(1 - f, 1 + f)
 //                  (callers that all reached the cap still spread out).
-// All arithmetic saturates: an overflow, inf or NaN becomes max_delay; n may be
-// as large as 2^64 - 1. multiplier 0 or base 0 mean no wait.
+// All arithmetic saturates: an overflow or inf becomes max_delay (the double
+// product is compared with the cap before any conversion, so nothing wraps);
+// n may be as large as 2^64 - 1. base 0 means no wait at every n with every
+// strategy and jitter, and multiplier 0 means no wait at every n with
+// kExponential (the one strategy that reads it), whatever the other options:
+// 0 * multiplier^n is 0 even where multiplier^n overflows to inf.
+//
+// Accepted ranges (Backoff::Create refuses anything else with
+// kInvalidArgument naming the field; these are exactly the ranges the C
+// setters, the Python arguments and the config fields accept):
+//   base, max_delay    [0, Duration::max()]  (>= 0 ns)
+//   multiplier         [0, DBL_MAX]          (finite, >= 0)
+//   jitter_fraction    [0, 1]
 
 #ifndef MULLIGAN_RETRY_BACKOFF_H_
 #define MULLIGAN_RETRY_BACKOFF_H_
@@ -88,6 +99,7 @@ class Backoff {
   //                 base, or any value <= base, before the first retry).
   //   random:       the jitter source (not used by kNone with a non-decorrelated
   //                 strategy).
+  // Never fails; pure apart from drawing from `random`.
   Duration Delay(uint64_t retries_made, Duration previous, Random& random) const;
 
   const BackoffOptions& options() const { return options_; }
