@@ -26,16 +26,27 @@ import pytest
 
 TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NGINX_SERVER_PY = os.path.join(TESTS_DIR, "nginx", "nginx_server.py")
+TOXIPROXY_SERVER_PY = os.path.join(TESTS_DIR, "toxiproxy", "toxiproxy_server.py")
 VECTORS_DIR = os.path.join(TESTS_DIR, "vectors")
 
 
-def load_nginx_server_module() -> Any:
-    spec = importlib.util.spec_from_file_location("mulligan_tests_nginx_server", NGINX_SERVER_PY)
+def _load_by_path(name: str, path: str) -> Any:
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_nginx_server_module() -> Any:
+    return _load_by_path("mulligan_tests_nginx_server", NGINX_SERVER_PY)
+
+
+def load_toxiproxy_server_module() -> Any:
+    return _load_by_path("mulligan_tests_toxiproxy_server", TOXIPROXY_SERVER_PY)
 
 
 def mulligan_cmd() -> list[str]:
@@ -88,3 +99,67 @@ def server(nginx: Any) -> Any:
         time.sleep(0.02)
     nginx.clear_access_log()
     return nginx
+
+
+class Toxiproxy:
+    """The session's toxiproxy, with the proxy ``nginx`` to the test nginx.
+
+    Attributes:
+        server: the ToxiproxyServer (its API: add_toxic, remove_toxic, reset).
+        port: the proxy's loopback port.
+        nginx: the nginx behind it.
+    """
+
+    PROXY = "nginx"
+
+    def __init__(self, server: Any, port: int, nginx: Any) -> None:
+        self.server = server
+        self.port = port
+        self.nginx = nginx
+
+    @property
+    def base_url(self) -> str:
+        return "http://127.0.0.1:%d" % self.port
+
+    def url(self, path: str) -> str:
+        """The URL of nginx's `path` through the proxy."""
+        return self.base_url + path
+
+    def add(self, kind: str, stream: str = "downstream", toxicity: float = 1.0,
+            **attributes: Any) -> str:
+        """Adds a toxic of type `kind` on `stream` ("downstream": nginx to
+        the client, or "upstream") to a `toxicity` share of the connections;
+        `attributes` are the toxic's (milliseconds, bytes, KB/s: see
+        toxiproxy's README). Returns its name (for remove)."""
+        return str(self.server.add_toxic(self.PROXY, kind, attributes, stream=stream,
+                                         toxicity=toxicity))
+
+    def remove(self, name: str) -> None:
+        self.server.remove_toxic(self.PROXY, name)
+
+    def reset(self) -> None:
+        """Removes every toxic."""
+        self.server.reset()
+
+
+@pytest.fixture(scope="session")
+def toxiproxy_session(nginx: Any) -> Iterator[Toxiproxy]:
+    module = load_toxiproxy_server_module()
+    try:
+        module.find_toxiproxy()
+    except module.ToxiproxyError as e:
+        if os.environ.get("MULLIGAN_TOXIPROXY"):
+            raise  # scripts/test.sh names the one scripts/setup.sh installed
+        pytest.skip(str(e))
+    with module.ToxiproxyServer() as server:
+        port = server.create_proxy(Toxiproxy.PROXY, "127.0.0.1:%d" % nginx.port)
+        yield Toxiproxy(server, port, nginx)
+
+
+@pytest.fixture
+def toxiproxy(toxiproxy_session: Toxiproxy, server: Any) -> Iterator[Toxiproxy]:
+    """The proxy without toxics (before and after the test), in front of
+    nginx with an empty access log."""
+    toxiproxy_session.reset()
+    yield toxiproxy_session
+    toxiproxy_session.reset()
