@@ -111,7 +111,9 @@ def random_toxic(rng: random.Random) -> Optional[Dict[str, Any]]:
         attributes = {"timeout": rng.choice([0, rng.randint(10, 300)])}
         stream = rng.choice(["downstream", "upstream"])
     elif kind == "slicer":
-        attributes = {"average_size": rng.randint(1, 32), "size_variation": rng.randint(0, 8),
+        # toxiproxy requires size_variation < average_size (it panics otherwise).
+        average = rng.randint(1, 32)
+        attributes = {"average_size": average, "size_variation": rng.randint(0, average - 1),
                       "delay": rng.randint(0, 2000)}  # microseconds
     elif kind == "limit_data":
         attributes = {"bytes": rng.randint(1, 400)}
@@ -193,10 +195,10 @@ def classify(result: Any, error: Optional[BaseException], expected: bytes) -> tu
     return "lost", f"returned {result!r}"
 
 
-def sync_worker(index: int, base: str, seed: int, stop_at: float, tally: Tally) -> None:
+def sync_worker(index: int, base: str, seed: int, stop: threading.Event, tally: Tally) -> None:
     rng = random.Random(seed * 1000 + index)
     with mulligan.Client(**CLIENT) as client:  # type: ignore[arg-type]
-        while time.monotonic() < stop_at:
+        while not stop.is_set():
             method, url, key, expected, fallback = plan_call(rng, base)
             extra: Dict[str, Any] = {"fallback": FALLBACK} if fallback else {}
             start = time.monotonic()
@@ -213,10 +215,11 @@ def sync_worker(index: int, base: str, seed: int, stop_at: float, tally: Tally) 
             tally.record("sync", outcome, time.monotonic() - start, detail)
 
 
-async def async_main(base: str, seed: int, tasks: int, stop_at: float, tally: Tally) -> None:
+async def async_main(base: str, seed: int, tasks: int, stop: threading.Event,
+                     tally: Tally) -> None:
     async def worker(index: int, client: Any) -> None:
         rng = random.Random(seed * 1000 + 500 + index)
-        while time.monotonic() < stop_at:
+        while not stop.is_set():
             method, url, key, expected, fallback = plan_call(rng, base)
             extra: Dict[str, Any] = {"fallback": FALLBACK} if fallback else {}
             start = time.monotonic()
@@ -339,11 +342,12 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
         base = "http://127.0.0.1:%d" % port
         start = time.monotonic()
         stop_at = start + args.seconds
-        workers = [threading.Thread(target=sync_worker, args=(i, base, args.seed, stop_at, tally),
+        stop = threading.Event()  # set at stop_at, or when toxiproxy fails
+        workers = [threading.Thread(target=sync_worker, args=(i, base, args.seed, stop, tally),
                                     name=f"soak-sync-{i}", daemon=True)
                    for i in range(args.threads)]
         workers.append(threading.Thread(
-            target=lambda: asyncio.run(async_main(base, args.seed, args.tasks, stop_at, tally)),
+            target=lambda: asyncio.run(async_main(base, args.seed, args.tasks, stop, tally)),
             name="soak-async", daemon=True))
         for w in workers:
             w.start()
@@ -353,7 +357,8 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
                           tally)
             toxiproxy.reset()
         except toxi_mod.ToxiproxyError as e:
-            failure = f"toxiproxy failed: {e}"  # the workers still end by themselves
+            failure = f"toxiproxy failed: {e}; its log ends: {toxiproxy.log()[-2000:]}"
+        stop.set()
         # Every call in flight ends within its deadline (plus slack).
         for w in workers:
             w.join(timeout=DEADLINE + SLACK + 5.0)

@@ -168,6 +168,14 @@ class ToxiproxyServer:
         log.close()
         return str(text)
 
+    def log(self) -> str:
+        """Returns what toxiproxy has logged so far ("" when stopped)."""
+        if self._log is None:
+            return ""
+        with open(self._log.fileno(), "rb", closefd=False) as f:
+            f.seek(0)
+            return f.read().decode(errors="replace")
+
     def stop(self) -> None:
         """Stops the server. Idempotent."""
         self._stop_process()
@@ -219,7 +227,18 @@ class ToxiproxyServer:
         """Adds a toxic of type `kind` ("latency", "timeout", "reset_peer",
         "slicer", "limit_data", "slow_close", "bandwidth") to `proxy`;
         `stream` is "downstream" (server to client) or "upstream". Returns
-        the toxic's name (default "<kind>_<stream>")."""
+        the toxic's name (default "<kind>_<stream>").
+
+        Raises:
+            ValueError: a slicer whose size_variation is not below its
+                average_size (toxiproxy 2.5 accepts it, then panics and
+                exits on the first byte it slices).
+            ToxiproxyError: the API refused the toxic.
+        """
+        if kind == "slicer" and not (
+            0 <= attributes.get("size_variation", 0) < attributes.get("average_size", 0)
+        ):
+            raise ValueError(f"slicer: size_variation must be in [0, average_size): {attributes}")
         toxic_name = name or f"{kind}_{stream}"
         self._request(
             "POST",
