@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test of mulligan on this machine, setting it up first:
-#   1. installs missing Debian packages and Python tools (scripts/setup.sh)
+#   1. installs missing Debian packages and toxiproxy (scripts/setup.sh)
 #   2. builds the engine, the C ABI and the C/C++ tests (CMake + Ninja, build/)
 #   3. runs ctest: GoogleTest suites, C99 ABI programs, install checks, and the
 #      end-to-end tests against a real nginx started on a free loopback port
+#      (some through a real toxiproxy in front of it)
 #   4. builds the C++ and C suites again under AddressSanitizer + UBSan
 #      (build-asan/, findings fatal) and runs all of ctest there, nginx included
 #   5. builds the engine's GoogleTest suite again under ThreadSanitizer and runs it
@@ -17,6 +18,9 @@ JOBS=${JOBS:-2}
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 
 scripts/setup.sh
+# The toxiproxy tests skip when toxiproxy is missing, except when this names
+# it: here setup.sh has just installed it, so a failure to start it fails.
+export MULLIGAN_TOXIPROXY="$PWD/.tools/toxiproxy/server"
 
 cmake -S . -B build -G Ninja -DBUILD_TESTING=ON -DMULLIGAN_WARNINGS_AS_ERRORS=ON
 cmake --build build -j "$JOBS"

@@ -5,7 +5,9 @@
 end-to-end tests that use it are skipped cleanly only when nginx or its echo
 module is not installed. ``load_vectors`` reads tests/vectors/*.json, the cases
 the C++, C and Python suites share; ``mulligan_cmd`` is how tests run the
-installed ``mulligan`` command. The tests sit in one folder per part
+installed ``mulligan`` command. ``toxiproxy`` puts a real toxiproxy
+(tests/toxiproxy/toxiproxy_server.py) in front of that nginx;
+``raw_server`` is a loopback server that tells when a request has arrived. The tests sit in one folder per part
 (retry/, breaker/, http/, idempotency/, telemetry/, config/, cli/, and
 pipeline/ for what every front door must do alike); the package-wide checks
 (surface, import graph, durations, typing) sit here.
@@ -17,7 +19,9 @@ import importlib.util
 import json
 import os
 import shutil
+import socket
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -26,16 +30,27 @@ import pytest
 
 TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NGINX_SERVER_PY = os.path.join(TESTS_DIR, "nginx", "nginx_server.py")
+TOXIPROXY_SERVER_PY = os.path.join(TESTS_DIR, "toxiproxy", "toxiproxy_server.py")
 VECTORS_DIR = os.path.join(TESTS_DIR, "vectors")
 
 
-def load_nginx_server_module() -> Any:
-    spec = importlib.util.spec_from_file_location("mulligan_tests_nginx_server", NGINX_SERVER_PY)
+def _load_by_path(name: str, path: str) -> Any:
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_nginx_server_module() -> Any:
+    return _load_by_path("mulligan_tests_nginx_server", NGINX_SERVER_PY)
+
+
+def load_toxiproxy_server_module() -> Any:
+    return _load_by_path("mulligan_tests_toxiproxy_server", TOXIPROXY_SERVER_PY)
 
 
 def mulligan_cmd() -> list[str]:
@@ -88,3 +103,164 @@ def server(nginx: Any) -> Any:
         time.sleep(0.02)
     nginx.clear_access_log()
     return nginx
+
+
+class Toxiproxy:
+    """The session's toxiproxy, with the proxy ``nginx`` to the test nginx.
+
+    Attributes:
+        server: the ToxiproxyServer (its API: add_toxic, remove_toxic, reset).
+        port: the proxy's loopback port.
+        nginx: the nginx behind it.
+    """
+
+    PROXY = "nginx"
+
+    def __init__(self, server: Any, port: int, nginx: Any) -> None:
+        self.server = server
+        self.port = port
+        self.nginx = nginx
+
+    @property
+    def base_url(self) -> str:
+        return "http://127.0.0.1:%d" % self.port
+
+    def url(self, path: str) -> str:
+        """The URL of nginx's `path` through the proxy."""
+        return self.base_url + path
+
+    def add(self, kind: str, stream: str = "downstream", toxicity: float = 1.0,
+            **attributes: Any) -> str:
+        """Adds a toxic of type `kind` on `stream` ("downstream": nginx to
+        the client, or "upstream") to a `toxicity` share of the connections;
+        `attributes` are the toxic's (milliseconds, bytes, KB/s: see
+        toxiproxy's README). Returns its name (for remove)."""
+        return str(self.server.add_toxic(self.PROXY, kind, attributes, stream=stream,
+                                         toxicity=toxicity))
+
+    def remove(self, name: str) -> None:
+        self.server.remove_toxic(self.PROXY, name)
+
+    def reset(self) -> None:
+        """Removes every toxic."""
+        self.server.reset()
+
+
+@pytest.fixture(scope="session")
+def toxiproxy_session(nginx: Any) -> Iterator[Toxiproxy]:
+    module = load_toxiproxy_server_module()
+    try:
+        module.find_toxiproxy()
+    except module.ToxiproxyError as e:
+        if os.environ.get("MULLIGAN_TOXIPROXY"):
+            raise  # scripts/test.sh names the one scripts/setup.sh installed
+        pytest.skip(str(e))
+    with module.ToxiproxyServer() as server:
+        port = server.create_proxy(Toxiproxy.PROXY, "127.0.0.1:%d" % nginx.port)
+        yield Toxiproxy(server, port, nginx)
+
+
+@pytest.fixture
+def toxiproxy(toxiproxy_session: Toxiproxy, server: Any) -> Iterator[Toxiproxy]:
+    """The proxy without toxics (before and after the test), in front of
+    nginx with an empty access log."""
+    toxiproxy_session.reset()
+    yield toxiproxy_session
+    toxiproxy_session.reset()
+
+
+class RawServer:
+    """A loopback HTTP server that tells the test when a request arrived.
+
+    Each connection's request head is read; then the server answers
+    `answer` (raw bytes) and keeps the connection open, or, when `answer`
+    is None, never answers (a transfer that stays in flight until the
+    client gives up). ``requests`` counts the heads received;
+    ``wait_for_requests(n)`` blocks until n have arrived, so a test can act
+    while a transfer is known to be in flight, whatever the load.
+
+    Thread-safety: one accept thread; the counters are read under a lock.
+    """
+
+    def __init__(self, answer: bytes | None = None) -> None:
+        self.answer = answer
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self._listener.getsockname()[1])
+        self._lock = threading.Condition()
+        self._requests = 0
+        self._connections: list[socket.socket] = []
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def base_url(self) -> str:
+        return "http://127.0.0.1:%d" % self.port
+
+    @property
+    def requests(self) -> int:
+        with self._lock:
+            return self._requests
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            with self._lock:
+                if self._closed:
+                    conn.close()
+                    return
+                self._connections.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        data = b""
+        try:
+            while True:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+                while b"\r\n\r\n" in data:
+                    _, data = data.split(b"\r\n\r\n", 1)
+                    with self._lock:
+                        self._requests += 1
+                        self._lock.notify_all()
+                    if self.answer is not None:
+                        conn.sendall(self.answer)
+        except OSError:
+            return
+
+    def wait_for_requests(self, count: int, timeout: float) -> int:
+        """Waits until `count` request heads arrived or `timeout` seconds
+        passed; returns how many arrived."""
+        with self._lock:
+            self._lock.wait_for(lambda: self._requests >= count, timeout)
+            return self._requests
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            connections, self._connections = self._connections, []
+        # shutdown() wakes the threads blocked in accept() and recv().
+        for sock in [self._listener, *connections]:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+
+@pytest.fixture
+def raw_server() -> Iterator[Any]:
+    """A factory of RawServer(answer), closed after the test."""
+    servers: list[RawServer] = []
+
+    def make(answer: bytes | None = None) -> RawServer:
+        servers.append(RawServer(answer))
+        return servers[-1]
+
+    yield make
+    for s in servers:
+        s.close()

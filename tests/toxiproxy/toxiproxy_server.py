@@ -36,6 +36,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -85,6 +86,15 @@ def _free_port() -> int:
 class ToxiproxyServer:
     """A toxiproxy server process with its API on 127.0.0.1.
 
+    Args:
+        seed: seeds toxiproxy's own randomness (which connections a toxic
+            with a toxicity below 1 applies to, latency jitter); None for
+            toxiproxy's default (the clock).
+        log_level: toxiproxy's LOG_LEVEL ("warn" by default: at "info" it
+            logs every connection). Its log goes to a temporary file (a pipe
+            nobody reads would fill up and stall it), quoted when it fails
+            to start.
+
     Attributes (valid after start()):
         api_port: the port of the HTTP API.
         api: "http://127.0.0.1:<api_port>".
@@ -93,9 +103,12 @@ class ToxiproxyServer:
     HTTP request); start() and stop() from one.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, seed: Optional[int] = None, log_level: str = "warn") -> None:
         self.api_port = 0
+        self.seed = seed
+        self.log_level = log_level
         self._proc: Optional["subprocess.Popen[bytes]"] = None
+        self._log: Optional[Any] = None
 
     @property
     def api(self) -> str:
@@ -110,13 +123,19 @@ class ToxiproxyServer:
         binary = find_toxiproxy()
         deadline = time.monotonic() + timeout
         last = ""
+        command = [binary, "-host", "127.0.0.1"]
+        if self.seed is not None:
+            command += ["-seed", str(self.seed)]
+        env = {**os.environ, "LOG_LEVEL": self.log_level}
         for _ in range(8):  # another process may take the port in between
             self.api_port = _free_port()
+            self._log = tempfile.TemporaryFile()
             self._proc = subprocess.Popen(
-                [binary, "-host", "127.0.0.1", "-port", str(self.api_port)],
+                command + ["-port", str(self.api_port)],
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env=env,
                 start_new_session=True,  # a Ctrl-C meant for the test runner is not its
             )
             while time.monotonic() < deadline and self._proc.poll() is None:
@@ -141,10 +160,21 @@ class ToxiproxyServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        if proc.stderr:
-            proc.stderr.close()
-        return err
+        log, self._log = self._log, None
+        if log is None:
+            return ""
+        log.seek(0)
+        text = log.read().decode(errors="replace")
+        log.close()
+        return str(text)
+
+    def log(self) -> str:
+        """Returns what toxiproxy has logged so far ("" when stopped)."""
+        if self._log is None:
+            return ""
+        with open(self._log.fileno(), "rb", closefd=False) as f:
+            f.seek(0)
+            return f.read().decode(errors="replace")
 
     def stop(self) -> None:
         """Stops the server. Idempotent."""
@@ -197,7 +227,18 @@ class ToxiproxyServer:
         """Adds a toxic of type `kind` ("latency", "timeout", "reset_peer",
         "slicer", "limit_data", "slow_close", "bandwidth") to `proxy`;
         `stream` is "downstream" (server to client) or "upstream". Returns
-        the toxic's name (default "<kind>_<stream>")."""
+        the toxic's name (default "<kind>_<stream>").
+
+        Raises:
+            ValueError: a slicer whose size_variation is not below its
+                average_size (toxiproxy 2.5 accepts it, then panics and
+                exits on the first byte it slices).
+            ToxiproxyError: the API refused the toxic.
+        """
+        if kind == "slicer" and not (
+            0 <= attributes.get("size_variation", 0) < attributes.get("average_size", 0)
+        ):
+            raise ValueError(f"slicer: size_variation must be in [0, average_size): {attributes}")
         toxic_name = name or f"{kind}_{stream}"
         self._request(
             "POST",
