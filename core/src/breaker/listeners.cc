@@ -35,7 +35,8 @@ bool CircuitBreaker::RemoveListener(uint64_t id) {
 
 uint64_t CircuitBreaker::AddCallListener(BreakerCallListener listener) {
   std::lock_guard<std::mutex> lock(listeners_->mu);
-  auto list = std::make_shared<Listeners::CallList>(*listeners_->calls);
+  auto list = listeners_->calls ? std::make_shared<Listeners::CallList>(*listeners_->calls)
+                                : std::make_shared<Listeners::CallList>();
   const uint64_t id = listeners_->next_id++;
   list->emplace_back(id, std::move(listener));
   listeners_->calls = std::move(list);
@@ -45,6 +46,7 @@ uint64_t CircuitBreaker::AddCallListener(BreakerCallListener listener) {
 
 bool CircuitBreaker::RemoveCallListener(uint64_t id) {
   std::lock_guard<std::mutex> lock(listeners_->mu);
+  if (!listeners_->calls) return false;
   const Listeners::CallList& current = *listeners_->calls;
   auto it = std::find_if(current.begin(), current.end(),
                          [id](const auto& entry) { return entry.first == id; });
@@ -63,6 +65,7 @@ void CircuitBreaker::NotifyCall(BreakerCallKind kind, BreakerState state, Durati
     std::lock_guard<std::mutex> lock(listeners_->mu);
     list = listeners_->calls;
   }
+  if (!list) return;
   BreakerCallEvent event;
   event.name = options_.name;
   event.kind = kind;

@@ -20,7 +20,9 @@ struct CircuitBreaker::Listeners {
   using CallList = std::vector<std::pair<uint64_t, BreakerCallListener>>;
   std::mutex mu;
   std::shared_ptr<const List> list = std::make_shared<const List>();
-  std::shared_ptr<const CallList> calls = std::make_shared<const CallList>();
+  // Null until the first call listener: most breakers never have one, and
+  // an allocation per breaker is not free (registries hold many).
+  std::shared_ptr<const CallList> calls;
   uint64_t next_id = 1;
 };
 
