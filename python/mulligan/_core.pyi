@@ -219,6 +219,8 @@ class HttpClient:
         breaker_failure_threshold: Optional[int] = None,
         breaker_reset_timeout: float = 30.0,
         breaker_per_attempt: bool = False,
+        breaker_key: str = "origin",
+        breaker_key_templates: list[str] = ...,
     ) -> None: ...
     def request(
         self,
@@ -235,6 +237,7 @@ class HttpClient:
         max_attempts: int = 0,
         no_wait: bool = False,
         clock: Optional[FakeClock] = None,
+        breaker_key: str = "",
     ) -> _ResponseTuple | HttpCall: ...
 
 class HttpCall:
@@ -266,6 +269,8 @@ class HttpLoopDriver:
         breaker_reset_timeout: float = 30.0,
         breaker_per_attempt: bool = False,
         max_connections: int = 0,
+        breaker_key: str = "origin",
+        breaker_key_templates: list[str] = ...,
     ) -> None: ...
     @property
     def loop(self) -> asyncio.AbstractEventLoop: ...
@@ -287,6 +292,7 @@ class HttpLoopDriver:
         max_attempts: int = 0,
         no_wait: bool = False,
         clock: Optional[FakeClock] = None,
+        breaker_key: str = "",
     ) -> int: ...
     def start(self, id: int, future: asyncio.Future[Optional[_RetryInfo]]) -> None: ...
     def finish(self, id: int) -> _ResponseTuple: ...
