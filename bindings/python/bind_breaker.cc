@@ -237,16 +237,51 @@ BreakerListener MakeListener(py::object fn) {
 struct PyBreaker {
   BreakerPtr breaker;
   uint64_t hook_id = 0;
+  uint64_t call_hook_id = 0;
 
   explicit PyBreaker(BreakerPtr b) : breaker(std::move(b)) {}
   PyBreaker(PyBreaker&& other) noexcept
-      : breaker(std::move(other.breaker)), hook_id(std::exchange(other.hook_id, 0)) {}
+      : breaker(std::move(other.breaker)),
+        hook_id(std::exchange(other.hook_id, 0)),
+        call_hook_id(std::exchange(other.call_hook_id, 0)) {}
   PyBreaker& operator=(PyBreaker&&) = delete;
   PyBreaker(const PyBreaker&) = delete;
   ~PyBreaker() {
     if (hook_id != 0 && breaker) breaker->RemoveListener(hook_id);
+    if (call_hook_id != 0 && breaker) breaker->RemoveCallListener(call_hook_id);
   }
 };
+
+// As MakeListener, for call events: fn(name, kind, state, duration_s, stale, at).
+BreakerCallListener MakeCallListener(py::object fn) {
+  auto hook = std::make_shared<Hook>();
+  hook->fn = std::move(fn);
+  return [hook](const BreakerCallEvent& e) {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    try {
+      hook->fn(Utf8(std::string(e.name)), BreakerCallKindName(e.kind),
+               BreakerStateName(e.state), DurationToSeconds(e.duration), e.stale,
+               TimePointToMonotonic(e.at));
+    } catch (py::error_already_set& err) {
+      err.discard_as_unraisable("mulligan circuit breaker call listener");
+    } catch (const std::exception&) {
+    }
+  };
+}
+
+py::object TripDict(const std::optional<BreakerTrip>& trip) {
+  if (!trip) return py::none();
+  py::dict d;
+  d["from_state"] = BreakerStateName(trip->from);
+  d["reason"] = trip->reason;
+  d["at"] = TimePointToMonotonic(trip->at);
+  d["consecutive_failures"] = trip->consecutive_failures;
+  d["window_calls"] = trip->window_calls;
+  d["window_failure_rate"] = trip->window_failure_rate;
+  d["window_slow_rate"] = trip->window_slow_rate;
+  return std::move(d);
+}
 
 TimePoint NowOr(std::optional<double> now) {
   return now ? MonotonicToTimePoint(*now) : SteadyNow();
@@ -266,7 +301,8 @@ CircuitBreakerOptions MakeOptions(const std::string& name, int failure_threshold
                                   std::optional<double> slow_call_duration,
                                   double slow_call_rate_threshold, double reset_timeout,
                                   double reset_timeout_multiplier, double max_reset_timeout,
-                                  int half_open_max_calls, double permit_timeout) {
+                                  int half_open_max_calls, double permit_timeout,
+                                  std::optional<double> max_half_open_duration) {
   CircuitBreakerOptions o;
   o.name = name;
   o.failure_threshold = failure_threshold;
@@ -285,6 +321,10 @@ CircuitBreakerOptions MakeOptions(const std::string& name, int failure_threshold
   o.max_reset_timeout = SecondsToDuration(max_reset_timeout, "max_reset_timeout");
   o.half_open_max_calls = half_open_max_calls;
   o.permit_timeout = SecondsToDuration(permit_timeout, "permit_timeout");
+  if (max_half_open_duration) {
+    o.max_half_open_duration =
+        SecondsToDuration(*max_half_open_duration, "max_half_open_duration");
+  }
   return o;
 }
 
@@ -300,6 +340,7 @@ py::dict CountsDict(const BreakerCounts& c) {
   d["window_calls"] = c.window_calls;
   d["window_failure_rate"] = c.window_failure_rate;
   d["window_slow_rate"] = c.window_slow_rate;
+  d["stale"] = c.stale;
   return d;
 }
 
@@ -310,7 +351,7 @@ py::dict CountsDict(const BreakerCounts& c) {
   py::arg("slow_call_duration") = py::none(), py::arg("slow_call_rate_threshold") = 100.0,   \
   py::arg("reset_timeout") = 30.0, py::arg("reset_timeout_multiplier") = 1.0,                \
   py::arg("max_reset_timeout") = 300.0, py::arg("half_open_max_calls") = 1,                  \
-  py::arg("permit_timeout") = 60.0
+  py::arg("permit_timeout") = 60.0, py::arg("max_half_open_duration") = py::none()
 
 }  // namespace
 
@@ -329,12 +370,13 @@ void BindCircuitBreakerClass(py::module_& m) {
                        std::optional<double> slow_call_duration, double slow_call_rate_threshold,
                        double reset_timeout, double reset_timeout_multiplier,
                        double max_reset_timeout, int half_open_max_calls,
-                       double permit_timeout) {
+                       double permit_timeout, std::optional<double> max_half_open_duration) {
              auto created = CircuitBreaker::Create(MakeOptions(
                  name, failure_threshold, window, window_size, window_duration, window_buckets,
                  failure_rate_threshold, minimum_calls, slow_call_duration,
                  slow_call_rate_threshold, reset_timeout, reset_timeout_multiplier,
-                 max_reset_timeout, half_open_max_calls, permit_timeout));
+                 max_reset_timeout, half_open_max_calls, permit_timeout,
+                 max_half_open_duration));
              return PyBreaker(BreakerPtr(Unwrap(std::move(created))));
            }),
            py::arg("name"), py::kw_only(), MULLIGAN_BREAKER_KWARGS)
@@ -370,6 +412,17 @@ void BindCircuitBreakerClass(py::module_& m) {
       .def("reset",
            [](const PyBreaker& b, std::optional<double> now) { b.breaker->Reset(NowOr(now)); },
            py::arg("now") = py::none())
+      .def("force_open_until",
+           [](const PyBreaker& b, double until, std::optional<double> now) {
+             const Status status = b.breaker->ForceOpenUntil(MonotonicToTimePoint(until),
+                                                             NowOr(now));
+             if (!status.ok()) ThrowStatus(status);
+           },
+           py::arg("until"), py::arg("now") = py::none(),
+           "Opens until the monotonic instant `until` (seconds), then half-open.")
+      .def("half_open",
+           [](const PyBreaker& b, std::optional<double> now) { b.breaker->HalfOpen(NowOr(now)); },
+           py::arg("now") = py::none())
       .def("set_hook",
            [](PyBreaker& b, py::object fn) {
              if (b.hook_id != 0) b.breaker->RemoveListener(b.hook_id);
@@ -379,6 +432,21 @@ void BindCircuitBreakerClass(py::module_& m) {
            py::arg("fn"),
            "Sets the one transition hook fn(name, from, to, reason, at) of this wrapper "
            "(None removes it).")
+      .def("set_call_hook",
+           [](PyBreaker& b, py::object fn) {
+             if (b.call_hook_id != 0) b.breaker->RemoveCallListener(b.call_hook_id);
+             b.call_hook_id = 0;
+             if (!fn.is_none()) {
+               b.call_hook_id = b.breaker->AddCallListener(MakeCallListener(std::move(fn)));
+             }
+           },
+           py::arg("fn"),
+           "Sets the one call hook fn(name, kind, state, duration, stale, at) of this "
+           "wrapper (None removes it, and with it the cost of the events).")
+      .def("last_trip", [](const PyBreaker& b) { return TripDict(b.breaker->last_trip()); },
+           "The figures of the last opening as a dict, or None.")
+      .def_property_readonly("reported_name",
+                             [](const PyBreaker& b) { return Utf8(b.breaker->reported_name()); })
       .def("options",
            [](const PyBreaker& b) {
              const CircuitBreakerOptions& o = b.breaker->options();
@@ -401,6 +469,10 @@ void BindCircuitBreakerClass(py::module_& m) {
              d["max_reset_timeout"] = DurationToSeconds(o.max_reset_timeout);
              d["half_open_max_calls"] = o.half_open_max_calls;
              d["permit_timeout"] = DurationToSeconds(o.permit_timeout);
+             d["max_half_open_duration"] =
+                 o.max_half_open_duration
+                     ? py::object(py::float_(DurationToSeconds(*o.max_half_open_duration)))
+                     : py::object(py::none());
              return d;
            });
 
@@ -415,14 +487,15 @@ void BindBreakerRegistryClass(py::module_& m) {
                        std::optional<double> slow_call_duration, double slow_call_rate_threshold,
                        double reset_timeout, double reset_timeout_multiplier,
                        double max_reset_timeout, int half_open_max_calls,
-                       double permit_timeout) {
+                       double permit_timeout, std::optional<double> max_half_open_duration) {
              BreakerRegistryOptions options;
              options.max_breakers = max_breakers;
              options.breaker = MakeOptions(
                  "", failure_threshold, window, window_size, window_duration, window_buckets,
                  failure_rate_threshold, minimum_calls, slow_call_duration,
                  slow_call_rate_threshold, reset_timeout, reset_timeout_multiplier,
-                 max_reset_timeout, half_open_max_calls, permit_timeout);
+                 max_reset_timeout, half_open_max_calls, permit_timeout,
+                 max_half_open_duration);
              return Unwrap(BreakerRegistry::Create(options));
            }),
            py::kw_only(), py::arg("max_breakers") = 10000, MULLIGAN_BREAKER_KWARGS)

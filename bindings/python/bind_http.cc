@@ -63,6 +63,23 @@ HttpClientOptions MakeOptions(const RetryPolicy* policy, double attempt_timeout,
   return options;
 }
 
+void SetBreakerKey(HttpClientOptions& options, const std::string& kind,
+                   std::vector<std::string> templates) {
+  if (kind == "origin") {
+    options.breaker_key.kind = BreakerKeyKind::kOrigin;
+  } else if (kind == "host") {
+    options.breaker_key.kind = BreakerKeyKind::kHost;
+  } else if (kind == "path") {
+    options.breaker_key.kind = BreakerKeyKind::kPath;
+  } else if (kind == "path_template") {
+    options.breaker_key.kind = BreakerKeyKind::kPathTemplate;
+  } else {
+    ThrowStatus(InvalidArgumentError(
+        "breaker_key must be 'origin', 'host', 'path' or 'path_template', got '" + kind + "'"));
+  }
+  options.breaker_key.templates = std::move(templates);
+}
+
 // Every request argument the Python layer passes, in one place.
 HttpRequest MakeRequest(std::string method, std::string url, HttpHeaders headers,
                         std::string body, std::optional<std::string> idempotency_key,
@@ -206,7 +223,7 @@ py::object Request(py::object client_obj, std::string method, std::string url,
                    std::optional<std::string> idempotency_key, py::object policy_obj,
                    std::optional<bool> follow_redirects, std::optional<int> max_redirects,
                    std::optional<bool> strict, bool fallback, int max_attempts, bool no_wait,
-                   py::object clock_obj) {
+                   py::object clock_obj, std::string breaker_key) {
   HttpClient& client = client_obj.cast<HttpClient&>();
   const RetryPolicy* policy =
       policy_obj.is_none() ? nullptr : &policy_obj.cast<const RetryPolicy&>();
@@ -216,6 +233,7 @@ py::object Request(py::object client_obj, std::string method, std::string url,
   request.fallback = fallback;
   request.max_attempts = max_attempts < 0 ? 0 : max_attempts;
   request.no_wait = no_wait;
+  request.breaker_key = std::move(breaker_key);
   if (!clock_obj.is_none()) request.clock = clock_obj.cast<FakeClock*>();
   auto poll = std::make_unique<SignalPoll>();
   request.should_abort = [p = poll.get()] { return (*p)(); };
@@ -242,11 +260,15 @@ void BindHttp(py::module_& m) {
                         bool verify_tls, const std::string& user_agent, bool follow_redirects,
                         int max_redirects, const std::string& ca_bundle, bool strict,
                         std::optional<int> breaker_failure_threshold,
-                        double breaker_reset_timeout, bool breaker_per_attempt) {
-    return Unwrap(HttpClient::Create(
+                        double breaker_reset_timeout, bool breaker_per_attempt,
+                        const std::string& breaker_key,
+                        std::vector<std::string> breaker_key_templates) {
+    HttpClientOptions options =
         MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
                     follow_redirects, max_redirects, ca_bundle, strict,
-                    breaker_failure_threshold, breaker_reset_timeout, breaker_per_attempt)));
+                    breaker_failure_threshold, breaker_reset_timeout, breaker_per_attempt);
+    SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
+    return Unwrap(HttpClient::Create(options));
   };
   py::class_<HttpClient, std::unique_ptr<HttpClient>>(
       m, "HttpClient", "A resilient HTTP client; request() may be called from many threads.")
@@ -256,13 +278,16 @@ void BindHttp(py::module_& m) {
            py::arg("follow_redirects") = false, py::arg("max_redirects") = 10,
            py::arg("ca_bundle") = "", py::arg("strict") = false,
            py::arg("breaker_failure_threshold") = py::none(),
-           py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false)
+           py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false,
+           py::arg("breaker_key") = "origin",
+           py::arg("breaker_key_templates") = std::vector<std::string>())
       .def("request", &Request, py::arg("method"), py::arg("url"), py::arg("headers"),
            py::arg("body"), py::arg("idempotency_key") = py::none(),
            py::arg("policy") = py::none(), py::arg("follow_redirects") = py::none(),
            py::arg("max_redirects") = py::none(), py::arg("strict") = py::none(),
            py::arg("fallback") = false, py::arg("max_attempts") = 0,
            py::arg("no_wait") = false, py::arg("clock") = py::none(),
+           py::arg("breaker_key") = "",
            "Sends one logical request: the response tuple, or an HttpCall when a retry\n"
            "is decided (wait its delay, then resume()). Raises what the call ended with.");
 

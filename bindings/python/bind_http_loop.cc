@@ -371,11 +371,13 @@ void BindHttpLoop(py::module_& m) {
                         bool follow_redirects, int max_redirects, const std::string& ca_bundle,
                         bool strict, std::optional<int> breaker_failure_threshold,
                         double breaker_reset_timeout, bool breaker_per_attempt,
-                        int max_connections) {
+                        int max_connections, const std::string& breaker_key,
+                        std::vector<std::string> breaker_key_templates) {
     HttpClientOptions options =
         MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
                     follow_redirects, max_redirects, ca_bundle, strict, breaker_failure_threshold,
                     breaker_reset_timeout, breaker_per_attempt);
+    SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
     options.max_connections = max_connections;
     std::unique_ptr<HttpAsyncEngine> engine = Unwrap(HttpAsyncEngine::Create(options));
     return std::make_unique<LoopDriver>(std::move(loop), std::move(engine));
@@ -391,7 +393,8 @@ void BindHttpLoop(py::module_& m) {
            py::arg("max_redirects") = 10, py::arg("ca_bundle") = "", py::arg("strict") = false,
            py::arg("breaker_failure_threshold") = py::none(),
            py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false,
-           py::arg("max_connections") = 0)
+           py::arg("max_connections") = 0, py::arg("breaker_key") = "origin",
+           py::arg("breaker_key_templates") = std::vector<std::string>())
       .def_property_readonly("loop", &LoopDriver::loop)
       .def_property_readonly("closed", &LoopDriver::closed)
       .def(
@@ -400,7 +403,8 @@ void BindHttpLoop(py::module_& m) {
              HttpHeaders headers, std::string body, std::optional<std::string> idempotency_key,
              const RetryPolicy* policy, std::optional<bool> follow_redirects,
              std::optional<int> max_redirects, std::optional<bool> strict, bool fallback,
-             int max_attempts, bool no_wait, std::shared_ptr<FakeClock> clock) {
+             int max_attempts, bool no_wait, std::shared_ptr<FakeClock> clock,
+             std::string breaker_key) {
             // The engine copies the request and the policy; the clock (a
             // test's FakeClock) is kept by the driver while calls use it.
             HttpRequest request =
@@ -410,6 +414,7 @@ void BindHttpLoop(py::module_& m) {
             request.fallback = fallback;
             request.max_attempts = max_attempts < 0 ? 0 : max_attempts;
             request.no_wait = no_wait;
+            request.breaker_key = std::move(breaker_key);
             if (clock) {
               request.clock = clock.get();
               driver.KeepClock(std::move(clock));
@@ -421,7 +426,7 @@ void BindHttpLoop(py::module_& m) {
           py::arg("policy") = py::none(), py::arg("follow_redirects") = py::none(),
           py::arg("max_redirects") = py::none(), py::arg("strict") = py::none(),
           py::arg("fallback") = false, py::arg("max_attempts") = 0, py::arg("no_wait") = false,
-          py::arg("clock") = nullptr)
+          py::arg("clock") = nullptr, py::arg("breaker_key") = "")
       .def("start", &LoopDriver::Start, py::arg("id"), py::arg("future"))
       .def("finish", &LoopDriver::Finish, py::arg("id"))
       .def("cancel", &LoopDriver::Cancel, py::arg("id"))

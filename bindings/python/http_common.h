@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bindings.h"
 #include "mulligan/http/async_engine.h"
@@ -27,6 +28,12 @@ HttpClientOptions MakeOptions(const RetryPolicy* policy, double attempt_timeout,
                               double breaker_reset_timeout, bool breaker_per_attempt);
 
 // Every request argument the Python layer passes, in one place.
+// Sets what the client keys its breakers by: "origin", "host", "path" or
+// "path_template" (with `templates`). Raises ValueError for anything else
+// (the engine's ValidateBreakerKey checks the templates at creation).
+void SetBreakerKey(HttpClientOptions& options, const std::string& kind,
+                   std::vector<std::string> templates);
+
 HttpRequest MakeRequest(std::string method, std::string url, HttpHeaders headers,
                         std::string body, std::optional<std::string> idempotency_key,
                         const RetryPolicy* policy, std::optional<bool> follow_redirects,

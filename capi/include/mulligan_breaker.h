@@ -283,6 +283,19 @@ MULLIGAN_API int mulligan_breaker_options_set_permit_timeout_ms(mulligan_breaker
                                                                 double timeout_ms);
 
 /**
+ * Bounds the half-open state: a breaker that has not closed `duration_ms`
+ * after it became half-open reopens (reason "half_open_timeout"), its open
+ * period starting at that instant (resilience4j's
+ * maxWaitDurationInHalfOpenState). Default: no limit.
+ * @param opts  the options.
+ * @param duration_ms  finite, > 0.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_breaker_options_set_max_half_open_duration_ms(
+    mulligan_breaker_options *opts, double duration_ms);
+
+/**
  * Sets the clock breakers read `now` from (default NULL: the system steady
  * clock). A fake clock makes every state change reproducible in tests.
  * @param opts  the options.
@@ -337,8 +350,11 @@ typedef struct mulligan_breaker_permit {
 /**
  * Counters of a breaker, for metrics (mulligan_breaker_get_counts()).
  * Cumulative counters cover results recorded since creation or the last
- * reset; results of stale permits are not counted.
- * @since 0.1
+ * reset. A result recorded with a stale permit (issued before a state
+ * change, or a probe recorded after its permit timeout) changes no state and
+ * is counted in `stale` only.
+ * @since 0.1 (`stale` since 0.2: a caller compiled against 0.1 passes the
+ *        smaller struct_size and gets every field but it)
  */
 typedef struct mulligan_breaker_counts {
   /** sizeof(mulligan_breaker_counts) as compiled by the caller. */
@@ -359,11 +375,94 @@ typedef struct mulligan_breaker_counts {
   /** Window failure and slow-call rates in percent. */
   double window_failure_rate;
   double window_slow_rate;
+  /** Results recorded with a stale permit; not in `calls`. @since 0.2 */
+  uint64_t stale;
 } mulligan_breaker_counts;
 
 /** Initialiser for mulligan_breaker_counts. @since 0.1 */
 #define MULLIGAN_BREAKER_COUNTS_INIT \
-  { (uint32_t)sizeof(mulligan_breaker_counts), 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0 }
+  { (uint32_t)sizeof(mulligan_breaker_counts), 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0 }
+
+/**
+ * The figures of a breaker's last opening (mulligan_breaker_get_last_trip()):
+ * the consecutive-failure run and the sliding window as they were just
+ * before the transition cleared them, so an operator can see why it opened.
+ * @since 0.2
+ */
+typedef struct mulligan_breaker_trip {
+  /** sizeof(mulligan_breaker_trip) as compiled by the caller. */
+  uint32_t struct_size;
+  /** OUT: 1 when the breaker opened since creation or the last reset (the
+   *  fields below are then set), 0 otherwise (they are zeroed). */
+  int tripped;
+  /** OUT: the mulligan_breaker_state it opened from (CLOSED for a trip,
+   *  HALF_OPEN for a failed probe, METRICS_ONLY for a would-be trip). */
+  int from;
+  /** OUT: static text, as mulligan_breaker_transition.reason; "" when not
+   *  tripped. */
+  const char *reason;
+  /** OUT: the breaker clock's reading (ms) of the call that opened it. */
+  double at_ms;
+  /** OUT: the run of consecutive failures at the trip. */
+  int consecutive_failures;
+  /** OUT: calls in the window, and its failure and slow-call rates in
+   *  percent (0 without a window). */
+  uint64_t window_calls;
+  double window_failure_rate;
+  double window_slow_rate;
+} mulligan_breaker_trip;
+
+/** Initialiser for mulligan_breaker_trip. @since 0.2 */
+#define MULLIGAN_BREAKER_TRIP_INIT \
+  { (uint32_t)sizeof(mulligan_breaker_trip), 0, 0, "", 0.0, 0, 0, 0.0, 0.0 }
+
+/**
+ * What one call did, for call listeners (resilience4j's onSuccess, onError,
+ * onIgnoredError and onCallNotPermitted events). Values are pinned.
+ * @since 0.2
+ */
+typedef enum mulligan_breaker_call_kind {
+  /** A result recorded as MULLIGAN_CALL_SUCCESS. */
+  MULLIGAN_BREAKER_CALL_SUCCESS = 0,
+  /** A result recorded as MULLIGAN_CALL_FAILURE. */
+  MULLIGAN_BREAKER_CALL_FAILURE = 1,
+  /** A result recorded as MULLIGAN_CALL_IGNORED. */
+  MULLIGAN_BREAKER_CALL_IGNORED = 2,
+  /** A refused acquire. */
+  MULLIGAN_BREAKER_CALL_REJECTED = 3
+} mulligan_breaker_call_kind;
+
+/**
+ * One call's event, passed to call listeners. Valid only during the callback.
+ * @since 0.2
+ */
+typedef struct mulligan_breaker_call_event {
+  /** sizeof(mulligan_breaker_call_event) as compiled by the library. */
+  uint32_t struct_size;
+  /** The breaker's name (NUL-terminated; borrowed for the callback). */
+  const char *name;
+  /** A mulligan_breaker_call_kind. */
+  int kind;
+  /** The mulligan_breaker_state the breaker answered in (acquire) or was in
+   *  when the result arrived (record, before any change it caused). */
+  int state;
+  /** Results: the call's duration in ms as recorded; 0 for a refusal. */
+  double duration_ms;
+  /** Results: 1 when the permit was stale (the result changed nothing). */
+  int stale;
+  /** The breaker clock's reading (ms) of the acquire or record. */
+  double at_ms;
+} mulligan_breaker_call_event;
+
+/**
+ * Receives call events, on the thread of the acquire or record, after the
+ * breaker's lock is released and after the transition listeners of the same
+ * call. Return 0; other values are reserved and ignored. Must not longjmp or
+ * throw. With several threads, events may arrive out of order.
+ * @since 0.2
+ */
+typedef int (*mulligan_breaker_call_listener)(const mulligan_breaker_call_event *event,
+                                              void *user_data);
 
 /**
  * A state change, passed to listeners. Valid only during the callback.
@@ -379,7 +478,8 @@ typedef struct mulligan_breaker_transition {
   int to;
   /** Static text: "failure_threshold", "failure_rate", "slow_call_rate",
    *  "reset_timeout_elapsed", "probe_succeeded", "probe_failed",
-   *  "forced_open", "disabled", "metrics_only", "reset", or
+   *  "forced_open", "disabled", "metrics_only", "reset", and since 0.2
+   *  "half_open_timeout", "forced_open_until", "half_open", or
    *  "metrics_only:<condition>". */
   const char *reason;
   /** The breaker clock's reading (as mulligan_clock_now_ms()) of the call
@@ -522,6 +622,44 @@ MULLIGAN_API int mulligan_breaker_metrics_only(mulligan_breaker *breaker);
 MULLIGAN_API int mulligan_breaker_reset(mulligan_breaker *breaker);
 
 /**
+ * Opens the breaker for `duration_ms` from now (mulligan_breaker_force_open_for_ms)
+ * or until the breaker clock reads `until_ms` (..._until_ms), whatever its
+ * state. Unlike mulligan_breaker_force_open() the state is
+ * MULLIGAN_BREAKER_OPEN: when the period ends the breaker turns half-open and
+ * probes as after a trip. Starts a new generation (outstanding permits
+ * become stale), restarts the reset-timeout growth, and notifies listeners
+ * with reason "forced_open_until".
+ * @param breaker  the breaker.
+ * @param duration_ms  finite, > 0.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (NULL, a bad number, or
+ *         an end not after now; nothing changes then).
+ * Thread-safety: thread-safe.
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_breaker_force_open_for_ms(mulligan_breaker *breaker,
+                                                    double duration_ms);
+/**
+ * See mulligan_breaker_force_open_for_ms().
+ * @param breaker  the breaker.
+ * @param until_ms  an instant on the breaker's clock (as mulligan_clock_now_ms()),
+ *                  after now.
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_breaker_force_open_until_ms(mulligan_breaker *breaker,
+                                                      double until_ms);
+
+/**
+ * Switches the breaker to half-open at once, from any state (resilience4j's
+ * transitionToHalfOpenState): a new generation with every probe slot free;
+ * listeners hear reason "half_open". No-op when already half-open.
+ * @param breaker  the breaker.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (NULL).
+ * Thread-safety: thread-safe.
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_breaker_half_open(mulligan_breaker *breaker);
+
+/**
  * Adds a transition listener to the breaker.
  * @param breaker  the breaker.
  * @param listener  the callback (not NULL).
@@ -549,6 +687,72 @@ MULLIGAN_API int mulligan_breaker_add_listener(mulligan_breaker *breaker,
  * @since 0.1
  */
 MULLIGAN_API int mulligan_breaker_remove_listener(mulligan_breaker *breaker, uint64_t id);
+
+/**
+ * Returns the name of a call kind.
+ * @param kind  a mulligan_breaker_call_kind.
+ * @return static text: "success", "failure", "ignored", "rejected", or
+ *         "unknown" for any other value.
+ * @since 0.2
+ */
+MULLIGAN_API const char *mulligan_breaker_call_kind_str(int kind);
+
+/**
+ * Reads the figures of the breaker's last opening.
+ * @param breaker  the breaker.
+ * @param out  OUT: struct_size set (MULLIGAN_BREAKER_TRIP_INIT); out->tripped
+ *             says whether it ever opened since creation or the last reset.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (NULL, or a struct_size
+ *         below the 0.2 size).
+ * Thread-safety: thread-safe.
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_breaker_get_last_trip(const mulligan_breaker *breaker,
+                                                mulligan_breaker_trip *out);
+
+/**
+ * Returns the name the breaker's metrics are reported under in
+ * mulligan_metrics_json() and mulligan_metrics_prometheus(): its metrics
+ * name (or name), or "<name>#2", "<name>#3", ... when another live breaker
+ * already reports under it, so one metrics name never mixes two breakers.
+ * @param breaker  the breaker.
+ * @return borrowed: valid while the handle lives; "" when the breaker
+ *         reports no metrics, and for NULL (with the last error set).
+ * @since 0.2
+ */
+MULLIGAN_API const char *mulligan_breaker_reported_name(const mulligan_breaker *breaker);
+
+/**
+ * Adds a call listener: one event per result recorded (success, failure,
+ * ignored; stale ones flagged) and per refused acquire. Without call
+ * listeners a call pays one atomic load for this feature.
+ * @param breaker  the breaker.
+ * @param listener  the callback (not NULL).
+ * @param user_data  passed to it.
+ * @param free_user_data  may be NULL; called once with user_data when the
+ *                        listener is removed and no notification still uses
+ *                        it, or when the breaker is destroyed.
+ * @param out_id  OUT, may be NULL: the listener's id (never 0), for
+ *                mulligan_breaker_remove_call_listener().
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT, MULLIGAN_E_NO_MEMORY (then
+ *         free_user_data is not called).
+ * Thread-safety: thread-safe.
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_breaker_add_call_listener(mulligan_breaker *breaker,
+                                                    mulligan_breaker_call_listener listener,
+                                                    void *user_data,
+                                                    void (*free_user_data)(void *user_data),
+                                                    uint64_t *out_id);
+
+/**
+ * Removes a call listener.
+ * @param breaker  the breaker.
+ * @param id  from mulligan_breaker_add_call_listener().
+ * @return MULLIGAN_OK, or MULLIGAN_E_INVALID_ARGUMENT (no such call listener).
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_breaker_remove_call_listener(mulligan_breaker *breaker, uint64_t id);
 
 /**
  * Breakers by key with one shared configuration (the key becomes the name).

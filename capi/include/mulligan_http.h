@@ -320,6 +320,51 @@ MULLIGAN_API int mulligan_http_options_set_breaker(mulligan_http_options *opts,
                                                    int breaker_per_attempt);
 
 /**
+ * What an HTTP client keys its circuit breakers by (mulligan_http_options_set_breaker_key()).
+ * Values are pinned; append only. (A key function is C++ and Python only.)
+ * @since 0.2
+ */
+typedef enum mulligan_breaker_key {
+  /** "scheme://host:port": one breaker per server (the default). */
+  MULLIGAN_BREAKER_KEY_ORIGIN = 0,
+  /** The host name alone, lower case: one breaker for every port of a host. */
+  MULLIGAN_BREAKER_KEY_HOST = 1,
+  /** The origin and the path, without query or fragment: one per URL. */
+  MULLIGAN_BREAKER_KEY_PATH = 2,
+  /** The origin and the first matching path template (else the origin). */
+  MULLIGAN_BREAKER_KEY_PATH_TEMPLATE = 3
+} mulligan_breaker_key;
+
+/**
+ * Chooses what the client's breakers are keyed by (with
+ * mulligan_http_options_set_breaker(); the metrics stay by origin).
+ * MULLIGAN_BREAKER_KEY_PATH_TEMPLATE needs at least one template
+ * (mulligan_http_options_add_breaker_key_template()) when the client is
+ * created. A refusal's last error names the breaker by its key ("circuit
+ * breaker 'http://127.0.0.1:8080/down' is open; ...").
+ * @param opts  the options.
+ * @param kind  a mulligan_breaker_key.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (NULL, or a kind out of range).
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_http_options_set_breaker_key(mulligan_http_options *opts, int kind);
+
+/**
+ * Appends a path template for MULLIGAN_BREAKER_KEY_PATH_TEMPLATE; templates
+ * are tried in order. Syntax: '/'-separated segments starting with '/'; a
+ * segment "{name}" matches exactly one non-empty segment, "{name...}" as the
+ * last segment one or more; any other segment matches itself exactly
+ * (case-sensitive). "/users/{id}" matches "/users/42", not "/users/42/".
+ * @param opts  the options.
+ * @param path_template  NUL-terminated UTF-8, copied.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (NULL, or a malformed
+ *         template: the last error says why).
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_http_options_add_breaker_key_template(mulligan_http_options *opts,
+                                                                const char *path_template);
+
+/**
  * What an on_retry callback is told before each wait. Grows only at the end;
  * read struct_size before any field added after 0.1.
  * @since 0.1

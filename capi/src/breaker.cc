@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -38,7 +39,11 @@ using mulligan::internal::DurationFromMillis;
 
 // The first published sizes of the caller-owned structs.
 constexpr size_t kPermitSizeV0_1 = sizeof(mulligan_breaker_permit);
-constexpr size_t kCountsSizeV0_1 = sizeof(mulligan_breaker_counts);
+// `stale` was appended in 0.2: a 0.1 caller's struct ends before it.
+constexpr size_t kCountsSizeV0_1 = offsetof(mulligan_breaker_counts, stale);
+constexpr size_t kCountsSizeWithStale =
+    offsetof(mulligan_breaker_counts, stale) + sizeof(uint64_t);
+constexpr size_t kTripSizeV0_2 = sizeof(mulligan_breaker_trip);
 
 const mulligan::Clock* ClockOf(const mulligan_breaker_options* opts) {
   if (opts != nullptr && opts->clock != nullptr) return opts->clock;
@@ -112,6 +117,20 @@ int Refused(const mulligan::CircuitBreaker& breaker, const mulligan::Admission& 
 
 // Transition listener state: the callback and the caller's user_data, freed
 // through free_user_data when the last copy of the listener goes away.
+// A C call listener and its user data, freed with the last reference (the
+// breaker's copy of the std::function, or a notification still running).
+struct CallListenerData {
+  mulligan_breaker_call_listener fn = nullptr;
+  void* user_data = nullptr;
+  void (*free_user_data)(void*) = nullptr;
+  CallListenerData() = default;
+  CallListenerData(const CallListenerData&) = delete;
+  CallListenerData& operator=(const CallListenerData&) = delete;
+  ~CallListenerData() {
+    if (free_user_data != nullptr) free_user_data(user_data);
+  }
+};
+
 struct ListenerData {
   mulligan_breaker_listener fn = nullptr;
   void* user_data = nullptr;
@@ -212,6 +231,8 @@ MULLIGAN_MS_SETTER(mulligan_breaker_options_set_max_reset_timeout_ms, "max_reset
                    max_reset_timeout)
 MULLIGAN_MS_SETTER(mulligan_breaker_options_set_permit_timeout_ms, "permit_timeout_ms",
                    permit_timeout)
+MULLIGAN_MS_SETTER(mulligan_breaker_options_set_max_half_open_duration_ms,
+                   "max_half_open_duration_ms", max_half_open_duration)
 #undef MULLIGAN_MS_SETTER
 
 int mulligan_breaker_options_set_failure_rate_threshold(mulligan_breaker_options* opts,
@@ -384,6 +405,7 @@ int mulligan_breaker_get_counts(const mulligan_breaker* breaker, mulligan_breake
   out->window_calls = c.window_calls;
   out->window_failure_rate = c.window_failure_rate;
   out->window_slow_rate = c.window_slow_rate;
+  if (out->struct_size >= kCountsSizeWithStale) out->stale = c.stale;
   return MULLIGAN_OK;
   MULLIGAN_CAPI_END
 }
@@ -446,6 +468,120 @@ int mulligan_breaker_remove_listener(mulligan_breaker* breaker, uint64_t id) {
   MULLIGAN_CHECK_NOT_NULL(breaker);
   if (!breaker->impl->RemoveListener(id)) {
     return SetError(MULLIGAN_E_INVALID_ARGUMENT, "no listener with id %llu",
+                    static_cast<unsigned long long>(id));
+  }
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_breaker_force_open_for_ms(mulligan_breaker* breaker, double duration_ms) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(breaker);
+  if (!CheckMs("duration_ms", duration_ms, true)) return MULLIGAN_E_INVALID_ARGUMENT;
+  const mulligan::Status status =
+      breaker->impl->ForceOpenFor(DurationFromMillis(duration_ms), breaker->clock->Now());
+  if (!status.ok()) return SetError(status);
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_breaker_force_open_until_ms(mulligan_breaker* breaker, double until_ms) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(breaker);
+  mulligan::TimePoint until;
+  if (!mulligan::capi_internal::TimePointFromMs("until_ms", until_ms, &until)) {
+    return MULLIGAN_E_INVALID_ARGUMENT;
+  }
+  const mulligan::Status status = breaker->impl->ForceOpenUntil(until, breaker->clock->Now());
+  if (!status.ok()) return SetError(status);
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_breaker_half_open(mulligan_breaker* breaker) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(breaker);
+  breaker->impl->HalfOpen(breaker->clock->Now());
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+const char* mulligan_breaker_call_kind_str(int kind) {
+  MULLIGAN_CAPI_BEGIN
+  if (kind < MULLIGAN_BREAKER_CALL_SUCCESS || kind > MULLIGAN_BREAKER_CALL_REJECTED) {
+    return "unknown";
+  }
+  return mulligan::BreakerCallKindName(static_cast<mulligan::BreakerCallKind>(kind));
+  MULLIGAN_CAPI_END_RETURN("unknown")
+}
+
+int mulligan_breaker_get_last_trip(const mulligan_breaker* breaker, mulligan_breaker_trip* out) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(breaker);
+  MULLIGAN_CHECK_NOT_NULL(out);
+  if (int rc = CheckStructSize("out", out->struct_size, kTripSizeV0_2,
+                               "MULLIGAN_BREAKER_TRIP_INIT")) {
+    return rc;
+  }
+  const std::optional<mulligan::BreakerTrip> trip = breaker->impl->last_trip();
+  out->tripped = trip ? 1 : 0;
+  out->from = trip ? static_cast<int>(trip->from) : 0;
+  out->reason = trip ? trip->reason : "";
+  out->at_ms = trip ? TimePointToMs(trip->at) : 0.0;
+  out->consecutive_failures = trip ? trip->consecutive_failures : 0;
+  out->window_calls = trip ? trip->window_calls : 0;
+  out->window_failure_rate = trip ? trip->window_failure_rate : 0.0;
+  out->window_slow_rate = trip ? trip->window_slow_rate : 0.0;
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+const char* mulligan_breaker_reported_name(const mulligan_breaker* breaker) {
+  MULLIGAN_CAPI_BEGIN
+  if (breaker == nullptr) {
+    SetError(MULLIGAN_E_INVALID_ARGUMENT, "%s: breaker must not be NULL", __func__);
+    return "";
+  }
+  return breaker->impl->reported_name().c_str();
+  MULLIGAN_CAPI_END_RETURN("")
+}
+
+int mulligan_breaker_add_call_listener(mulligan_breaker* breaker,
+                                       mulligan_breaker_call_listener listener, void* user_data,
+                                       void (*free_user_data)(void* user_data),
+                                       uint64_t* out_id) {
+  MULLIGAN_CAPI_BEGIN
+  if (out_id != nullptr) *out_id = 0;
+  MULLIGAN_CHECK_NOT_NULL(breaker);
+  MULLIGAN_CHECK_NOT_NULL(listener);
+  // Until the shared_ptr owns it, a failure must not call free_user_data.
+  auto data = std::make_shared<CallListenerData>();
+  data->fn = listener;
+  data->user_data = user_data;
+  data->free_user_data = free_user_data;
+  const uint64_t id =
+      breaker->impl->AddCallListener([data](const mulligan::BreakerCallEvent& e) {
+        const std::string name(e.name);  // NUL-terminated for C
+        mulligan_breaker_call_event event;
+        event.struct_size = static_cast<uint32_t>(sizeof(event));
+        event.name = name.c_str();
+        event.kind = static_cast<int>(e.kind);
+        event.state = static_cast<int>(e.state);
+        event.duration_ms = DurationToMs(e.duration);
+        event.stale = e.stale ? 1 : 0;
+        event.at_ms = TimePointToMs(e.at);
+        (void)data->fn(&event, data->user_data);  // reserved return value
+      });
+  if (out_id != nullptr) *out_id = id;
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_breaker_remove_call_listener(mulligan_breaker* breaker, uint64_t id) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(breaker);
+  if (!breaker->impl->RemoveCallListener(id)) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "no call listener with id %llu",
                     static_cast<unsigned long long>(id));
   }
   return MULLIGAN_OK;

@@ -214,6 +214,33 @@ int mulligan_http_options_set_breaker(mulligan_http_options* opts, int failure_t
   MULLIGAN_CAPI_END
 }
 
+int mulligan_http_options_set_breaker_key(mulligan_http_options* opts, int kind) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  if (kind < MULLIGAN_BREAKER_KEY_ORIGIN || kind > MULLIGAN_BREAKER_KEY_PATH_TEMPLATE) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
+                    "kind must be a mulligan_breaker_key (0..3), got %d", kind);
+  }
+  opts->impl.breaker_key.kind = static_cast<mulligan::BreakerKeyKind>(kind);
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_add_breaker_key_template(mulligan_http_options* opts,
+                                                   const char* path_template) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  MULLIGAN_CHECK_NOT_NULL(path_template);
+  mulligan::BreakerKeyOptions one;
+  one.kind = mulligan::BreakerKeyKind::kPathTemplate;
+  one.templates.emplace_back(path_template);
+  const mulligan::Status status = mulligan::ValidateBreakerKey(one);
+  if (!status.ok()) return SetError(status);
+  opts->impl.breaker_key.templates.push_back(std::move(one.templates.front()));
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
 int mulligan_http_options_set_on_retry(mulligan_http_options* opts, mulligan_http_retry_fn fn,
                                        void* user_data, void (*free_user_data)(void*)) {
   MULLIGAN_CAPI_BEGIN

@@ -56,6 +56,7 @@ from ._retry.options import RetryOptions
 from ._retry.decorator import RetryDecorator, RetryingCallable, retry
 from ._retry.block import Attempt, RetryBlock, retrying
 from ._breaker.breaker import BreakerTransition, CircuitBreaker
+from ._breaker.events import BreakerCallEvent, BreakerTrip
 from ._breaker.registry import BreakerRegistry, breakers, circuit_breaker
 from ._telemetry.metrics import (
     RetryStatus,
@@ -86,9 +87,11 @@ __all__ = [
     "Attempt",
     "AttemptOutcome",
     "AttemptTimeout",
+    "BreakerCallEvent",
     "BreakerConfig",
     "BreakerRegistry",
     "BreakerTransition",
+    "BreakerTrip",
     "CircuitBreaker",
     "CircuitOpenError",
     "Client",

@@ -203,6 +203,46 @@ static void test_no_secret_in_last_error(mulligan_http_client *client) {
   CHECK(resp == NULL);
 }
 
+/* Breakers keyed by path: a 503 from /down opens /down's breaker only. */
+static void test_breaker_key(void) {
+  mulligan_retry_options *ro = NULL;
+  mulligan_retry_policy *policy = NULL;
+  mulligan_http_options *opts = NULL;
+  mulligan_http_client *client = NULL;
+  mulligan_http_response *resp = NULL;
+  char expected[300];
+  CHECK_OK(mulligan_retry_options_create(&ro));
+  CHECK_OK(mulligan_retry_options_set_max_attempts(ro, 1));
+  CHECK_OK(mulligan_retry_policy_create(&policy, ro));
+  CHECK_OK(mulligan_http_options_create(&opts));
+  CHECK_OK(mulligan_http_options_set_breaker(opts, 1, 60000, 0));
+  CHECK_FAILS(mulligan_http_options_set_breaker_key(opts, 4), MULLIGAN_E_INVALID_ARGUMENT,
+              "mulligan_breaker_key");
+  CHECK_FAILS(mulligan_http_options_add_breaker_key_template(opts, "users/{id}"),
+              MULLIGAN_E_INVALID_ARGUMENT, "must start with '/'");
+  CHECK_OK(mulligan_http_options_set_breaker_key(opts, MULLIGAN_BREAKER_KEY_PATH_TEMPLATE));
+  CHECK_FAILS(mulligan_http_client_create_v2(&client, policy, opts), MULLIGAN_E_INVALID_ARGUMENT,
+              "needs at least one template");
+  CHECK_OK(mulligan_http_options_set_breaker_key(opts, MULLIGAN_BREAKER_KEY_PATH));
+  CHECK_OK(mulligan_http_client_create_v2(&client, policy, opts));
+  if (client != NULL) {
+    CHECK_OK(do_request(client, "GET", "/down", NULL, &resp));
+    CHECK_INT(mulligan_http_response_status(resp), 503);
+    mulligan_http_response_destroy(resp);
+    resp = NULL;
+    snprintf(expected, sizeof expected, "circuit breaker '%s/down' is open", g_base_url);
+    CHECK_FAILS(do_request(client, "GET", "/down", NULL, &resp), MULLIGAN_E_CIRCUIT_OPEN,
+                expected);
+    CHECK_OK(do_request(client, "GET", "/ok", NULL, &resp)); /* its own breaker */
+    CHECK_INT(mulligan_http_response_status(resp), 200);
+    mulligan_http_response_destroy(resp);
+  }
+  mulligan_http_client_destroy(client);
+  mulligan_http_options_destroy(opts);
+  mulligan_retry_policy_destroy(policy);
+  mulligan_retry_options_destroy(ro);
+}
+
 int main(void) {
   char tmpdir[] = "/tmp/mulligan-capi-http-XXXXXX";
   mulligan_http_client *client;
@@ -224,6 +264,7 @@ int main(void) {
     test_bad_arguments(client);
     test_connection_refused(client);
     test_no_secret_in_last_error(client);
+    test_breaker_key();
   }
   mulligan_http_client_destroy(client);
   result = CHECK_REPORT();

@@ -86,8 +86,8 @@ def test_transport_error_attributes_and_pickle() -> None:
 # The public surface, written out: a name dropped from (or added to)
 # mulligan.__all__ fails here until this list says so.
 PUBLIC_NAMES = [
-    "AsyncClient", "Attempt", "AttemptOutcome", "AttemptTimeout", "BreakerConfig",
-    "BreakerRegistry", "BreakerTransition", "CircuitBreaker", "CircuitOpenError", "Client",
+    "AsyncClient", "Attempt", "AttemptOutcome", "AttemptTimeout", "BreakerCallEvent",
+    "BreakerConfig", "BreakerRegistry", "BreakerTransition", "BreakerTrip", "CircuitBreaker", "CircuitOpenError", "Client",
     "ClientConfig", "ConfigReport", "ConnectTimeout", "ConnectionRefused", "ConnectionReset",
     "Dashboard", "DeadlineExceeded", "DnsFailure", "HTTPStatusError", "Headers",
     "IdempotencyConflict", "IdempotencyKeyMismatch", "IdempotencyMiddleware",

@@ -119,6 +119,23 @@ def redaction_usage() -> None:
     mulligan.set_redaction()
 
 
+def breaker_usage() -> None:
+    db = mulligan.circuit_breaker("typing-db", failure_threshold=3, reset_timeout=10.0)
+    assert_type(db, mulligan.CircuitBreaker)
+    db.force_open(datetime.timedelta(seconds=5))
+    db.force_open(until=123.0)
+    db.half_open()
+
+    def on_call(event: mulligan.BreakerCallEvent) -> None:
+        assert_type(event.kind, str)
+        assert_type(event.stale, bool)
+
+    db.add_call_listener(on_call)
+    assert_type(db.last_trip, Optional[mulligan.BreakerTrip])
+    assert_type(db.metrics_name, str)
+    mulligan.CircuitBreaker("typing-limit", max_half_open_duration=20.0)
+
+
 async def async_usage() -> None:
     assert_type(await fetch_async("u"), bytes)
     assert_type(await Repository().load_async("k"), list[str])

@@ -23,6 +23,8 @@
 #include "mulligan/telemetry/metrics.h"
 #include "internal/format.h"
 #include "internal/saturating.h"
+#include "breaker/listeners.h"
+#include "breaker/window.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,124 +34,6 @@
 
 namespace mulligan {
 inline namespace v0 {
-
-namespace internal {
-
-// A count- or time-based sliding window of (failure, slow) results.
-//
-// Thread-safety: none; the breaker guards it with its mutex.
-struct BreakerWindow {
-  struct Totals {
-    uint64_t calls = 0;
-    uint64_t failures = 0;
-    uint64_t slow = 0;
-  };
-  struct Bucket {
-    int64_t index = std::numeric_limits<int64_t>::min();
-    Totals totals;
-  };
-
-  BreakerWindow(const CircuitBreakerOptions& options) : kind(options.window) {
-    if (kind == WindowKind::kCount) {
-      ring.assign(static_cast<size_t>(options.window_size), 0);
-    } else {
-      buckets.assign(static_cast<size_t>(options.window_buckets), Bucket{});
-      width = options.window_duration / options.window_buckets;
-    }
-  }
-
-  // Floor division, so that times before the clock's epoch still map to
-  // distinct, ordered bucket indexes.
-  int64_t IndexOf(TimePoint now) const {
-    const int64_t t = std::chrono::duration_cast<Duration>(now.time_since_epoch()).count();
-    const int64_t w = width.count();
-    int64_t q = t / w;
-    if ((t % w != 0) && ((t < 0) != (w < 0))) --q;
-    return q;
-  }
-  size_t SlotOf(int64_t index) const {
-    const int64_t n = static_cast<int64_t>(buckets.size());
-    return static_cast<size_t>(((index % n) + n) % n);
-  }
-
-  void Add(TimePoint now, bool failure, bool slow) {
-    const uint8_t bits = static_cast<uint8_t>((failure ? 1 : 0) | (slow ? 2 : 0));
-    if (kind == WindowKind::kCount) {
-      if (filled == ring.size()) {
-        const uint8_t old = ring[next];
-        running.calls--;
-        running.failures -= (old & 1);
-        running.slow -= (old >> 1) & 1;
-      } else {
-        filled++;
-      }
-      ring[next] = bits;
-      next = (next + 1 == ring.size()) ? 0 : next + 1;
-      running.calls++;
-      running.failures += failure ? 1 : 0;
-      running.slow += slow ? 1 : 0;
-      return;
-    }
-    const int64_t index = IndexOf(now);
-    Bucket& bucket = buckets[SlotOf(index)];
-    // A bucket last used for an older index is recycled. A result stamped
-    // earlier than the bucket's index (a racing thread's older `now`) is added
-    // to the newer bucket: a small skew, never a lost count.
-    if (bucket.index < index) bucket = Bucket{index, Totals{}};
-    bucket.totals.calls++;
-    bucket.totals.failures += failure ? 1 : 0;
-    bucket.totals.slow += slow ? 1 : 0;
-  }
-
-  Totals Get(TimePoint now) const {
-    if (kind == WindowKind::kCount) return running;
-    const int64_t index = IndexOf(now);
-    const int64_t oldest = index - static_cast<int64_t>(buckets.size()) + 1;
-    Totals sum;
-    for (const Bucket& bucket : buckets) {
-      if (bucket.index >= oldest) {  // also counts buckets "ahead" of a stale now
-        sum.calls += bucket.totals.calls;
-        sum.failures += bucket.totals.failures;
-        sum.slow += bucket.totals.slow;
-      }
-    }
-    return sum;
-  }
-
-  void Clear() {
-    if (kind == WindowKind::kCount) {
-      std::fill(ring.begin(), ring.end(), 0);
-      next = 0;
-      filled = 0;
-      running = Totals{};
-    } else {
-      std::fill(buckets.begin(), buckets.end(), Bucket{});
-    }
-  }
-
-  size_t HeapBytes() const { return ring.capacity() + buckets.capacity() * sizeof(Bucket); }
-
-  WindowKind kind;
-  // kCount: one byte per call (bit 0 failure, bit 1 slow) and running sums.
-  std::vector<uint8_t> ring;
-  size_t next = 0;
-  size_t filled = 0;
-  Totals running;
-  // kTime: buckets of `width`, indexed by time / width.
-  std::vector<Bucket> buckets;
-  Duration width{1};
-};
-
-}  // namespace internal
-
-// The copy-on-write listener list: notifications copy the shared_ptr under a
-// small mutex and call the listeners without any lock.
-struct CircuitBreaker::Listeners {
-  using List = std::vector<std::pair<uint64_t, BreakerListener>>;
-  std::mutex mu;
-  std::shared_ptr<const List> list = std::make_shared<const List>();
-  uint64_t next_id = 1;
-};
 
 namespace {
 
@@ -191,6 +75,16 @@ const char* BreakerStateName(BreakerState state) {
     case BreakerState::kForcedOpen: return "forced_open";
     case BreakerState::kDisabled: return "disabled";
     case BreakerState::kMetricsOnly: return "metrics_only";
+  }
+  return "unknown";
+}
+
+const char* BreakerCallKindName(BreakerCallKind kind) {
+  switch (kind) {
+    case BreakerCallKind::kSuccess: return "success";
+    case BreakerCallKind::kFailure: return "failure";
+    case BreakerCallKind::kIgnored: return "ignored";
+    case BreakerCallKind::kRejected: return "rejected";
   }
   return "unknown";
 }
@@ -289,6 +183,10 @@ Status CircuitBreaker::Validate(const CircuitBreakerOptions& o) {
     return InvalidArgumentError("half_open_max_calls must be in [1, 65535], got " +
                                 std::to_string(o.half_open_max_calls));
   }
+  if (o.max_half_open_duration && *o.max_half_open_duration <= Duration::zero()) {
+    return InvalidArgumentError("max_half_open_duration must be > 0 when set, got " +
+                                FormatSeconds(*o.max_half_open_duration));
+  }
   if (o.permit_timeout <= Duration::zero()) {
     return InvalidArgumentError("permit_timeout must be > 0, got " + FormatSeconds(o.permit_timeout));
   }
@@ -312,7 +210,7 @@ CircuitBreaker::CircuitBreaker(const CircuitBreakerOptions& options)
   }
   const std::string& label = options.metrics_name.empty() ? options.name : options.metrics_name;
   if (options.report_metrics && !label.empty()) {
-    metrics_ = MetricsRegistry::Default().Get(label);
+    metrics_ = MetricsRegistry::Default().AttachBreaker(label, this, &reported_name_);
     metrics_->SetBreakerState(BreakerState::kClosed);
   }
 }
@@ -322,7 +220,10 @@ void CircuitBreaker::RejectedOne() {
   if (metrics_ != nullptr) metrics_->ShortCircuited(0);
 }
 
-CircuitBreaker::~CircuitBreaker() = default;
+CircuitBreaker::~CircuitBreaker() {
+  // Before any member goes: a concurrent metrics snapshot may be reading us.
+  if (metrics_ != nullptr) metrics_->DetachBreaker(this);
+}
 
 // ---------------------------------------------------------------------------
 // Acquire
@@ -346,6 +247,9 @@ Admission CircuitBreaker::Acquire(TimePoint now) {
       Admission admission;
       admission.retry_in = Duration::max();
       admission.state = mode;
+      if (has_call_listeners_.load(std::memory_order_relaxed)) {
+        NotifyCall(BreakerCallKind::kRejected, mode, Duration::zero(), false, now);
+      }
       return admission;
     }
     case BreakerState::kOpen: {
@@ -357,6 +261,9 @@ Admission CircuitBreaker::Acquire(TimePoint now) {
         Admission admission;
         admission.retry_in = Duration(until - t);
         admission.state = mode;
+        if (has_call_listeners_.load(std::memory_order_relaxed)) {
+          NotifyCall(BreakerCallKind::kRejected, mode, Duration::zero(), false, now);
+        }
         return admission;
       }
       return AcquireSlow(now);
@@ -380,14 +287,23 @@ Admission CircuitBreaker::AcquireSlow(TimePoint now) {
         RejectedOne();
         admission.retry_in = Duration(until - Nanos(now));
         admission.state = mode;
-        return admission;
+      } else {
+        SwitchLocked(BreakerState::kHalfOpen, "reset_timeout_elapsed", now, &pending);
+        word = word_.load(std::memory_order_relaxed);
+        mode = BreakerState::kHalfOpen;
       }
-      SwitchLocked(BreakerState::kHalfOpen, "reset_timeout_elapsed", now, &pending);
-      word = word_.load(std::memory_order_relaxed);
-      mode = BreakerState::kHalfOpen;
+    } else if (mode == BreakerState::kHalfOpen && HalfOpenExpiredLocked(now, &pending)) {
+      // Reopened at the limit; this call is refused even when that open
+      // period is already over (one transition per call): the next probes.
+      RejectedOne();
+      mode = BreakerState::kOpen;
+      const int64_t until = open_until_ns_.load(std::memory_order_relaxed);
+      admission.retry_in = Duration(std::max<int64_t>(0, until - Nanos(now)));
     }
     admission.state = mode;
-    if (mode == BreakerState::kHalfOpen) {
+    if (mode == BreakerState::kOpen) {
+      // Refused above.
+    } else if (mode == BreakerState::kHalfOpen) {
       // Reclaim slots of permits that were never recorded, then take a free one.
       ProbeSlot* free_slot = nullptr;
       Duration earliest_expiry = Duration::max();
@@ -427,6 +343,9 @@ Admission CircuitBreaker::AcquireSlow(TimePoint now) {
     }
   }
   Notify(pending);
+  if (!admission.admitted() && has_call_listeners_.load(std::memory_order_relaxed)) {
+    NotifyCall(BreakerCallKind::kRejected, admission.state, Duration::zero(), false, now);
+  }
   return admission;
 }
 
@@ -442,26 +361,39 @@ void CircuitBreaker::CountResult(CallResult result, bool slow) {
   if (slow) slow_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void CircuitBreaker::StaleOne() { stale_.fetch_add(1, std::memory_order_relaxed); }
+
 void CircuitBreaker::Record(const Permit& permit, CallResult result, Duration call_duration,
                             TimePoint now) {
   if (!permit.valid) return;
-  if (permit.probe) {
-    RecordProbe(permit, result, call_duration, now);
+  if (!has_call_listeners_.load(std::memory_order_relaxed)) {
+    RecordImpl(permit, result, call_duration, now);
     return;
   }
+  const BreakerState state = ModeOf(word_.load(std::memory_order_acquire));
+  const bool fresh = RecordImpl(permit, result, call_duration, now);
+  NotifyCall(static_cast<BreakerCallKind>(result), state, call_duration, !fresh, now);
+}
+
+bool CircuitBreaker::RecordImpl(const Permit& permit, CallResult result, Duration call_duration,
+                                TimePoint now) {
+  if (permit.probe) return RecordProbe(permit, result, call_duration, now);
   uint64_t word = word_.load(std::memory_order_acquire);
-  if (GenOf(word) != permit.generation) return;  // stale: changes nothing
+  if (GenOf(word) != permit.generation) {  // stale: changes nothing
+    StaleOne();
+    return false;
+  }
   const BreakerState mode = ModeOf(word);
   const bool slow = options_.slow_call_duration && call_duration >= *options_.slow_call_duration;
   if (mode == BreakerState::kDisabled) {
     CountResult(result, slow);
-    return;
+    return true;
   }
   // Closed or metrics-only (the only other modes that issue non-probe permits).
   if (window_ == nullptr) {
     if (result == CallResult::kIgnored) {
       CountResult(result, slow);
-      return;
+      return true;
     }
     if (result == CallResult::kSuccess) {
       CountResult(result, slow);
@@ -471,9 +403,9 @@ void CircuitBreaker::Record(const Permit& permit, CallResult result, Duration ca
                                         std::memory_order_acq_rel, std::memory_order_acquire)) {
           break;
         }
-        if (GenOf(word) != permit.generation) break;
+        if (GenOf(word) != permit.generation) break;  // counted: it landed before the change
       }
-      return;
+      return true;
     }
     // A failure: extend the run, and trip under the lock when it is long enough.
     const uint64_t threshold = static_cast<uint64_t>(options_.failure_threshold);
@@ -484,10 +416,13 @@ void CircuitBreaker::Record(const Permit& permit, CallResult result, Duration ca
                                       std::memory_order_acq_rel, std::memory_order_acquire)) {
         break;
       }
-      if (GenOf(word) != permit.generation) return;  // a transition won the race
+      if (GenOf(word) != permit.generation) {  // a transition won the race
+        StaleOne();
+        return false;
+      }
     }
     CountResult(result, slow);
-    if (count < threshold) return;
+    if (count < threshold) return true;
     Pending pending;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -497,18 +432,22 @@ void CircuitBreaker::Record(const Permit& permit, CallResult result, Duration ca
       }
     }
     Notify(pending);
-    return;
+    return true;
   }
   // With a window every result goes through the lock.
   Pending pending;
   {
     std::lock_guard<std::mutex> lock(mu_);
     word = word_.load(std::memory_order_relaxed);
-    if (GenOf(word) != permit.generation) return;
+    if (GenOf(word) != permit.generation) {
+      StaleOne();
+      return false;
+    }
     CountResult(result, slow);
     RecordLocked(word, result, slow, now, &pending);
   }
   Notify(pending);
+  return true;
 }
 
 void CircuitBreaker::RecordLocked(uint64_t word, CallResult result, bool slow, TimePoint now,
@@ -538,44 +477,80 @@ void CircuitBreaker::RecordLocked(uint64_t word, CallResult result, bool slow, T
   }
 }
 
+void CircuitBreaker::NoteTripLocked(uint64_t word, BreakerState from, const char* reason,
+                                    TimePoint at) {
+  BreakerTrip trip;
+  trip.from = from;
+  trip.reason = reason;
+  trip.at = at;
+  trip.consecutive_failures = static_cast<int>(CountOf(word));
+  if (window_) {
+    const internal::BreakerWindow::Totals totals = window_->Get(at);
+    trip.window_calls = totals.calls;
+    if (totals.calls > 0) {
+      const double calls = static_cast<double>(totals.calls);
+      trip.window_failure_rate = 100.0 * static_cast<double>(totals.failures) / calls;
+      trip.window_slow_rate = 100.0 * static_cast<double>(totals.slow) / calls;
+    }
+  }
+  last_trip_ = trip;
+}
+
 void CircuitBreaker::TripLocked(uint64_t word, const char* reason, TimePoint now,
                                 Pending* pending) {
   if (ModeOf(word) == BreakerState::kMetricsOnly) {
     // Report the trip it would make, then start a fresh evaluation period so
     // it is reported once per run or window rather than on every call.
+    NoteTripLocked(word, BreakerState::kMetricsOnly, MetricsOnlyReason(reason), now);
     *pending = PendingTransition{BreakerState::kClosed, BreakerState::kOpen,
                                  MetricsOnlyReason(reason), now};
     if (window_) window_->Clear();
     word_.store(MakeWord(GenOf(word), BreakerState::kMetricsOnly, 0), std::memory_order_release);
     return;
   }
+  NoteTripLocked(word, ModeOf(word), reason, now);
   SwitchLocked(BreakerState::kOpen, reason, now, pending);
 }
 
-void CircuitBreaker::RecordProbe(const Permit& permit, CallResult result, Duration call_duration,
+bool CircuitBreaker::RecordProbe(const Permit& permit, CallResult result, Duration call_duration,
                                  TimePoint now) {
   Pending pending;
+  bool fresh = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // A result after the half-open limit: the breaker reopens at the limit,
+    // which ends the permit's generation, so the result is stale.
+    if (GenOf(word_.load(std::memory_order_relaxed)) == permit.generation) {
+      HalfOpenExpiredLocked(now, &pending);
+    }
     const uint64_t word = word_.load(std::memory_order_relaxed);
-    if (GenOf(word) != permit.generation || ModeOf(word) != BreakerState::kHalfOpen) return;
-    if (permit.slot >= slots_.size()) return;
-    ProbeSlot& slot = slots_[permit.slot];
-    if (slot.ticket != permit.ticket) return;  // expired and reclaimed already
-    slot.ticket = 0;
-    if (now - slot.acquired_at >= options_.permit_timeout) return;  // expired: discard
-    const bool slow =
-        options_.slow_call_duration && call_duration >= *options_.slow_call_duration;
-    CountResult(result, slow);
-    if (result == CallResult::kIgnored) {
-      // Frees the slot only.
-    } else if (result == CallResult::kFailure || slow) {
-      SwitchLocked(BreakerState::kOpen, "probe_failed", now, &pending);
-    } else if (++half_open_successes_ >= options_.half_open_max_calls) {
-      SwitchLocked(BreakerState::kClosed, "probe_succeeded", now, &pending);
+    // Also stale: a newer generation, a slot reclaimed after its permit
+    // expired, or a result that arrives at or after the permit_timeout
+    // (which frees the slot but is discarded).
+    const bool current = GenOf(word) == permit.generation &&
+                         ModeOf(word) == BreakerState::kHalfOpen &&
+                         permit.slot < slots_.size() &&
+                         slots_[permit.slot].ticket == permit.ticket;
+    if (current) slots_[permit.slot].ticket = 0;
+    if (!current || now - permit.acquired_at >= options_.permit_timeout) {
+      StaleOne();
+      fresh = false;
+    } else {
+      const bool slow =
+          options_.slow_call_duration && call_duration >= *options_.slow_call_duration;
+      CountResult(result, slow);
+      if (result == CallResult::kIgnored) {
+        // Frees the slot only.
+      } else if (result == CallResult::kFailure || slow) {
+        NoteTripLocked(word, BreakerState::kHalfOpen, "probe_failed", now);
+        SwitchLocked(BreakerState::kOpen, "probe_failed", now, &pending);
+      } else if (++half_open_successes_ >= options_.half_open_max_calls) {
+        SwitchLocked(BreakerState::kClosed, "probe_succeeded", now, &pending);
+      }
     }
   }
   Notify(pending);
+  return fresh;
 }
 
 // ---------------------------------------------------------------------------
@@ -592,21 +567,70 @@ Duration CircuitBreaker::OpenPeriodLocked() const {
 }
 
 void CircuitBreaker::SwitchLocked(BreakerState to, const char* reason, TimePoint at,
-                                  Pending* pending) {
+                                  Pending* pending, std::optional<TimePoint> open_until) {
   const uint64_t old = word_.load(std::memory_order_relaxed);
   for (ProbeSlot& slot : slots_) slot.ticket = 0;  // stale probes' slots are freed here
   half_open_successes_ = 0;
   if (window_) window_->Clear();
   if (to == BreakerState::kOpen) {
-    const TimePoint until = SaturatingAdd(at, OpenPeriodLocked());
-    if (consecutive_trips_ < std::numeric_limits<int>::max()) ++consecutive_trips_;
+    TimePoint until;
+    if (open_until) {
+      until = *open_until;  // a manual open: not a trip, no growth
+      consecutive_trips_ = 0;
+    } else {
+      until = SaturatingAdd(at, OpenPeriodLocked());
+      if (consecutive_trips_ < std::numeric_limits<int>::max()) ++consecutive_trips_;
+    }
     open_until_ns_.store(Nanos(until), std::memory_order_relaxed);
+  } else if (to == BreakerState::kHalfOpen) {
+    const int64_t limit = options_.max_half_open_duration
+                              ? Nanos(SaturatingAdd(at, *options_.max_half_open_duration))
+                              : std::numeric_limits<int64_t>::max();
+    half_open_until_ns_.store(limit, std::memory_order_relaxed);
   } else if (to == BreakerState::kClosed) {
     consecutive_trips_ = 0;
   }
   // The release store publishes open_until_ns_ with the new mode.
   word_.store(MakeWord(GenOf(old) + 1, to, 0), std::memory_order_release);
   *pending = PendingTransition{ModeOf(old), to, reason, at};
+}
+
+bool CircuitBreaker::HalfOpenExpiredLocked(TimePoint now, Pending* pending) {
+  const uint64_t word = word_.load(std::memory_order_relaxed);
+  if (ModeOf(word) != BreakerState::kHalfOpen) return false;
+  const int64_t limit = half_open_until_ns_.load(std::memory_order_relaxed);
+  if (Nanos(now) < limit) return false;
+  // Stamped at the limit, so the open period (and the event) do not depend
+  // on when the next call happened to notice.
+  const TimePoint at{Duration(limit)};
+  NoteTripLocked(word, BreakerState::kHalfOpen, "half_open_timeout", at);
+  SwitchLocked(BreakerState::kOpen, "half_open_timeout", at, pending);
+  return true;
+}
+
+Status CircuitBreaker::ForceOpenUntil(TimePoint until, TimePoint now) {
+  if (!(until > now)) {
+    return InvalidArgumentError("the end of a forced open period must be after now, got " +
+                                FormatSeconds(until - now) + " from now");
+  }
+  Pending pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    SwitchLocked(BreakerState::kOpen, "forced_open_until", now, &pending, until);
+  }
+  Notify(pending);
+  return OkStatus();
+}
+
+Status CircuitBreaker::ForceOpenFor(Duration duration, TimePoint now) {
+  if (duration <= Duration::zero()) {
+    return InvalidArgumentError("duration must be > 0, got " + FormatSeconds(duration));
+  }
+  return ForceOpenUntil(SaturatingAdd(now, duration), now);
+}
+
+void CircuitBreaker::HalfOpen(TimePoint now) {
+  ManualSwitch(BreakerState::kHalfOpen, "half_open", now);
 }
 
 void CircuitBreaker::ManualSwitch(BreakerState to, const char* reason, TimePoint now) {
@@ -644,6 +668,8 @@ void CircuitBreaker::Reset(TimePoint now) {
     ignored_.store(0, std::memory_order_relaxed);
     slow_.store(0, std::memory_order_relaxed);
     rejected_.store(0, std::memory_order_relaxed);
+    stale_.store(0, std::memory_order_relaxed);
+    last_trip_.reset();
     if (from == BreakerState::kClosed) pending.reset();
   }
   Notify(pending);
@@ -657,6 +683,11 @@ BreakerState CircuitBreaker::state(TimePoint now) const {
   if (mode == BreakerState::kOpen &&
       Nanos(now) >= open_until_ns_.load(std::memory_order_acquire)) {
     return BreakerState::kHalfOpen;
+  }
+  // Past the half-open limit it has reopened (the next Acquire makes the switch).
+  if (mode == BreakerState::kHalfOpen &&
+      Nanos(now) >= half_open_until_ns_.load(std::memory_order_acquire)) {
+    return BreakerState::kOpen;
   }
   return mode;
 }
@@ -675,6 +706,11 @@ Duration CircuitBreaker::TimeUntilProbe(TimePoint now) const {
       return left > 0 ? Duration(left) : Duration::zero();
     }
     case BreakerState::kHalfOpen: {
+      const int64_t limit = half_open_until_ns_.load(std::memory_order_relaxed);
+      if (Nanos(now) >= limit) {  // reopened at the limit: the open period that follows
+        const int64_t end = Nanos(SaturatingAdd(TimePoint(Duration(limit)), OpenPeriodLocked()));
+        return end > Nanos(now) ? Duration(end - Nanos(now)) : Duration::zero();
+      }
       Duration earliest = Duration::max();
       for (const ProbeSlot& slot : slots_) {
         if (slot.ticket == 0) return Duration::zero();
@@ -696,6 +732,7 @@ BreakerCounts CircuitBreaker::counts(TimePoint now) const {
   c.ignored = ignored_.load(std::memory_order_relaxed);
   c.slow = slow_.load(std::memory_order_relaxed);
   c.rejected = rejected_.load(std::memory_order_relaxed);
+  c.stale = stale_.load(std::memory_order_relaxed);
   c.calls = c.successes + c.failures + c.ignored;
   const uint64_t word = word_.load(std::memory_order_acquire);
   const BreakerState mode = ModeOf(word);
@@ -715,6 +752,11 @@ BreakerCounts CircuitBreaker::counts(TimePoint now) const {
   return c;
 }
 
+std::optional<BreakerTrip> CircuitBreaker::last_trip() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_trip_;
+}
+
 size_t CircuitBreaker::HeapBytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t bytes = options_.name.capacity() > 15 ? options_.name.capacity() + 1 : 0;
@@ -722,55 +764,6 @@ size_t CircuitBreaker::HeapBytes() const {
   bytes += sizeof(Listeners);
   if (window_) bytes += sizeof(internal::BreakerWindow) + window_->HeapBytes();
   return bytes;
-}
-
-// ---------------------------------------------------------------------------
-// Listeners
-
-uint64_t CircuitBreaker::AddListener(BreakerListener listener) {
-  std::lock_guard<std::mutex> lock(listeners_->mu);
-  auto list = std::make_shared<Listeners::List>(*listeners_->list);
-  const uint64_t id = listeners_->next_id++;
-  list->emplace_back(id, std::move(listener));
-  listeners_->list = std::move(list);
-  return id;
-}
-
-bool CircuitBreaker::RemoveListener(uint64_t id) {
-  std::lock_guard<std::mutex> lock(listeners_->mu);
-  const Listeners::List& current = *listeners_->list;
-  auto it = std::find_if(current.begin(), current.end(),
-                         [id](const auto& entry) { return entry.first == id; });
-  if (it == current.end()) return false;
-  auto list = std::make_shared<Listeners::List>(current);
-  list->erase(list->begin() + (it - current.begin()));
-  listeners_->list = std::move(list);
-  return true;
-}
-
-void CircuitBreaker::Notify(const Pending& pending) {
-  if (!pending) return;
-  if (metrics_ != nullptr) metrics_->BreakerTransitioned(pending->from, pending->to, pending->reason);
-  std::shared_ptr<const Listeners::List> list;
-  {
-    std::lock_guard<std::mutex> lock(listeners_->mu);
-    list = listeners_->list;
-  }
-  if (list->empty()) return;
-  BreakerTransition transition;
-  transition.name = options_.name;
-  transition.from = pending->from;
-  transition.to = pending->to;
-  transition.reason = pending->reason;
-  transition.at = pending->at;
-  for (const auto& entry : *list) {
-    // A throwing listener must not break the caller's Acquire/Record nor
-    // starve the other listeners.
-    try {
-      entry.second(transition);
-    } catch (...) {
-    }
-  }
 }
 
 std::string CircuitBreaker::OpenMessage(const std::string& name, Duration retry_in) {

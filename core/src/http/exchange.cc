@@ -5,6 +5,7 @@
 #include "exchange.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -46,7 +47,7 @@ Status ValidateOptions(const HttpClientOptions& options) {
     return InvalidArgumentError("max_connections must be >= 0 (0: no cap), got " +
                                 std::to_string(options.max_connections));
   }
-  return OkStatus();
+  return ValidateBreakerKey(options.breaker_key);
 }
 
 // The pipeline of a client: its default policy, its breakers by origin, and
@@ -175,6 +176,17 @@ void Exchange::Begin(TimePoint now) {
   // when one of them needs it (a thread's last URL and origin are kept).
   if (settings_->options.breakers || settings_->metrics_by_origin) {
     if (const std::string* origin = CachedOrigin(request.url)) options.key = *origin;
+  }
+  // Another breaker key than the origin: the request's own, or the client's
+  // choice (breaker_key.h). Lives until Begin returns, as options.key needs.
+  std::optional<std::string> breaker_key;
+  if (settings_->options.breakers) {
+    if (!request.breaker_key.empty()) {
+      options.breaker_key = request.breaker_key;
+    } else if (settings_->options.breaker_key.kind != BreakerKeyKind::kOrigin) {
+      breaker_key = HttpBreakerKey(settings_->options.breaker_key, request.method, request.url);
+      if (breaker_key) options.breaker_key = *breaker_key;
+    }
   }
   call_.emplace(settings_->pipeline.Begin(now, options));
 }

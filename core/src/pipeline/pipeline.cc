@@ -158,7 +158,8 @@ Call::Call(const Pipeline* pipeline, const RetryPolicy* policy, TimePoint now,
       max_attempts_(options.max_attempts),
       no_wait_(options.no_wait),
       fallback_(options.fallback) {
-  pipeline->breaker_strategy_.Bind(state_, options.key);
+  pipeline->breaker_strategy_.Bind(
+      state_, options.breaker_key.empty() ? options.key : options.breaker_key);
   metrics_ = pipeline->MetricsFor(options.key);
   if (metrics_ != nullptr) metrics_->CallStarted();
 }

@@ -246,6 +246,11 @@ void Metrics::SetBreakerState(BreakerState state) {
   breaker_state_.store(static_cast<int>(state), std::memory_order_relaxed);
 }
 
+void Metrics::DetachBreaker(const CircuitBreaker* breaker) {
+  std::lock_guard<std::mutex> lock(breaker_mu_);
+  if (breaker_ == breaker) breaker_ = nullptr;
+}
+
 MetricsSnapshot Metrics::Snapshot() const {
   MetricsSnapshot s;
   s.name = name_;
@@ -298,6 +303,14 @@ MetricsSnapshot Metrics::Snapshot() const {
   s.attempts_per_call.count = finished;
   s.attempts_per_call.sum = static_cast<double>(s.attempts);
   s.breaker_state = breaker_state_.load(r);
+  {
+    std::lock_guard<std::mutex> lock(breaker_mu_);
+    if (breaker_ != nullptr) {
+      s.has_breaker = true;
+      s.breaker = breaker_->counts(SystemClock::Default()->Now());
+      s.last_trip = breaker_->last_trip();
+    }
+  }
   return s;
 }
 
@@ -329,6 +342,30 @@ Metrics* MetricsRegistry::Get(std::string_view name) {
   metrics_.push_back(std::unique_ptr<Metrics>(new Metrics(key, this)));
   by_name_.emplace(std::move(key), metrics_.back().get());
   return metrics_.back().get();
+}
+
+Metrics* MetricsRegistry::AttachBreaker(std::string_view name, const CircuitBreaker* breaker,
+                                       std::string* reported_name) {
+  std::string candidate(name);
+  for (uint64_t n = 2;; ++n) {
+    Metrics* metrics = Get(candidate);
+    bool overflow;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      overflow = metrics == overflow_;
+    }
+    if (overflow) {
+      *reported_name = kOverflowName;
+      return metrics;
+    }
+    std::lock_guard<std::mutex> lock(metrics->breaker_mu_);
+    if (metrics->breaker_ == nullptr) {
+      metrics->breaker_ = breaker;
+      *reported_name = candidate;
+      return metrics;
+    }
+    candidate = std::string(name) + "#" + std::to_string(n);
+  }
 }
 
 std::vector<MetricsSnapshot> MetricsRegistry::Snapshot() const {

@@ -75,6 +75,37 @@ std::string MetricsRegistry::ToJson() const {
     } else {
       o["breaker_state"] = nullptr;
     }
+    // The attached breaker's own counts (null when no live breaker reports
+    // here): what it recorded, which the call counters above do not show
+    // for a breaker used without a retry loop.
+    if (s.has_breaker) {
+      const BreakerCounts& c = s.breaker;
+      boost::json::object b{{"calls", c.calls},
+                            {"successes", c.successes},
+                            {"failures", c.failures},
+                            {"ignored", c.ignored},
+                            {"slow", c.slow},
+                            {"rejected", c.rejected},
+                            {"stale", c.stale},
+                            {"consecutive_failures", c.consecutive_failures},
+                            {"window_calls", c.window_calls},
+                            {"window_failure_rate", c.window_failure_rate},
+                            {"window_slow_rate", c.window_slow_rate}};
+      if (s.last_trip) {
+        const BreakerTrip& t = *s.last_trip;
+        b["last_trip"] = {{"from", BreakerStateName(t.from)},
+                          {"reason", t.reason},
+                          {"consecutive_failures", t.consecutive_failures},
+                          {"window_calls", t.window_calls},
+                          {"window_failure_rate", t.window_failure_rate},
+                          {"window_slow_rate", t.window_slow_rate}};
+      } else {
+        b["last_trip"] = nullptr;
+      }
+      o["breaker"] = std::move(b);
+    } else {
+      o["breaker"] = nullptr;
+    }
     o["in_flight"] = s.in_flight;
     o["waiting_to_retry"] = s.waiting_to_retry;
     o["call_duration_seconds"] = HistogramJson(s.call_duration_seconds);

@@ -32,6 +32,7 @@ import inspect
 import logging
 import threading
 import weakref
+from time import monotonic as _monotonic
 from dataclasses import dataclass
 from typing import (
     Any,
@@ -47,6 +48,7 @@ from typing import (
 
 from .. import _core, _validate
 from .._validate import Seconds
+from .events import BreakerCallEvent, BreakerTrip
 
 __all__ = ["BreakerTransition", "CircuitBreaker"]
 
@@ -93,7 +95,8 @@ class BreakerTransition:
         to_state: the state after.
         reason: why: ``"failure_threshold"``, ``"failure_rate"``,
             ``"slow_call_rate"``, ``"reset_timeout_elapsed"``,
-            ``"probe_succeeded"``, ``"probe_failed"``, ``"forced_open"``,
+            ``"probe_succeeded"``, ``"probe_failed"``, ``"half_open_timeout"``,
+            ``"forced_open"``, ``"forced_open_until"``, ``"half_open"``,
             ``"disabled"``, ``"metrics_only"``, ``"reset"``, or
             ``"metrics_only:<condition>"`` for the trip a metrics-only
             breaker would have made.
@@ -143,6 +146,7 @@ def _core_kwargs(
     max_reset_timeout: Seconds,
     half_open_max_calls: int,
     permit_timeout: Seconds,
+    max_half_open_duration: Optional[Seconds] = None,
 ) -> Dict[str, Any]:
     """The core breaker's keyword arguments, each checked by its kind (``owner``
     names the front door in the errors). Ranges that depend on the window or
@@ -172,6 +176,9 @@ def _core_kwargs(
         max_reset_timeout=v.seconds(owner, "max_reset_timeout", max_reset_timeout),
         half_open_max_calls=count("half_open_max_calls", half_open_max_calls),
         permit_timeout=v.seconds(owner, "permit_timeout", permit_timeout, positive=True),
+        max_half_open_duration=v.seconds_or_none(
+            owner, "max_half_open_duration", max_half_open_duration, positive=True
+        ),
     )
 
 
@@ -225,6 +232,40 @@ def _make_hook(owner: "CircuitBreaker") -> Callable[[str, str, str, str, float],
     return hook
 
 
+def _make_call_hook(owner: "CircuitBreaker") -> Callable[[str, str, str, float, bool, float], None]:
+    ref = weakref.ref(owner)  # as in _make_hook: no cycle through C++
+
+    def hook(name: str, kind: str, state: str, duration: float, stale: bool, at: float) -> None:
+        breaker = ref()
+        if breaker is None:
+            return
+        event = BreakerCallEvent(name, kind, state, duration, stale, at)
+        for listener in tuple(breaker._call_listeners):
+            try:
+                listener(event)
+            except Exception:
+                LOGGER.exception(
+                    "mulligan: circuit breaker %r call listener %r raised",
+                    name,
+                    listener,
+                    extra={"mulligan_event": "breaker_listener_error", "mulligan_breaker": name},
+                )
+
+    return hook
+
+
+# The options of CircuitBreaker(...): assigning one of them to a built breaker
+# is refused with a message that says how to change it.
+_OPTION_NAMES = frozenset(
+    (
+        "failure_threshold window window_size window_duration window_buckets "
+        "failure_rate_threshold minimum_calls slow_call_duration slow_call_rate_threshold "
+        "reset_timeout reset_timeout_multiplier max_reset_timeout half_open_max_calls "
+        "permit_timeout failure_on ignore_on clock"
+    ).split()
+)
+
+
 class CircuitBreaker:
     """A circuit breaker for one dependency; a decorator and a context manager.
 
@@ -269,6 +310,11 @@ class CircuitBreaker:
             successes that close it. Default 1.
         permit_timeout: a probe permit never recorded stops holding its slot
             after this many seconds. Default 60 s.
+        max_half_open_duration: seconds a breaker may stay half-open; one
+            that has not closed by then reopens (reason
+            ``"half_open_timeout"``), its open period starting at that instant
+            (resilience4j's ``maxWaitDurationInHalfOpenState``). Default None:
+            no limit.
         failure_on: what counts as a failure: an exception type, a tuple of
             types, or a predicate on the exception. Default :class:`Exception`.
         ignore_on: exceptions that never count (terminal ones, such as a 404
@@ -282,9 +328,21 @@ class CircuitBreaker:
         ValueError: an option is out of range (the message names it).
         TypeError: an option has the wrong type.
 
+    Configuration is fixed at construction: assigning an option
+    (``breaker.failure_threshold = 2``) raises :class:`AttributeError`, as
+    does assigning any other public attribute, instead of being silently
+    ignored. A live state machine cannot take a new configuration atomically
+    without losing its window and the permits in flight, and the decorated
+    functions hold its hot path; build a new breaker instead (or configure
+    :data:`mulligan.breakers` before the first lookup). This follows
+    resilience4j, whose CircuitBreakerConfig is immutable; pybreaker's
+    settable ``fail_max`` is the behaviour this refuses.
+
     Thread-safety: one breaker may guard calls from many threads and tasks.
 
     .. versionadded:: 0.1.0
+    .. versionchanged:: 0.2.0
+       Assigning a public attribute raises :class:`AttributeError`.
     """
 
     def __init__(
@@ -305,6 +363,7 @@ class CircuitBreaker:
         max_reset_timeout: Seconds = 300.0,
         half_open_max_calls: int = 1,
         permit_timeout: Seconds = 60.0,
+        max_half_open_duration: Optional[Seconds] = None,
         failure_on: ExceptionFilter = Exception,
         ignore_on: Optional[ExceptionFilter] = None,
         clock: Optional[Callable[[], float]] = None,
@@ -326,6 +385,7 @@ class CircuitBreaker:
             max_reset_timeout=max_reset_timeout,
             half_open_max_calls=half_open_max_calls,
             permit_timeout=permit_timeout,
+            max_half_open_duration=max_half_open_duration,
         )
         self._init(_core.CircuitBreaker(name, **kwargs), failure_on, ignore_on, clock)
 
@@ -355,8 +415,24 @@ class CircuitBreaker:
         self._failure_on = _matcher(failure_on, "failure_on")
         self._ignore_on = _matcher(ignore_on, "ignore_on")
         self._listeners: list[Callable[[BreakerTransition], Any]] = []
+        self._call_listeners: list[Callable[[BreakerCallEvent], Any]] = []
         self._lock = threading.Lock()
         core.set_hook(_make_hook(self))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+            return
+        if name in _OPTION_NAMES:
+            raise AttributeError(
+                f"{_OWNER}.{name} cannot be changed on a built breaker (its configuration is "
+                f"fixed when it is built): build a new CircuitBreaker({name}=...), or set it "
+                "with mulligan.breakers.configure(...) before the first lookup"
+            )
+        raise AttributeError(f"{_OWNER} has no settable attribute {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{_OWNER} attributes cannot be deleted ({name!r})")
 
     # -- the acquire/record hooks of the decorator and `with` ----------------
 
@@ -516,17 +592,87 @@ class CircuitBreaker:
         """Counters for metrics: ``calls``, ``successes``, ``failures``,
         ``ignored``, ``slow``, ``rejected``, ``consecutive_failures``,
         ``window_calls``, ``window_failure_rate``, ``window_slow_rate``
-        (rates in percent). Cumulative since creation or the last reset."""
+        (rates in percent), and ``stale``: results that arrived with a permit
+        from before a transition (or a probe after its permit timeout), which
+        changed no state and are in no other counter. Cumulative since
+        creation or the last reset.
+
+        .. versionchanged:: 0.2.0 ``stale``.
+        """
         return cast(Dict[str, Any], self._core.counts(self._now()))
+
+    @property
+    def last_trip(self) -> Optional[BreakerTrip]:
+        """The figures of the last opening (the window's calls, failure rate
+        and slow-call rate, and the consecutive failures, just before the
+        transition cleared them), or None when it has not opened since it was
+        built or reset. Kept after it closes again.
+
+        .. versionadded:: 0.2.0
+        """
+        trip = self._core.last_trip()
+        return None if trip is None else BreakerTrip._from_core(trip)
+
+    @property
+    def metrics_name(self) -> str:
+        """The name this breaker's metrics are reported under (in
+        :func:`mulligan.metrics_json` and the Prometheus text): its name, or
+        ``"<name>#2"``, ``"<name>#3"``, ... when another live breaker already
+        reports under it, so one metrics name never mixes two breakers.
+
+        .. versionadded:: 0.2.0
+        """
+        return cast(str, self._core.reported_name)
 
     @property
     def options(self) -> Dict[str, Any]:
         """The breaker's configuration (durations in seconds)."""
         return cast(Dict[str, Any], self._core.options())
 
-    def force_open(self) -> None:
-        """Refuses every call until :meth:`reset` (or another manual state)."""
-        self._core.force_open(self._now())
+    def force_open(
+        self, duration: Optional[Seconds] = None, *, until: Optional[float] = None
+    ) -> None:
+        """Refuses every call: until :meth:`reset` (or another manual state)
+        when called without arguments (state ``"forced_open"``); or for
+        `duration` seconds (a number or :class:`datetime.timedelta`), or until
+        the breaker's clock reads `until` (monotonic seconds, as
+        :func:`time.monotonic` or the injected clock), after which it turns
+        half-open and probes as after a trip (state ``"open"`` meanwhile,
+        transition reason ``"forced_open_until"``; pybreaker's ``open()``
+        followed by its reset timeout). A timed open is not a trip: the reset
+        timeout's growth restarts and :attr:`last_trip` is kept.
+
+        Raises:
+            TypeError: both `duration` and `until` given, or a wrong type.
+            ValueError: `duration` is not > 0, or `until` is not after now
+                (nothing changes then).
+
+        .. versionchanged:: 0.2.0 `duration` and `until`.
+        """
+        if duration is not None and until is not None:
+            raise TypeError(f"{_OWNER}.force_open() takes duration or until, not both")
+        now = self._now()
+        if duration is None and until is None:
+            self._core.force_open(now)
+            return
+        if until is None:
+            seconds = _validate.seconds(_OWNER, "duration", duration, positive=True)
+            start = now if now is not None else _monotonic()
+            until = start + seconds
+            now = start
+        else:
+            until = _validate.number(_OWNER, "until", until)
+        self._core.force_open_until(until, now)
+
+    def half_open(self) -> None:
+        """Switches to half-open at once, from any state: the next calls
+        are probes (``half_open_max_calls`` at a time) that close or reopen
+        it (resilience4j's ``transitionToHalfOpenState``). Listeners hear
+        reason ``"half_open"``. Does nothing when already half-open.
+
+        .. versionadded:: 0.2.0
+        """
+        self._core.half_open(self._now())
 
     def disable(self) -> None:
         """Admits every call and keeps counting, but never trips."""
@@ -564,6 +710,45 @@ class CircuitBreaker:
             listeners = list(self._listeners)
             listeners.remove(listener)
             self._listeners = listeners
+        return True
+
+    def add_call_listener(
+        self, listener: Callable[[BreakerCallEvent], Any]
+    ) -> Callable[[BreakerCallEvent], Any]:
+        """Calls ``listener(event)`` for every call: each recorded result
+        (``"success"``, ``"failure"``, ``"ignored"``; stale ones flagged) and
+        each refusal (``"rejected"``), resilience4j's per-call events.
+        Returns the listener.
+
+        Listeners run with the GIL on the thread of the call, after the
+        breaker's lock is released and after the transition listeners of the
+        same call. An exception from a listener is logged on the ``mulligan``
+        logger and swallowed. Without call listeners a call pays nothing for
+        them; with one, every guarded call pays a Python call.
+
+        .. versionadded:: 0.2.0
+        """
+        _validate.function(_OWNER, "listener", listener)
+        with self._lock:
+            first = not self._call_listeners
+            self._call_listeners = self._call_listeners + [listener]
+            if first:
+                self._core.set_call_hook(_make_call_hook(self))
+        return listener
+
+    def remove_call_listener(self, listener: Callable[[BreakerCallEvent], Any]) -> bool:
+        """Removes a call listener; returns False when it was not added.
+
+        .. versionadded:: 0.2.0
+        """
+        with self._lock:
+            if listener not in self._call_listeners:
+                return False
+            listeners = list(self._call_listeners)
+            listeners.remove(listener)
+            self._call_listeners = listeners
+            if not listeners:
+                self._core.set_call_hook(None)
         return True
 
     def __repr__(self) -> str:

@@ -233,7 +233,7 @@ class AsyncClient(_ClientBase):
             fut = loop.create_future()
             call: Optional[int] = driver.begin(
                 fut, method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
-                fallback is not _UNSET, cap, no_wait, clock,
+                fallback is not _UNSET, cap, no_wait, clock, self._breaker_key(method, url),
             )
             try:
                 while True:

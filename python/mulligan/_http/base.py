@@ -28,6 +28,7 @@ from .request import (
     _check_switches,
     _checked_method,
     _breaker_args,
+    _breaker_key_of,
     _check_url,
     _encode_body,
     _idempotency_key,
@@ -173,7 +174,15 @@ class _ClientBase:
             strict=_validate.flag(owner, "strict", strict),
             **_breaker_args(owner, breaker, breaker_per_attempt),
         )
+        # A key function runs here, on the caller's thread, never in the engine.
+        self._breaker_key_fn: Any = self._native_args.pop("_breaker_key_fn", None)
+        self._owner = owner
         self._closed = False
+
+    def _breaker_key(self, method: str, url: str) -> str:
+        """The request's own breaker key ("" for the client's choice)."""
+        fn = self._breaker_key_fn
+        return "" if fn is None else _breaker_key_of(self._owner, fn, method, url)
 
     def _request_policy(
         self,

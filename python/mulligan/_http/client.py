@@ -85,8 +85,15 @@ class Client(_ClientBase):
         on_retry: called with a :class:`RetryEvent` before each wait.
         breaker: per-origin circuit breakers: True for the defaults
             (5 consecutive failed calls open it for 30 s), or a mapping with
-            ``failure_threshold`` and ``reset_timeout`` (seconds). An open
-            breaker raises :class:`mulligan.CircuitOpenError` at once.
+            ``failure_threshold`` and ``reset_timeout`` (seconds), and
+            ``key``: what the breakers are keyed by, ``"origin"`` (default,
+            ``scheme://host:port``), ``"host"``, ``"path"`` (origin + path),
+            a list of path templates (``["/users/{id}"]``: ``{name}`` is one
+            segment, a last ``{name...}`` the rest; unmatched paths use the
+            origin) or a callable ``key(method, url) -> str | None`` (None:
+            the origin), called on the calling thread. The metrics stay by
+            origin. An open breaker raises :class:`mulligan.CircuitOpenError`
+            at once.
             Default None (off).
         breaker_per_attempt: record every attempt in the breaker instead of
             one result per call (the same switch as ``@retry``'s). The 0.1
@@ -253,7 +260,7 @@ class Client(_ClientBase):
         try:
             raw = client.request(
                 method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
-                fallback is not _UNSET, cap, no_wait, clock,
+                fallback is not _UNSET, cap, no_wait, clock, self._breaker_key(method, url),
             )
             while type(raw) is not tuple:  # an _core.HttpCall: a retry was decided
                 raw = _retry(raw, method, url, hook)

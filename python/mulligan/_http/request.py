@@ -205,10 +205,11 @@ def _breaker_args(owner: str, breaker: Any, per_attempt: bool = False) -> dict[s
         breaker = {}
     if not isinstance(breaker, Mapping):
         raise TypeError(f"breaker must be a bool or a mapping, got {type(breaker).__name__}")
-    unknown = set(breaker) - {"failure_threshold", "reset_timeout", "per_attempt"}
+    unknown = set(breaker) - {"failure_threshold", "reset_timeout", "per_attempt", "key"}
     if unknown:
         raise ValueError(f"unknown breaker options: {sorted(unknown)}")
     return {
+        **_breaker_key_args(owner, breaker.get("key", "origin")),
         "breaker_failure_threshold": _validate.integer(
             owner, 'breaker["failure_threshold"]', breaker.get("failure_threshold", 5), 0, _validate.INT_MAX
         ),
@@ -217,6 +218,55 @@ def _breaker_args(owner: str, breaker: Any, per_attempt: bool = False) -> dict[s
         ),
         "breaker_per_attempt": per_attempt or _deprecated_per_attempt(owner, breaker),
     }
+
+
+def _breaker_key_args(owner: str, key: Any) -> dict[str, Any]:
+    """The native arguments of ``breaker={"key": ...}``: what a request's
+    breaker is keyed by (the engine's BreakerKeyOptions, so the sync and async
+    clients share it).
+
+    - ``"origin"`` (the default): ``scheme://host:port``;
+    - ``"host"``: the host name, lower case;
+    - ``"path"``: the origin and the path (no query): one breaker per URL;
+    - a list or tuple of path templates (``["/users/{id}", "/files/{p...}"]``):
+      the origin and the first template that matches the path, else the
+      origin; ``{name}`` matches one non-empty segment, a last ``{name...}``
+      one or more, anything else itself;
+    - a callable ``key(method, url) -> str | None``: its result (None or ""
+      means the origin), computed on the calling thread before the request
+      starts (never on the engine's threads).
+
+    The metrics stay by origin whatever the key. Bad templates raise
+    ValueError when the client is built.
+    """
+    if isinstance(key, str):
+        if key not in ("origin", "host", "path"):
+            raise ValueError(
+                f'{owner}: breaker["key"] must be "origin", "host", "path", a list of path '
+                f"templates or a callable, got {key!r}"
+            )
+        return {"breaker_key": key}
+    if isinstance(key, (list, tuple)):
+        templates = list(key)
+        if not templates or not all(isinstance(t, str) for t in templates):
+            raise TypeError(f'{owner}: breaker["key"] templates must be a non-empty list of str')
+        return {"breaker_key": "path_template", "breaker_key_templates": templates}
+    if callable(key):
+        return {"_breaker_key_fn": key}
+    raise TypeError(
+        f'{owner}: breaker["key"] must be a str, a list of path templates or a callable, '
+        f"got {type(key).__name__}"
+    )
+
+
+def _breaker_key_of(owner: str, fn: Any, method: str, url: str) -> str:
+    """A key function's result for one request ("" means the origin)."""
+    key = fn(method, url)
+    if key is None:
+        return ""
+    if not isinstance(key, str):
+        raise TypeError(f'{owner}: breaker["key"] returned {type(key).__name__}, expected str or None')
+    return key
 
 
 def _deprecated_per_attempt(owner: str, breaker: Mapping[str, Any]) -> bool:

@@ -50,6 +50,7 @@ def test_the_defaults_are_the_documented_ones() -> None:
         "max_reset_timeout": 300.0,
         "half_open_max_calls": 1,
         "permit_timeout": 60.0,
+        "max_half_open_duration": None,
     }
     assert mulligan.CircuitBreaker().name == "default"
 

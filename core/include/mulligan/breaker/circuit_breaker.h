@@ -134,6 +134,14 @@ struct CircuitBreakerOptions {
   // Probes admitted at the same time in the half-open state; also the number
   // of successful probes that close the breaker. Range [1, 65'535]. Default 1.
   int half_open_max_calls = 1;
+  // The longest a breaker stays half-open: one that has not closed this long
+  // after it became half-open reopens (reason "half_open_timeout"), its open
+  // period starting at that instant, so probes that never return cannot keep
+  // it half-open (resilience4j's maxWaitDurationInHalfOpenState). Must be
+  // > 0 when set. Default: unset (no limit; probe permits still expire
+  // after permit_timeout).
+  std::optional<Duration> max_half_open_duration;
+
   // A half-open probe permit that is never recorded stops holding its slot
   // this long after it was issued (the slot is reclaimed by a later Acquire;
   // a Record arriving after it is discarded). Must be > 0. Default 60 s.
@@ -211,7 +219,8 @@ struct BreakerTransition {
   BreakerState to = BreakerState::kClosed;
   // Static text: "failure_threshold", "failure_rate", "slow_call_rate",
   // "reset_timeout_elapsed", "probe_succeeded", "probe_failed",
-  // "forced_open", "disabled", "metrics_only", "reset", and in the
+  // "half_open_timeout", "forced_open", "forced_open_until", "half_open",
+  // "disabled", "metrics_only", "reset", and in the
   // metrics-only state "metrics_only:failure_threshold",
   // "metrics_only:failure_rate", "metrics_only:slow_call_rate".
   const char* reason = "";
@@ -226,7 +235,9 @@ struct BreakerTransition {
 using BreakerListener = std::function<void(const BreakerTransition&)>;
 
 // Counters, for metrics. Cumulative counters cover results recorded since
-// creation or the last Reset(); results from stale permits are not counted.
+// creation or the last Reset(). A result from a stale permit (issued before
+// a transition, or a half-open probe recorded after its permit_timeout) is
+// counted in `stale` only: it changes no state and no other counter.
 struct BreakerCounts {
   // Recorded results: successes + failures + ignored.
   uint64_t calls = 0;
@@ -246,7 +257,67 @@ struct BreakerCounts {
   // is empty or absent.
   double window_failure_rate = 0.0;
   double window_slow_rate = 0.0;
+  // Results recorded with a stale permit (see above); not in `calls`.
+  uint64_t stale = 0;
 };
+
+// What the breaker's statistics were when it last opened, so an operator can
+// see why it did after the window has been cleared by the transition.
+struct BreakerTrip {
+  // The state it opened from: kClosed for a trip, kHalfOpen for a failed
+  // probe, kMetricsOnly for the trip a metrics-only breaker would make.
+  BreakerState from = BreakerState::kClosed;
+  // The transition's reason (static text, as BreakerTransition::reason).
+  const char* reason = "";
+  // The `now` of the call that tripped it.
+  TimePoint at;
+  // The consecutive-failure run and the window's figures (as in
+  // BreakerCounts) just before the transition cleared them. Rates are in
+  // percent; the window figures are 0 without a window.
+  int consecutive_failures = 0;
+  uint64_t window_calls = 0;
+  double window_failure_rate = 0.0;
+  double window_slow_rate = 0.0;
+};
+
+// What one call did, as given to call listeners (resilience4j's
+// CircuitBreakerEvent kinds onSuccess, onError, onIgnoredError and
+// onCallNotPermitted). Values are pinned (they cross the C ABI); append only.
+enum class BreakerCallKind : int {
+  // A result recorded as CallResult::kSuccess.
+  kSuccess = 0,
+  // A result recorded as CallResult::kFailure.
+  kFailure = 1,
+  // A result recorded as CallResult::kIgnored.
+  kIgnored = 2,
+  // An Acquire that was refused.
+  kRejected = 3,
+};
+
+// Returns "success", "failure", "ignored" or "rejected"; "unknown" otherwise.
+const char* BreakerCallKindName(BreakerCallKind kind);
+
+// One call's event, as given to call listeners.
+struct BreakerCallEvent {
+  // The breaker's name. Valid only during the listener call.
+  std::string_view name;
+  BreakerCallKind kind = BreakerCallKind::kSuccess;
+  // The state the breaker was in when it answered (Acquire) or when the
+  // result arrived (Record, before any transition the result caused).
+  BreakerState state = BreakerState::kClosed;
+  // Results only: the call's duration as given to Record; zero for kRejected.
+  Duration duration = Duration::zero();
+  // Results only: true when the permit was stale (the result changed nothing).
+  bool stale = false;
+  // The `now` given to Acquire or Record.
+  TimePoint at;
+};
+
+// Receives call events, on the thread of the Acquire or Record, after the
+// breaker's lock is released and after the transition listeners of the same
+// call. Must not throw (an exception is caught and dropped). With several
+// threads, events may be observed out of order.
+using BreakerCallListener = std::function<void(const BreakerCallEvent&)>;
 
 namespace internal {
 struct BreakerWindow;
@@ -298,6 +369,19 @@ class CircuitBreaker {
   // Returns the counters at `now` (the time window is evaluated at `now`).
   BreakerCounts counts(TimePoint now) const;
 
+  // Returns the figures at the breaker's last transition to kOpen (or the
+  // last would-be trip of a metrics-only breaker), or nullopt when it never
+  // opened since creation or the last Reset(). Kept across later
+  // transitions, so it stays readable after the breaker closed again.
+  std::optional<BreakerTrip> last_trip() const;
+
+  // The name this breaker's metrics are reported under in
+  // MetricsRegistry::Default(): metrics_name (or name), or, when another
+  // live breaker already reports under it, the first free "<label>#2",
+  // "<label>#3", ... (so one metrics name never mixes two breakers). Empty
+  // when the breaker reports no metrics.
+  const std::string& reported_name() const { return reported_name_; }
+
   const std::string& name() const { return options_.name; }
   const CircuitBreakerOptions& options() const { return options_; }
   // Returns about how many heap bytes this breaker owns besides sizeof(CircuitBreaker)
@@ -311,6 +395,21 @@ class CircuitBreaker {
   // (pass the injected clock's time when using a FakeClock). Calling one in
   // its own state does nothing. A manual state lasts until another manual call.
   void ForceOpen(TimePoint now = SystemClock::Default()->Now());
+  // Opens the breaker until `until` (ForceOpenFor: for `duration` from
+  // `now`), whatever its state: a new generation, as the manual calls above,
+  // but the state is kOpen, so at `until` it turns half-open and probes as
+  // after a trip (pybreaker's open() followed by its reset timeout; Polly's
+  // Isolate with an end). Notifies listeners with reason "forced_open_until".
+  // The reset-timeout growth restarts (this is not a trip), and last_trip()
+  // is kept. Errors: kInvalidArgument when `until` is not after `now`
+  // (duration <= 0); nothing changes then.
+  Status ForceOpenUntil(TimePoint until, TimePoint now = SystemClock::Default()->Now());
+  Status ForceOpenFor(Duration duration, TimePoint now = SystemClock::Default()->Now());
+  // Switches to half-open at once, from any state (a new generation; the
+  // probe slots are free), as resilience4j's transitionToHalfOpenState.
+  // Notifies listeners with reason "half_open"; does nothing when already
+  // half-open.
+  void HalfOpen(TimePoint now = SystemClock::Default()->Now());
   void Disable(TimePoint now = SystemClock::Default()->Now());
   void MetricsOnly(TimePoint now = SystemClock::Default()->Now());
   // Returns to closed from any state: a new generation, every counter
@@ -325,6 +424,13 @@ class CircuitBreaker {
   // Removes the listener with `id`; returns false when there is none. A
   // notification already in progress on another thread may still call it.
   bool RemoveListener(uint64_t id);
+
+  // Adds a call listener (BreakerCallEvent: success, failure, ignored,
+  // rejected); returns its id (never 0; ids are shared with AddListener).
+  // Without call listeners a call pays one relaxed atomic load for them.
+  uint64_t AddCallListener(BreakerCallListener listener);
+  // Removes the call listener with `id`; false when there is none.
+  bool RemoveCallListener(uint64_t id);
 
   // Runs `fn()` under the breaker, reading time from `clock`. Returns a
   // Result<T> holding the value of `fn` (a Status for a void `fn`; a `fn`
@@ -363,11 +469,24 @@ class CircuitBreaker {
   explicit CircuitBreaker(const CircuitBreakerOptions& options);
 
   Admission AcquireSlow(TimePoint now);
-  void RecordProbe(const Permit& permit, CallResult result, Duration call_duration,
+  // Each returns false when the permit was stale (nothing but `stale` counted).
+  bool RecordImpl(const Permit& permit, CallResult result, Duration call_duration,
+                  TimePoint now);
+  bool RecordProbe(const Permit& permit, CallResult result, Duration call_duration,
                    TimePoint now);
+  void StaleOne();
+  void NotifyCall(BreakerCallKind kind, BreakerState state, Duration duration, bool stale,
+                  TimePoint at);
+  void NoteTripLocked(uint64_t word, BreakerState from, const char* reason, TimePoint at);
   void RecordLocked(uint64_t word, CallResult result, bool slow, TimePoint now, Pending* pending);
   void TripLocked(uint64_t word, const char* reason, TimePoint now, Pending* pending);
-  void SwitchLocked(BreakerState to, const char* reason, TimePoint at, Pending* pending);
+  // `open_until`: the end of the open period when `to` is kOpen (default:
+  // the grown reset timeout from `at`, counting one more consecutive trip).
+  void SwitchLocked(BreakerState to, const char* reason, TimePoint at, Pending* pending,
+                    std::optional<TimePoint> open_until = std::nullopt);
+  // True when a half-open breaker has outlived max_half_open_duration at
+  // `now`; then reopens it, stamped at the instant the limit was reached.
+  bool HalfOpenExpiredLocked(TimePoint now, Pending* pending);
   void ManualSwitch(BreakerState to, const char* reason, TimePoint now);
   void CountResult(CallResult result, bool slow);
   void RejectedOne();
@@ -383,6 +502,9 @@ class CircuitBreaker {
   // End of the open period, steady-clock nanoseconds; written under mu_
   // before the word announcing the open state.
   std::atomic<int64_t> open_until_ns_{0};
+  // End of the half-open period (max_half_open_duration), likewise; INT64_MAX
+  // without a limit.
+  std::atomic<int64_t> half_open_until_ns_{0};
 
   // Statistics, on their own cache line so the read-mostly word is not
   // invalidated by every counted call.
@@ -391,6 +513,9 @@ class CircuitBreaker {
   std::atomic<uint64_t> ignored_{0};
   std::atomic<uint64_t> slow_{0};
   std::atomic<uint64_t> rejected_{0};
+  std::atomic<uint64_t> stale_{0};
+  // Set while call listeners exist: the only cost of the feature without them.
+  std::atomic<bool> has_call_listeners_{false};
 
   // Slow-path state, guarded by mu_.
   alignas(64) mutable std::mutex mu_;
@@ -399,10 +524,14 @@ class CircuitBreaker {
   uint32_t next_ticket_ = 1;
   std::vector<ProbeSlot> slots_;     // half_open_max_calls entries
   std::unique_ptr<internal::BreakerWindow> window_;  // null without a window
+  std::optional<BreakerTrip> last_trip_;
 
   std::unique_ptr<Listeners> listeners_;
   // Where transitions and refusals are reported; null when not reporting.
+  // This breaker is attached to it (its counts appear in snapshots) until
+  // the destructor detaches it.
   Metrics* metrics_ = nullptr;
+  std::string reported_name_;
 };
 
 // ---------------------------------------------------------------------------

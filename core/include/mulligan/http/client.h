@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "mulligan/breaker/registry.h"
+#include "mulligan/http/breaker_key.h"
 #include "mulligan/base/clock.h"
 #include "mulligan/base/outcome.h"
 #include "mulligan/retry/policy.h"
@@ -121,6 +122,11 @@ std::optional<std::string> HttpOrigin(std::string_view url);
 struct HttpRequest {
   // An HTTP method token ("GET", "POST", ...). Default "GET".
   std::string method = "GET";
+  // When not empty, the key of the breaker that guards this request,
+  // instead of what HttpClientOptions::breaker_key gives (the way a front
+  // door that cannot be called from the engine's threads, such as Python's,
+  // supplies a key function's result). Default empty.
+  std::string breaker_key;
   // An absolute http:// or https:// URL.
   std::string url;
   HttpHeaders headers;
@@ -251,6 +257,10 @@ struct HttpClientOptions {
   // breaker_per_attempt records every attempt. Default: none.
   std::shared_ptr<BreakerRegistry> breakers;
   bool breaker_per_attempt = false;
+  // Which breaker of `breakers` guards a request: by origin (the default),
+  // host, path, path template or a function (breaker_key.h). The metrics
+  // stay by origin (or metrics_name) whatever the breaker key.
+  BreakerKeyOptions breaker_key;
 
   // Report every call (calls, attempts, retries by reason, successes,
   // failures, retry delays, durations; metrics.h) to

@@ -76,6 +76,10 @@ struct CallOptions {
   // the metrics name when the pipeline reports by key (HTTP: the origin,
   // scheme://host:port). Borrowed only during Begin.
   std::string_view key;
+  // When not empty, which breaker of the pipeline's registry guards the
+  // call, instead of `key` (the metrics stay by `key`): the HTTP clients'
+  // breaker key by host, path or template. Borrowed only during Begin.
+  std::string_view breaker_key;
   // Replaces the pipeline's retry policy for this call (an HTTP request's own
   // attempts or deadline). REQUIRES: outlives the call.
   const RetryPolicy* policy = nullptr;

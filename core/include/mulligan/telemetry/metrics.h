@@ -31,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -136,6 +137,12 @@ struct MetricsSnapshot {
   int64_t waiting_to_retry = 0;
   // The last breaker state reported, or -1 when no breaker reports here.
   int breaker_state = -1;
+  // The live breaker attached to this name (CircuitBreaker reports under its
+  // reported_name()): its own counters, read at snapshot time with the
+  // steady clock's now (a time window is evaluated then), and its last trip.
+  bool has_breaker = false;
+  BreakerCounts breaker;
+  std::optional<BreakerTrip> last_trip;
   Histogram call_duration_seconds;
   Histogram attempts_per_call;
   Histogram retry_delay_seconds;
@@ -181,6 +188,10 @@ class Metrics {
   void BreakerTransitioned(BreakerState from, BreakerState to, const char* reason);
   // Records the current breaker state (a gauge), without a transition.
   void SetBreakerState(BreakerState state);
+  // Detaches `breaker` (attached by MetricsRegistry::AttachBreaker); no-op
+  // when another breaker, or none, is attached. Snapshots taken after it
+  // returns no longer read the breaker.
+  void DetachBreaker(const CircuitBreaker* breaker);
 
   MetricsSnapshot Snapshot() const;
   const std::string& name() const { return name_; }
@@ -200,6 +211,12 @@ class Metrics {
   std::vector<std::shared_ptr<Shard>> shards_;  // guarded by shards_mu_
   std::array<std::array<std::atomic<uint64_t>, 6>, 6> transitions_{};
   std::atomic<int> breaker_state_{-1};
+  // Guards breaker_: Snapshot reads the breaker's counts under it, and the
+  // breaker's destructor detaches under it. Lock order: breaker_mu_, then
+  // the breaker's own mutex (a breaker never calls Metrics under its mutex
+  // except to count, which takes shards_mu_ only).
+  mutable std::mutex breaker_mu_;
+  const CircuitBreaker* breaker_ = nullptr;
 };
 
 // Metrics by name, plus the event stream.
@@ -232,6 +249,16 @@ class MetricsRegistry {
   // and stays valid for the registry's lifetime. Cost: a hash look-up under a
   // mutex; callers keep the pointer instead of looking it up per call.
   Metrics* Get(std::string_view name);
+  // Returns the metrics a live breaker reports under and attaches it there:
+  // `name` when no breaker is attached to it, else the first of "name#2",
+  // "name#3", ... that has none, so one name never mixes two breakers' state
+  // and counts. Sets `*reported_name` to the chosen name. Once max_names
+  // names exist, returns the overflow metrics without attaching (the
+  // breaker's transitions are merged there, its counts are not exported)
+  // and sets kOverflowName. REQUIRES: `breaker` outlives the attachment
+  // (its destructor calls Metrics::DetachBreaker).
+  Metrics* AttachBreaker(std::string_view name, const CircuitBreaker* breaker,
+                         std::string* reported_name);
   // Snapshots of every name, sorted by name.
   std::vector<MetricsSnapshot> Snapshot() const;
   // Clears every name (for tests): pointers handed out before stay valid but
