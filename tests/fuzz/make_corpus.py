@@ -169,6 +169,13 @@ CRASHES: dict[str, dict[str, bytes]] = {
         "rfc850-next-century": now_ns(3894652800 * 10**9) + b"Monday, 19-Jun-41 01:32:51 GMT",
         # On 1899-12-31T12:00Z the year is 1899, so "50" is 1850.
         "rfc850-before-1970": now_ns(-2209032000 * 10**9) + b"Tuesday, 01-Jan-50 00:00:00 GMT",
+        # The window is on the full date: on 2082-12-01 "07-Jul-32" is 2032 (2132-07-07
+        # is more than 50 years ahead); the harness compared by year only.
+        "rfc850-window-full-date": now_ns(3563308800 * 10**9) + b"Monday, 07-Jul-32 04:46:11 GMT",
+        # now = 1969-12-31T23:59:59.5Z: 2020-01-01T00:00:00Z is 50 years and half a
+        # second ahead, so 1920; the parser rounded now up to 1970 and read 2020.
+        "rfc850-now-before-1970-between-seconds": now_ns(-500_000_000)
+        + b"Wednesday, 01-Jan-20 00:00:00 GMT",
     },
     "fuzz_idempotency_store": {
         # max_bytes 1: Reserve evicted everything, then blamed in-flight requests.

@@ -111,10 +111,12 @@ std::optional<WallTime> ToWallTime(const CivilTime& t) {
 }
 
 // The civil date and time (UTC) of `now`, 50 years later (Howard Hinnant's
-// civil_from_days for the date). The year is at most 2262 + 50 with a 64-bit
+// civil_from_days for the date), to the second below `now` (floor: before
+// 1970 too, where truncation would round towards the epoch and move the
+// limit a second late). The year is at most 2262 + 50 with a 64-bit
 // nanosecond WallTime, so it fits an int.
 CivilTime FiftyYearsAfter(WallTime now) {
-  int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  int64_t seconds = std::chrono::floor<std::chrono::seconds>(now.time_since_epoch()).count();
   int64_t days = seconds / 86400;
   int64_t second_of_day = seconds % 86400;
   if (second_of_day < 0) {
