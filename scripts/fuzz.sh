@@ -26,7 +26,7 @@ FUZZ_RUNS=${FUZZ_RUNS:--1}
 JOBS=${JOBS:-2}
 BUILD=build-fuzz
 ALL_FUZZERS="fuzz_retry_after fuzz_http_date fuzz_idempotency_key fuzz_idempotency_store
-  fuzz_config fuzz_grpc_config fuzz_url"
+  fuzz_config fuzz_grpc_config fuzz_url fuzz_header_callback"
 FUZZERS=${FUZZERS:-$ALL_FUZZERS}
 
 if ! [[ $SECONDS_EACH =~ ^[1-9][0-9]*$ ]]; then
@@ -73,6 +73,9 @@ for f in $FUZZERS; do
   extra=()
   case $f in
     fuzz_config|fuzz_grpc_config) extra+=("-dict=tests/fuzz/config.dict") ;;
+    fuzz_header_callback) extra+=("-dict=tests/fuzz/header.dict") ;;
+    # The harness skips longer inputs (more operations add no new state).
+    fuzz_idempotency_store) extra+=("-max_len=1024") ;;
   esac
   limit="at most ${SECONDS_EACH} s"
   if [[ $FUZZ_RUNS != -1 ]]; then limit+=" or $FUZZ_RUNS executions"; fi

@@ -150,5 +150,18 @@ TEST(Rfc850YearTest, BeforeTheEpochTheRuleStillHolds) {
   EXPECT_EQ(UnixSeconds("Tuesday, 01-Mar-70 12:00:01 GMT", before_epoch), -3150532799);  // 1870
 }
 
+TEST(Rfc850YearTest, ANowBetweenSecondsBeforeTheEpochCountsFromTheSecondBelow) {
+  // now = 1969-12-31T23:59:59.5Z: 50 years later is 2019-12-31T23:59:59.5Z,
+  // so 2020-01-01T00:00:00Z is half a second too far (1920), and the second
+  // before it is not (2019). Rounding now towards the epoch (to 1970-01-01)
+  // made 2020 fit. Found by fuzzing (tests/fuzz/fuzz_http_date).
+  const WallTime half_before_epoch(std::chrono::milliseconds(-500));
+  EXPECT_EQ(UnixSeconds("Wednesday, 01-Jan-20 00:00:00 GMT", half_before_epoch), -1577923200);
+  EXPECT_EQ(UnixSeconds("Tuesday, 31-Dec-19 23:59:59 GMT", half_before_epoch), 1577836799);
+  // After the epoch the same half second changes nothing: now = 0.5 s.
+  const WallTime half_after_epoch(std::chrono::milliseconds(500));
+  EXPECT_EQ(UnixSeconds("Wednesday, 01-Jan-20 00:00:00 GMT", half_after_epoch), 1577836800);
+}
+
 }  // namespace
 }  // namespace mulligan

@@ -118,6 +118,53 @@ TEST(HttpHeaderCallbackTest, LinesThatAreNotFieldsAreConsumedAndIgnored) {
   EXPECT_FALSE(t.failed_alloc);
 }
 
+TEST(HttpHeaderCallbackTest, AStatusLineInAnyCaseBeginsTheHeadAfterAnInterimOne) {
+  // libcurl's status-line check is case-insensitive: after a 100 it takes
+  // "http/1.1 200 OK" as the final response (HTTP/1.0 200). Only "HTTP/" in
+  // upper case began a head, so the 100's end left the head complete and a
+  // cut inside the final head counted as a whole response. Found by fuzzing
+  // (tests/fuzz/fuzz_header_callback).
+  Transfer t;
+  Feed(t, "HTTP/1.1 100 Continue\r\n");
+  Feed(t, "X-A: 1\r\n");
+  Feed(t, "\r\n");
+  EXPECT_TRUE(t.head_complete);
+  EXPECT_EQ(Feed(t, "http/1.1 200 OK\r\n"), 17u);
+  EXPECT_FALSE(t.head_complete);
+  EXPECT_TRUE(t.headers.empty());
+  Feed(t, "X-B: 2\r\n");
+  EXPECT_FALSE(t.head_complete);
+  const HttpHeaders expected = {{"X-B", "2"}};
+  EXPECT_EQ(t.headers, expected);
+}
+
+TEST(HttpHeaderCallbackTest, InsideAHeadAStatusLineIsNoNewHead) {
+  // libcurl takes the first line of a head for its status line and every
+  // later one for a field: the fields so far stay.
+  Transfer t;
+  Feed(t, "HTTP/1.1 200 OK\r\n");
+  Feed(t, "A: 1\r\n");
+  EXPECT_EQ(Feed(t, "HTTP/1.1 503 x\r\n"), 16u);
+  EXPECT_FALSE(t.head_complete);
+  const HttpHeaders expected = {{"A", "1"}};
+  EXPECT_EQ(t.headers, expected);
+}
+
+TEST(HttpHeaderCallbackTest, ALineThatBeginsWithCrEndsTheHead) {
+  // libcurl (7.88) ends a head at any line that begins with CR or LF and
+  // reads what follows as the body; the callback agrees, so such a response
+  // is no truncation. Found by fuzzing (tests/fuzz/fuzz_header_callback).
+  Transfer t;
+  Feed(t, "HTTP/1.1 200 OK\r\n");
+  EXPECT_EQ(Feed(t, "\rX: 2\r\n"), 7u);
+  EXPECT_TRUE(t.head_complete);
+  EXPECT_TRUE(t.headers.empty());
+  Transfer u;
+  Feed(u, "HTTP/1.1 200 OK\r\n");
+  EXPECT_EQ(Feed(u, "\n\r\n"), 3u);
+  EXPECT_TRUE(u.head_complete);
+}
+
 // ---------------------------------------------------------------------------
 // Every cut point, blocking client
 
@@ -215,6 +262,30 @@ TEST(HttpTruncationTest, ALoneInterimResponseIsTruncated) {
   EXPECT_EQ(run.result->body, "hello");
   EXPECT_EQ(run.result->Header("Link"), std::nullopt);
   EXPECT_EQ(run.result->Header("X-Mark"), "whole");
+}
+
+TEST(HttpTruncationTest, AFinalHeadInLowerCaseCutAfterAnInterimOneIsTruncated) {
+  // curl(1) 7.88 exits 0 with status 200 on these bytes: the head of the
+  // final response never ended.
+  const std::string reply = "HTTP/1.1 100 Continue\r\n\r\nhttp/1.1 200 OK\r\nX-B: 2\r\n";
+  Attempted run = Send(reply, "GET", 1);
+  ASSERT_FALSE(run.result.ok()) << "returned a response " << run.result->status;
+  EXPECT_EQ(run.info.last_error, ErrorKind::kTruncated) << run.result.status().ToString();
+  Attempted retried = Send(reply, "GET", 2);
+  ASSERT_TRUE(retried.result.ok()) << retried.result.status().ToString();
+  EXPECT_EQ(retried.result->Header("X-Mark"), "whole");
+  EXPECT_EQ(retried.result->Header("X-B"), std::nullopt);
+  EXPECT_EQ(retried.result->attempts, 2);
+}
+
+TEST(HttpTruncationTest, AHeadEndedByALineThatBeginsWithCrIsWhole) {
+  // libcurl ends the head at "\rX: 2\r\n" and reads "abc" as the body, to
+  // the connection's end: a whole (if odd) response, not a truncation.
+  Attempted run = Send("HTTP/1.1 200 OK\r\nConnection: close\r\n\rX: 2\r\nabc", "GET", 1);
+  ASSERT_TRUE(run.result.ok()) << run.result.status().ToString();
+  EXPECT_EQ(run.result->body, "abc");
+  EXPECT_EQ(run.result->Header("X"), std::nullopt);
+  EXPECT_EQ(run.result->attempts, 1);
 }
 
 TEST(HttpTruncationTest, AnHttp09ReplyIsTerminal) {

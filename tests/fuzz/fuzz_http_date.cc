@@ -7,7 +7,7 @@
 //   bit 1  generate instead of parse: the next 8 bytes pick a time in the
 //          clock's range, which is written in all three forms (the asctime
 //          day both as " 6" and as "06"); each must parse back to that
-//          time (the rfc850 form when its year is within 50 years of now).
+//          time (the rfc850 form when the date is within 50 years of now).
 // Post-conditions, on every date that parses:
 //   - unless it saturated, it is a whole second, and writing it again in
 //     the form it was read in gives the text back, except the day name
@@ -15,13 +15,10 @@
 //     as the next second);
 //   - a saturated date (WallTime::max or min) has a year outside the clock's
 //     range, years 1678 to 2261 (int64 nanoseconds);
-//   - an rfc850 two-digit year lies in [now - 50, now + 50] by year: "a
-//     timestamp that appears to be more than 50 years in the future" is the
-//     most recent past year with those digits (RFC 9110 section 5.6.7),
-//     measured on the full date and time, so in the year now + 50 a date
-//     after now's day and time is 100 years earlier, in the year now - 50.
-//     (The window used to be (now - 50, now + 50] by year, which is wrong
-//     for such dates: now 2024-01-01, "16-Mar-74" is 1974.)
+//   - an rfc850 date lies in (now - 50 years, now + 50 years], on the full
+//     date and time (to the second, now rounded down): "a timestamp that
+//     appears to be more than 50 years in the future" is in the most recent
+//     past year with those digits (RFC 9110 section 5.6.7).
 // ParseLenientHttpDate (the lenient forms of retry_after.h) runs on every
 // input too, with these post-conditions:
 //   - wherever ParseHttpDate gives a date, it gives the same one;
@@ -42,6 +39,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include <tuple>
 
 #include "civil_time.h"
 #include "fuzz_check.h"
@@ -64,6 +62,19 @@ int Digits(std::string_view text, size_t pos, size_t count) {
   int v = 0;
   for (size_t i = pos; i < pos + count && i < text.size(); ++i) v = v * 10 + (text[i] - '0');
   return v;
+}
+
+// Whether the civil time `c` (a leap second 60 as written) lies in
+// (now - 50 years, now + 50 years]: compared field by field with the civil
+// time of `now` (rounded down to the second) in the year 50 later and the
+// year 50 earlier (the rfc850 window of RFC 9110 section 5.6.7).
+bool InRfc850Window(const Civil& c, WallTime now) {
+  const Civil n = CivilFromSeconds(WallSeconds(now));
+  auto fields = [](int64_t year, const Civil& x) {
+    return std::make_tuple(year, x.month, x.day, x.hour, x.minute, x.second);
+  };
+  const auto date = fields(c.year, c);
+  return date <= fields(n.year + 50, n) && date > fields(n.year - 50, n);
 }
 
 // Checks the post-conditions for `text`, which ParseHttpDate turned into `t`.
@@ -115,10 +126,10 @@ void CheckParsed(std::string_view text, WallTime now, WallTime t) {
       break;
     case Form::kRfc850:
       again = mulligan_fuzz::FormatRfc850(c, std::string(text.substr(0, long_name)).c_str());
-      FUZZ_CHECK(c.year >= now_year - 50 && c.year <= now_year + 50,
-                 "rfc850 year " + std::to_string(c.year) + " outside [" +
-                     std::to_string(now_year - 50) + ", " + std::to_string(now_year + 50) +
-                     "] for " + Printable(text));
+      FUZZ_CHECK(InRfc850Window(c, now),
+                 "rfc850 date in " + std::to_string(c.year) +
+                     " not within 50 years of now (in " + std::to_string(now_year) + ") for " +
+                     Printable(text));
       break;
     case Form::kAsctime:
       again = mulligan_fuzz::FormatAsctime(c, std::string(text.substr(0, 3)).c_str(),
@@ -208,11 +219,7 @@ void Generate(uint64_t pick, WallTime now) {
   };
   // The rfc850 form names its year only within 50 years of `now`: elsewhere
   // "29-Feb-00" may fall on a year that is not a leap year, and is refused.
-  // In the years now - 50 and now + 50 the answer depends on the date and
-  // time (after now's, the year now + 50 reads as now - 50): exact only
-  // strictly inside.
-  const int64_t now_year = CivilFromSeconds(WallSeconds(now)).year;
-  const bool rfc850_exact = c.year > now_year - 50 && c.year < now_year + 50;
+  const bool rfc850_exact = InRfc850Window(c, now);
   for (size_t i = 0; i < 4; ++i) {
     std::optional<WallTime> parsed = mulligan::ParseHttpDate(texts[i], now);
     const bool exact = i < 3 || rfc850_exact;

@@ -141,6 +141,35 @@ SEEDS: dict[str, list[bytes]] = {
         b'[], "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}, "x": 1',
         b'[{"name": [{"service": "s"}], "hedgingPolicy": {}}]',
     ],
+    "fuzz_header_callback": [
+        # Flags byte 0: lines as libcurl hands them over, now = 2024-01-01.
+        b"\x00HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\n",
+        b"\x00HTTP/1.1 503 Service Unavailable\r\nRetry-After: 120\r\n\r\n",
+        b"\x00HTTP/1.1 503 Service Unavailable\r\nRetry-After: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n",
+        b"\x00HTTP/1.1 429 Too Many Requests\r\nRetry-After: Fri, 31 Dec 9999 23:59:59 GMT\r\n\r\n",
+        b"\x00HTTP/1.1 503 x\r\nRetry-After: Sunday, 06-Nov-94 08:49:37 GMT\r\n\r\n",
+        b"\x00HTTP/1.1 503 x\r\nRetry-After:  99999999999999999999 \r\n\r\n",
+        b"\x00HTTP/1.1 503 x\r\nretry-after: -5\r\nRetry-After: 7\r\n\r\n",
+        b"\x00HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nX-Mark: final\r\n\r\n",
+        b"\x00HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+        b"\x00HTTP/1.1 100 Continue\r\n\r\nhttp/1.1 200 OK\r\nX-B: 2\r\n",  # cut in the head
+        b"\x00HTTP/1.1 200 OK\r\nA:  one \r\n\t two\r\n  \r\nB:\r\n: no name\r\n\n",  # obs-fold
+        b"\x00HTTP/1.1 200 OK\nA: 1\n\n",  # bare LF line ends
+        b"\x00HTTP/1.1 200 OK\r\nA: 1\r\n\rX: 2\r\n",  # a CR line ends the head
+        b"\x00HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nT: x\r\nU: y\r\n",  # trailers
+        b"\x00HTTP/1.1 301 Moved\r\nLocation: /b\r\n\r\nHTTP/1.1 200 OK\r\nC: 3\r\n",  # redirect
+        b"\x00HTTP/1.1 200 Connection established\r\n\r\nHTTP/2 503 \r\nretry-after: 3\r\n\r\n",
+        b"\x00HTTP/1.1 200 OK\r\nHTTP/1.1 503 x\r\nX: \x80\xff\r\n\r\n",
+        b"\x00HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n",
+        b"\x00HTTP/1.1 200 OK\r\nX-Cut: there is no line end",
+        # Flags 2: an explicit now (1994-11-06T08:49:37Z) before the date.
+        b"\x02" + struct.pack("<q", 784111777 * 10**9)
+        + b"HTTP/1.1 503 x\r\nRetry-After: Sun, 06 Nov 1994 08:51:37 GMT\r\n\r\n",
+        # Raw: pieces of 1 and of 7 bytes.
+        b"\x01HTTP/1.1 200 OK\r\nA: b\r\n\r\n",
+        b"\x61HTTP/1.1 503 x\r\nRetry-After: 5\r\n\t6\r\n\r\n",
+    ],
     "fuzz_url": [
         b"http://127.0.0.1:8080/ok\nGET",
         b"HTTPS://Example.COM/path?q=1#f\nPOST\nContent-Type: application/json\n3f1c9a2e",
@@ -182,6 +211,13 @@ CRASHES: dict[str, dict[str, bytes]] = {
         # The harness's window was (now - 50, now + 50] by year; on 2024-01-01
         # "16-Mar-74" is more than 50 years ahead, so 1974 (the parser was right).
         "rfc850-window-edge": DEFAULT_NOW + b"Saturday, 16-Mar-74 10:59:52 GMT",
+        # The window is on the full date: on 2082-12-01 "07-Jul-32" is 2032 (2132-07-07
+        # is more than 50 years ahead); the harness compared by year only.
+        "rfc850-window-full-date": now_ns(3563308800 * 10**9) + b"Monday, 07-Jul-32 04:46:11 GMT",
+        # now = 1969-12-31T23:59:59.5Z: 2020-01-01T00:00:00Z is 50 years and half a
+        # second ahead, so 1920; the parser rounded now up to 1970 and read 2020.
+        "rfc850-now-before-1970-between-seconds": now_ns(-500_000_000)
+        + b"Wednesday, 01-Jan-20 00:00:00 GMT",
     },
     "fuzz_idempotency_store": {
         # max_bytes 1: Reserve evicted everything, then blamed in-flight requests.

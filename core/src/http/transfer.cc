@@ -31,15 +31,24 @@ size_t WriteBody(char* data, size_t size, size_t nmemb, void* user) {
 // response after a proxy CONNECT) starts the list afresh. libcurl hands over
 // whole lines only (a line cut by the connection's end never arrives), each
 // with its CRLF or LF, and the empty line that ends a head as "\r\n" or
-// "\n" (it synthesises one for HTTP/2 heads too).
+// "\n" (it synthesises one for HTTP/2 heads too). It also ends a head at any
+// line that begins with CR (such as "\rX: 1\r\n"), and it accepts a status
+// line that begins with "http/" in lower case as a response (HTTP/1.0 200):
+// curl(1) 7.88 shows both on such bytes.
 size_t WriteHeader(char* data, size_t size, size_t nmemb, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t n = size * nmemb;
   std::string_view line(data, n);
   try {
-    if (line == "\r\n" || line == "\n") {
+    if (!line.empty() && line.back() == '\n' && (line.front() == '\r' || line.front() == '\n')) {
       t->head_complete = true;
-    } else if (line.size() >= 5 && line.substr(0, 5) == "HTTP/") {
+    } else if ((!t->status_seen || t->head_complete) && StartsWithIgnoreCase(line, "HTTP/")) {
+      // Only at a head's start: inside a head libcurl takes such a line for
+      // a field. After a head's end it is the next response (the final one
+      // after a 1xx, a redirect followed, the answer behind a proxy's
+      // CONNECT); a trailer field cannot begin with "HTTP/" (libcurl fails
+      // the chunked body).
+      t->status_seen = true;
       t->head_complete = false;
       t->headers.clear();
       t->headers.reserve(16);  // a typical response's fields, without regrowth

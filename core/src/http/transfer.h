@@ -34,6 +34,8 @@ struct Transfer {
   // false never received a whole response (RFC 9112 section 2.1: the head
   // ends with an empty line).
   bool head_complete = false;
+  // True once a status line arrived (the first line of the transfer).
+  bool status_seen = false;
   // An allocation failed in a callback; the transfer was aborted.
   bool failed_alloc = false;
 };
@@ -43,9 +45,19 @@ size_t WriteBody(char* data, size_t size, size_t nmemb, void* user);
 // CURLOPT_HEADERFUNCTION: one call per header line, status lines included;
 // fills Transfer::headers (`user`), joining obs-fold continuations (RFC 9112
 // section 5.2), and notes the end of each head (Transfer::head_complete).
-// Lines after a head's end (trailer fields of a chunked body) are added to
-// the fields and leave the head complete. Consumes every line (returns
-// size * nmemb) unless an allocation fails (then 0: libcurl aborts).
+// The lines are told apart as libcurl (7.88) tells them apart:
+//   - a line that ends with LF and begins with CR or LF ends the head (an
+//     empty line, RFC 9112 section 2.2; libcurl reads whatever follows such
+//     a line as the body);
+//   - the first line, and a line after a head's end that begins with
+//     "HTTP/" in any case (libcurl's status-line check is case-insensitive),
+//     is a status line: a new head begins, the fields so far are dropped;
+//   - any other line is a field ("name: value", the value without OWS), an
+//     obs-fold continuation (begins with SP or HTAB), or ignored (no colon,
+//     or an empty name); after a head's end these are trailer fields of a
+//     chunked body, added to the fields, and the head stays complete.
+// Consumes every line (returns size * nmemb) unless an allocation fails
+// (then 0: libcurl aborts).
 size_t WriteHeader(char* data, size_t size, size_t nmemb, void* user);
 
 // RAII for a curl_slist.

@@ -31,7 +31,9 @@ int64_t DaysFromCivil(int64_t year, unsigned month, unsigned day) {
 // civil_from_days for the date). The year is at most 2262 + 50 with a 64-bit
 // nanosecond WallTime, so it fits an int.
 CivilTime FiftyYearsAfter(WallTime now) {
-  int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  // floor, not truncation: before 1970 truncation rounds towards the epoch
+  // and moves the limit a second late.
+  int64_t seconds = std::chrono::floor<std::chrono::seconds>(now.time_since_epoch()).count();
   int64_t days = seconds / 86400;
   int64_t second_of_day = seconds % 86400;
   if (second_of_day < 0) {
