@@ -241,7 +241,7 @@ def test_json_without_a_json_number_raises_before_sending(value: float) -> None:
     ("key", "message"),
     [
         ("k" * 256, "longer than 255"),
-        ("caf\u00e9", "not printable ASCII"),
+        ("caf\u00e9", "printable ASCII without quotes or backslashes"),
         ("a\"b", "without quotes or backslashes"),
         ("a\\b", "without quotes or backslashes"),
         (" k", "a server would read it as a different key"),
