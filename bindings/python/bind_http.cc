@@ -25,6 +25,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "http/exchange.h"
 #include "http_common.h"
 #include "mulligan/breaker/registry.h"
 #include "mulligan/http/async_engine.h"
@@ -270,6 +271,29 @@ void BindHttp(py::module_& m) {
     SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
     return Unwrap(HttpClient::Create(options));
   };
+  // The one validation of the client options, for a front door that makes its
+  // engine later (AsyncClient makes its HttpLoopDriver on the first request,
+  // inside the running loop) and must still refuse bad options at construction.
+  m.def(
+      "check_http_client_options",
+      [](const RetryPolicy* policy, double attempt_timeout, double connect_timeout,
+         bool verify_tls, const std::string& user_agent, bool follow_redirects,
+         int max_redirects, const std::string& ca_bundle, bool strict,
+         std::optional<int> breaker_failure_threshold, double breaker_reset_timeout,
+         bool breaker_per_attempt) {
+        Unwrap(internal::MakeSettings(MakeOptions(
+            policy, attempt_timeout, connect_timeout, verify_tls, user_agent, follow_redirects,
+            max_redirects, ca_bundle, strict, breaker_failure_threshold, breaker_reset_timeout,
+            breaker_per_attempt)));
+      },
+      py::kw_only(), py::arg("policy") = py::none(), py::arg("attempt_timeout") = 30.0,
+      py::arg("connect_timeout") = 10.0, py::arg("verify_tls") = true,
+      py::arg("user_agent") = "mulligan", py::arg("follow_redirects") = false,
+      py::arg("max_redirects") = 10, py::arg("ca_bundle") = "", py::arg("strict") = false,
+      py::arg("breaker_failure_threshold") = py::none(), py::arg("breaker_reset_timeout") = 30.0,
+      py::arg("breaker_per_attempt") = false,
+      "Validates the HttpClient options as HttpClient() and HttpLoopDriver() do (the\n"
+      "same core rule, HttpClient::Create's): ValueError naming the bad option, else None.");
   py::class_<HttpClient, std::unique_ptr<HttpClient>>(
       m, "HttpClient", "A resilient HTTP client; request() may be called from many threads.")
       .def(py::init(make_client), py::kw_only(), py::arg("policy") = py::none(),

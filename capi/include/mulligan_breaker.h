@@ -131,7 +131,10 @@ MULLIGAN_API void mulligan_breaker_options_destroy(mulligan_breaker_options *opt
 /**
  * Sets the breaker's name (used in errors, listener events and metrics).
  * @param opts  the options.
- * @param name  UTF-8, copied; not NULL.
+ * @param name  UTF-8, copied; not NULL. A name holding a control character
+ *              (bytes 0x01-0x1f, 0x7f) is refused when the breaker is made
+ *              (mulligan_breaker_create: MULLIGAN_E_INVALID_ARGUMENT), the
+ *              rule of CircuitBreakerOptions::name.
  * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
  * @since 0.1
  */

@@ -94,7 +94,11 @@ MULLIGAN_API void mulligan_http_client_destroy(mulligan_http_client *client);
  * @param body_len  body length in bytes.
  * @param idempotency_key  sent as Idempotency-Key on every attempt, making a
  *                         POST or PATCH replay-safe; NULL for none. Must be
- *                         non-empty printable ASCII.
+ *                         a key mulligan's idempotency server side accepts
+ *                         (mulligan_idempotency_key_parse with the default
+ *                         max_length, 255): 1 to 255
+ *                         printable ASCII characters, no quote or backslash,
+ *                         no leading or trailing space.
  * @param out  OUT: the response (see above); free with
  *             mulligan_http_response_destroy().
  * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT (bad argument, no attempt

@@ -203,6 +203,22 @@ class RetryPolicy:
 #  header block, use_fallback)
 _ResponseTuple = tuple[int, bytes, int, float, str, Optional[str], str, bytes, bool]
 
+def check_http_client_options(
+    *,
+    policy: Optional[RetryPolicy] = None,
+    attempt_timeout: float = 30.0,
+    connect_timeout: float = 10.0,
+    verify_tls: bool = True,
+    user_agent: str = "mulligan",
+    follow_redirects: bool = False,
+    max_redirects: int = 10,
+    ca_bundle: str = "",
+    strict: bool = False,
+    breaker_failure_threshold: Optional[int] = None,
+    breaker_reset_timeout: float = 30.0,
+    breaker_per_attempt: bool = False,
+) -> None: ...
+
 class HttpClient:
     def __init__(
         self,

@@ -157,19 +157,42 @@ class FakeClock:
         return self._now
 
     def advance(self, seconds: float) -> None:
-        """Moves the clock forward (negative values are ignored); not recorded in sleeps."""
-        if seconds > 0:
-            with self._lock:
-                self._now += seconds
-                self._native.advance(seconds)
+        """Moves the clock forward by `seconds`; not recorded in :attr:`sleeps`.
+
+        Raises:
+            TypeError: `seconds` is not a number (or a datetime.timedelta).
+            ValueError: `seconds` is negative, NaN or infinite, or would move
+                the clock past what the engine's clock holds (about 9.2e9 s);
+                the clock is left unchanged.
+
+        .. versionchanged:: 0.2.0 bad values raise before anything moves
+           (a negative value was ignored).
+        """
+        delta = _validate.seconds("FakeClock.advance", "seconds", seconds)
+        with self._lock:
+            self._move(delta)
 
     def sleep(self, seconds: float) -> None:
-        """Advances the clock by `seconds` at once and records the wait."""
+        """Advances the clock by `seconds` at once and records the wait.
+
+        Raises:
+            TypeError, ValueError: as :meth:`advance`; nothing is recorded and
+                the clock is left unchanged.
+
+        .. versionchanged:: 0.2.0 bad values (NaN included) raise before
+           anything changes.
+        """
+        delta = _validate.seconds("FakeClock.sleep", "seconds", seconds)
         with self._lock:
-            self.sleeps.append(seconds)
-            if seconds > 0:
-                self._now += seconds
-                self._native.advance(seconds)
+            self._move(delta)
+            self.sleeps.append(delta)
+
+    def _move(self, delta: float) -> None:
+        # The engine's clock first: it refuses a reading it cannot hold, and
+        # then neither reading has moved. Under the lock.
+        if delta > 0:
+            self._native.advance(delta)
+            self._now += delta
 
     async def async_sleep(self, seconds: float) -> None:
         """Like :meth:`sleep`, then yields to the event loop once."""

@@ -56,6 +56,12 @@ static void test_options_validation(void) {
   CHECK_FAILS(mulligan_breaker_create(&b, o), MULLIGAN_E_INVALID_ARGUMENT,
               "at least one trip condition");
   CHECK(b == NULL);
+  /* The name rule of CircuitBreakerOptions::name: no control character. */
+  CHECK_OK(mulligan_breaker_options_set_failure_threshold(o, 5));
+  CHECK_OK(mulligan_breaker_options_set_name(o, "a\nb"));
+  CHECK_FAILS(mulligan_breaker_create(&b, o), MULLIGAN_E_INVALID_ARGUMENT,
+              "name must not contain control characters");
+  CHECK(b == NULL);
   mulligan_breaker_options_destroy(o);
   mulligan_breaker_options_destroy(NULL);
   mulligan_breaker_destroy(NULL);

@@ -189,6 +189,9 @@ TEST(CircuitBreakerTest, InvalidOptionsNameTheField) {
          o.slow_call_duration = seconds(1);
          o.slow_call_rate_threshold = -3;
        }},
+      {"name", [](CircuitBreakerOptions& o) { o.name = "a\nb"; }},
+      {"name", [](CircuitBreakerOptions& o) { o.name = std::string("a\0b", 3); }},
+      {"name", [](CircuitBreakerOptions& o) { o.name = "a\x7f"; }},
       {"reset_timeout", [](CircuitBreakerOptions& o) { o.reset_timeout = Duration::zero(); }},
       {"reset_timeout_multiplier",
        [](CircuitBreakerOptions& o) { o.reset_timeout_multiplier = 0.5; }},

@@ -59,6 +59,13 @@ TEST(HttpHelpersTest, CreateRejectsBadOptions) {
   options.retry.max_attempts = 0;
   EXPECT_TRUE(IsInvalidArgument(HttpClient::Create(options).status()));
   options = HttpClientOptions{};
+  options.ca_bundle = "/no/such/ca.pem";
+  Status missing = HttpClient::Create(options).status();
+  EXPECT_TRUE(IsInvalidArgument(missing));
+  EXPECT_EQ(missing.message(),
+            "ca_bundle \"/no/such/ca.pem\" cannot be read: No such file or directory");
+  EXPECT_TRUE(IsInvalidArgument(HttpAsyncEngine::Create(options).status()));
+  options = HttpClientOptions{};
   EXPECT_TRUE(HttpClient::Create(options).ok());
 }
 
@@ -466,6 +473,22 @@ TEST_F(HttpClientTest, BadInputIsRejectedBeforeAnyAttempt) {
     cases.emplace_back("empty idempotency key", r);
     r.idempotency_key = "k\x01";
     cases.emplace_back("control character in the key", r);
+    // What mulligan's own server side (ParseIdempotencyKey, at most 255
+    // characters by default) would refuse or read as another key.
+    r.idempotency_key = std::string(256, 'k');
+    cases.emplace_back("a 256-character key", r);
+    r.idempotency_key = "a\"b";
+    cases.emplace_back("a quote in the key", r);
+    r.idempotency_key = "a\\b";
+    cases.emplace_back("a backslash in the key", r);
+    r.idempotency_key = "\"k\"";
+    cases.emplace_back("a quoted key (read back as k)", r);
+    r.idempotency_key = " k";
+    cases.emplace_back("a leading space in the key", r);
+    r.idempotency_key = std::nullopt;
+    r.headers = {{"Idempotency-Key", std::string(300, 'k')}};
+    cases.emplace_back("a 300-character Idempotency-Key header", r);
+    r.headers.clear();
     r.idempotency_key = "a";
     r.headers = {{"Idempotency-Key", "b"}};
     cases.emplace_back("conflicting keys", r);

@@ -108,6 +108,16 @@ CallResult ResultFor(Classification classification) {
 }
 
 Status CircuitBreaker::Validate(const CircuitBreakerOptions& o) {
+  // The name lands in errors, log lines and metrics labels: a CR or LF
+  // would forge a log line, so no control character is accepted.
+  for (char c : o.name) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      return InvalidArgumentError(
+          "name must not contain control characters (CR, LF, TAB, NUL...); found byte " +
+          std::to_string(static_cast<int>(byte)));
+    }
+  }
   if (o.failure_threshold < 0 || o.failure_threshold > kMaxFailureThreshold) {
     return InvalidArgumentError("failure_threshold must be in [0, 1000000], got " +
                                 std::to_string(o.failure_threshold));

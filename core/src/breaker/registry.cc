@@ -60,7 +60,8 @@ Result<std::shared_ptr<CircuitBreaker>> BreakerRegistry::Get(std::string_view ke
   }
   CircuitBreakerOptions breaker_options = options_.breaker;
   breaker_options.name = std::string(key);
-  // Validated once in Create; only the name differs, so this cannot fail.
+  // Validated once in Create; only the name differs, and a key holding a
+  // control character is refused here (kInvalidArgument).
   Result<std::unique_ptr<CircuitBreaker>> created = CircuitBreaker::Create(breaker_options);
   if (!created.ok()) return created.status();
   std::shared_ptr<CircuitBreaker> breaker(std::move(created).value());

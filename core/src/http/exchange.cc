@@ -4,7 +4,11 @@
 
 #include "exchange.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
@@ -42,6 +46,13 @@ Status ValidateOptions(const HttpClientOptions& options) {
   }
   if (options.ca_bundle.find('\0') != std::string::npos) {
     return InvalidArgumentError("ca_bundle must not contain NUL");
+  }
+  // libcurl would only fail at the first TLS handshake, as a transport
+  // error; a bundle that cannot be read is a configuration mistake.
+  if (!options.ca_bundle.empty() && ::access(options.ca_bundle.c_str(), R_OK) != 0) {
+    const int error = errno;
+    return InvalidArgumentError("ca_bundle \"" + options.ca_bundle +
+                                "\" cannot be read: " + std::strerror(error));
   }
   if (options.max_connections < 0) {
     return InvalidArgumentError("max_connections must be >= 0 (0: no cap), got " +

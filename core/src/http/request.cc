@@ -14,6 +14,7 @@
 
 #include "internal/ascii.h"
 #include "mulligan/http/redact.h"
+#include "mulligan/idempotency/store.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -23,12 +24,21 @@ bool IsSafeFieldValue(std::string_view s) {
   return s.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
 }
 
-bool IsValidIdempotencyKey(std::string_view key) {
-  if (key.empty() || key.front() == ' ' || key.back() == ' ') return false;
-  for (char c : key) {
-    if (!IsPrintableAscii(c)) return false;
+Status CheckIdempotencyKey(std::string_view key) {
+  // The rule of the server side (ParseIdempotencyKey, which mulligan's
+  // idempotency middleware applies to the field): the key is sent bare, so
+  // it must parse back to itself -- no surrounding spaces, no leading quote.
+  Result<std::string> parsed = ParseIdempotencyKey(key);
+  if (!parsed.ok()) {
+    return InvalidArgumentError("invalid idempotency key: " + parsed.status().message() +
+                                " (an idempotency server would refuse it)");
   }
-  return true;
+  if (parsed.value() != key) {
+    return InvalidArgumentError(
+        "invalid idempotency key: a server would read it as a different key (no leading or "
+        "trailing spaces, no leading quote)");
+  }
+  return OkStatus();
 }
 
 bool IsStrictlySafeMethod(std::string_view method) {
@@ -91,18 +101,19 @@ Status ValidateRequest(const HttpRequest& request, ParsedUrl* parsed_url) {
       return InvalidArgumentError("invalid value of header \"" + name +
                                   "\": contains CR, LF or NUL");
     }
-    if (EqualsIgnoreCase(name, "Idempotency-Key") && !IsValidIdempotencyKey(value)) {
-      return InvalidArgumentError(
-          "invalid Idempotency-Key header: must be non-empty printable ASCII");
+    if (EqualsIgnoreCase(name, "Idempotency-Key")) {
+      Result<std::string> parsed = ParseIdempotencyKey(value);
+      if (!parsed.ok()) {
+        return InvalidArgumentError("invalid Idempotency-Key header: " +
+                                    parsed.status().message() +
+                                    " (an idempotency server would refuse it)");
+      }
     }
   }
   if (request.idempotency_key) {
     const std::string& key = *request.idempotency_key;
-    if (!IsValidIdempotencyKey(key)) {
-      return InvalidArgumentError(
-          "invalid idempotency key: must be non-empty printable ASCII without leading or "
-          "trailing spaces");
-    }
+    Status key_status = CheckIdempotencyKey(key);
+    if (!key_status.ok()) return key_status;
     std::optional<std::string> in_headers = FindHeader(request.headers, "Idempotency-Key");
     if (in_headers && *in_headers != key) {
       return InvalidArgumentError("idempotency_key \"" + key +

@@ -28,9 +28,13 @@ using ParsedUrl = std::shared_ptr<CURLU>;
 // split or truncate the header line libcurl writes).
 bool IsSafeFieldValue(std::string_view s);
 
-// Returns true for a usable idempotency key: non-empty printable ASCII
-// without leading or trailing spaces.
-bool IsValidIdempotencyKey(std::string_view key);
+// OkStatus for a key the client may send bare in Idempotency-Key: one that
+// mulligan's own server side (ParseIdempotencyKey of
+// mulligan/idempotency/store.h, with its default limit of
+// kDefaultMaxIdempotencyKeyLength = 255 characters) reads back as the same
+// key. Otherwise kInvalidArgument saying why (empty, too long, not printable
+// ASCII, a quote or backslash, surrounding spaces).
+Status CheckIdempotencyKey(std::string_view key);
 
 // Returns true for GET, HEAD and OPTIONS: the only methods strict mode
 // replays once bytes were sent.

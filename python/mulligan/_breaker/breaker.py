@@ -288,8 +288,9 @@ class CircuitBreaker:
     exception raised inside the coroutine counts.
 
     Args:
-        name: the breaker's name, used in errors, logs and listener events.
-            Default ``"default"``.
+        name: the breaker's name, used in errors, logs and listener events:
+            non-empty, without control characters (CR, LF, TAB...: they
+            would forge log lines; ValueError). Default ``"default"``.
         failure_threshold: consecutive failures that open the breaker
             (0 disables this condition; then a window is required). Default 5.
         window: ``None`` (default), ``"count"`` (the last ``window_size``
@@ -369,6 +370,10 @@ class CircuitBreaker:
         clock: Optional[Callable[[], float]] = None,
     ) -> None:
         _validate.name(_OWNER, "name", name)
+        if not name:
+            # Python breakers are always named (default "default"); the core
+            # refuses control characters (CircuitBreakerOptions::name).
+            raise ValueError(f"{_OWNER}: name must not be empty")
         kwargs = _core_kwargs(
             _OWNER,
             failure_threshold=failure_threshold,

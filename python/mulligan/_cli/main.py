@@ -59,7 +59,8 @@ exit codes:
        the last response body is still written
   4    circuit open: the origin's circuit breaker refused the request
   5    timeout: the last attempt timed out, or the --deadline ended the retries
-  6    transport error: connection refused or reset, DNS failure, TLS error
+  6    transport error: connection refused or reset, a truncated (cut-off)
+       response, DNS failure, TLS error
   7    HTTP error: a non-retryable status >= 400 with --fail
   130  interrupted (Ctrl-C)
 """
@@ -77,11 +78,22 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _positive_seconds(text: str) -> float:
+    # A timeout or deadline of 0 allows no time at all: refused, as the Python
+    # API refuses it (mulligan.Client(timeout=0) raises ValueError).
+    value = _seconds(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0: {text!r}")
+    return value
+
+
 def _statuses(text: str) -> list[int]:
     out = []
     for part in text.replace(" ", "").split(","):
         if not part:
-            continue
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated HTTP statuses, got an empty item in {text!r}"
+            )
         if not part.isdigit() or not 100 <= int(part) <= 599:
             raise argparse.ArgumentTypeError(f"not an HTTP status: {part!r}")
         out.append(int(part))
@@ -94,6 +106,12 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
+def _method(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("the method must not be empty")
+    return text
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("url", help="an absolute http:// or https:// URL")
     p.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
@@ -103,11 +121,11 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="base delay of the exponential backoff with full jitter (default 0.2)")
     p.add_argument("--max-delay", type=_seconds, default=10.0, metavar="SECONDS",
                    help="cap on each wait (default 10)")
-    p.add_argument("--deadline", type=_seconds, default=None, metavar="SECONDS",
+    p.add_argument("--deadline", type=_positive_seconds, default=None, metavar="SECONDS",
                    help="total time for the request, retries included (default: none)")
-    p.add_argument("--timeout", type=_seconds, default=30.0, metavar="SECONDS",
+    p.add_argument("--timeout", type=_positive_seconds, default=30.0, metavar="SECONDS",
                    help="time allowed for each attempt (default 30)")
-    p.add_argument("--connect-timeout", type=_seconds, default=10.0, metavar="SECONDS",
+    p.add_argument("--connect-timeout", type=_positive_seconds, default=10.0, metavar="SECONDS",
                    help="time allowed to connect (default 10)")
     p.add_argument("--retry-on", type=_statuses, default=None, metavar="STATUSES",
                    help="retryable statuses, comma-separated (default 408,429,500,502,503,504)")
@@ -150,7 +168,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_common(g)
     r = sub.add_parser("request", help="send any method", epilog=EXIT_CODES_HELP,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    r.add_argument("-X", "--request", dest="method", default=None, metavar="METHOD",
+    r.add_argument("-X", "--request", dest="method", type=_method, default=None, metavar="METHOD",
                    help="the method (default GET, or POST with -d)")
     r.add_argument("-d", "--data", default=None, metavar="DATA|@FILE",
                    help="the body: text, @FILE for a file's bytes, @- for stdin")
@@ -316,10 +334,10 @@ def _client(args: argparse.Namespace, on_retry: Callable[[RetryEvent], None]) ->
     try:
         return Client(
             verify=verify,
-            connect_timeout=max(args.connect_timeout, 0.001),
-            timeout=max(args.timeout, 0.001),
+            connect_timeout=args.connect_timeout,
+            timeout=args.timeout,
             attempts=args.attempts,
-            deadline=args.deadline if args.deadline is None else max(args.deadline, 0.001),
+            deadline=args.deadline,
             base_delay=args.backoff,
             max_delay=args.max_delay,
             retry_on=args.retry_on,

@@ -75,6 +75,9 @@ class AsyncClient(_ClientBase):
             range_text="[1, 2**31 - 1] or None",
         )
         super().__init__(**_merge_named(self._OWNER, policy, kwargs))
+        # The engine is made on the first request (inside the running loop);
+        # the options are checked now, by the rule Client's engine applies.
+        _core.check_http_client_options(**self._native_args)
         self._native_args["max_connections"] = max_connections or 0
         self._driver: Any = None  # _core.HttpLoopDriver, made on the first request
         self._driver_thread = 0  # the thread of its loop

@@ -137,6 +137,11 @@ class _ClientBase:
         if verify_tls is not None:
             verify = bool(verify_tls)
         if isinstance(verify, str):
+            # The core refuses a bundle it cannot read (HttpClient::Create).
+            if not verify:
+                raise ValueError(
+                    f"{owner}: verify must be True, False or the path of a CA bundle, got ''"
+                )
             ca_bundle, verify_flag = verify, True
         elif isinstance(verify, bool):
             ca_bundle, verify_flag = "", verify

@@ -56,7 +56,8 @@ class Client(_ClientBase):
     Args:
         verify: verify TLS certificates and host names (default True); False
             to skip verification, or the path of a PEM CA bundle to use
-            instead of the system's. Proxies come from the usual environment
+            instead of the system's (ValueError at construction when it is
+            empty or cannot be read). Proxies come from the usual environment
             variables (``http_proxy``, ``https_proxy``, ``all_proxy``,
             ``no_proxy``); when none is set as the client is created, it uses
             no proxy and does not look again (as httpx does).
@@ -173,7 +174,10 @@ class Client(_ClientBase):
                 application/json`` (unless headers set one). Not with ``data``.
             headers: a mapping or (name, value) pairs of str.
             idempotency_key: True to generate a UUID v4, a str to use as given,
-                None/False for none. Sent unchanged on every attempt.
+                None/False for none. Sent unchanged on every attempt. A key
+                mulligan's own idempotency middleware would refuse (over 255
+                characters, not printable ASCII, a quote or backslash,
+                surrounding spaces) raises ValueError before anything is sent.
             attempts, timeout, deadline, backoff, base_delay, max_delay,
             retry_after_max, retry_on, multiplier, jitter, jitter_fraction,
             follow_redirects, max_redirects, strict: override the client's

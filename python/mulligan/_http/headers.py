@@ -95,8 +95,43 @@ class Headers(Mapping[str, str]):
 
     __slots__ = ("_fields", "_index_cache")
 
-    def __init__(self, fields: Iterable[tuple[str, str]] = ()) -> None:
-        self._fields: tuple[tuple[str, str], ...] = tuple(fields)
+    def __init__(
+        self, fields: Union[Mapping[str, str], Iterable[tuple[str, str]]] = ()
+    ) -> None:
+        """Builds the view of `fields`: a mapping of names to values, or
+        (name, value) pairs in order (a name may repeat), as httpx and
+        requests accept.
+
+        Raises:
+            TypeError: `fields` is neither, an item is not a pair, or a name
+                or value is not a str (the value is not quoted: it may hold a
+                credential).
+
+        .. versionchanged:: 0.2.0 accepts a mapping; other shapes raise
+           TypeError here rather than on first use.
+        """
+        bad_shape = TypeError(
+            "Headers: fields must be a mapping or (name, value) pairs, "
+            f"got {type(fields).__name__}"
+        )
+        if isinstance(fields, (str, bytes)):  # iterable, but never pairs
+            raise bad_shape
+        pairs = fields.items() if isinstance(fields, Mapping) else fields
+        try:
+            items: tuple[object, ...] = tuple(pairs)
+        except TypeError:
+            raise bad_shape from None
+        for item in items:
+            if not (isinstance(item, (tuple, list)) and len(item) == 2
+                    and isinstance(item[0], str) and isinstance(item[1], str)):
+                shape = (f"a {len(item)}-item {type(item).__name__}"
+                         if isinstance(item, (tuple, list)) else f"a {type(item).__name__}")
+                raise TypeError(
+                    f"Headers: each field must be a (name, value) pair of str, got {shape}"
+                )
+        self._fields: tuple[tuple[str, str], ...] = tuple(
+            (item[0], item[1]) for item in items  # type: ignore[index]
+        )
         # Built on first use: most responses are never looked into.
         self._index_cache: Optional[dict[str, tuple[str, list[str]]]] = None
 

@@ -169,7 +169,11 @@ def _encode_body(
     if json is not None:
         if not any(fold(name) == "content-type" for name, _ in pairs):
             pairs.append(("Content-Type", b"application/json"))
-        return _json.dumps(json, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        # allow_nan=False: NaN and the infinities are no JSON (RFC 8259 section
+        # 6); ValueError here, before anything is sent.
+        return _json.dumps(
+            json, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        ).encode("utf-8")
     if data is None:
         return b""
     if isinstance(data, str):

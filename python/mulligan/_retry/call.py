@@ -335,7 +335,10 @@ def _sanitize_hint(hint: Any) -> Optional[float]:
         hint = hint.total_seconds()
     if isinstance(hint, bool) or not isinstance(hint, (int, float)):
         raise TypeError(f"mulligan.retry: delay_hint must return seconds or None, got {hint!r}")
-    seconds = float(hint)
+    try:
+        seconds = float(hint)
+    except OverflowError:  # an int past float's range (2**2000): as long as 1e300
+        seconds = math.inf if hint > 0 else -math.inf
     if math.isnan(seconds) or seconds < 0:
         # Like an invalid Retry-After ("-5", RFC 9110 section 10.2.3): absent,
         # so the backoff applies.

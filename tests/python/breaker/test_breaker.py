@@ -7,6 +7,7 @@ import contextlib
 import logging
 import math
 import pickle
+import re
 import threading
 from typing import Any, List
 
@@ -444,3 +445,20 @@ def test_retry_hook_records_one_result_per_call_and_probes_at_once() -> None:
         assert breaker.state == "open"
         breaker.reset()
         assert logical_call(5, per_attempt=True) == 2  # tripped by the 2nd attempt
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("", "name must not be empty"),
+        ("a\nb", "name must not contain control characters (CR, LF, TAB, NUL...); found byte 10"),
+        ("a\rb", "found byte 13"),
+        ("a\x7fb", "found byte 127"),
+    ],
+)
+def test_a_breaker_name_that_is_empty_or_holds_a_control_character_is_refused(
+    name: str, message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        mulligan.CircuitBreaker(name)
+    assert mulligan.CircuitBreaker("payments api \u00e9").name == "payments api \u00e9"

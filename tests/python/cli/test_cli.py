@@ -158,3 +158,28 @@ def test_an_unwritable_output_is_a_usage_error_before_anything_is_sent(server: A
     assert p.returncode == 2
     assert b"cannot write '/nonexistent/dir/out'" in p.stderr
     assert server.wait_for_requests("/echo", 1, timeout=0.3) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["get", "--timeout", "0"], b"--timeout: must be a finite number of seconds > 0: '0'"),
+        (["get", "--deadline", "0"], b"--deadline: must be a finite number of seconds > 0: '0'"),
+        (["get", "--connect-timeout", "0"],
+         b"--connect-timeout: must be a finite number of seconds > 0: '0'"),
+        (["get", "--timeout", "-1"], b"--timeout: must be a finite number >= 0: '-1'"),
+        (["request", "-X", ""], b"-X/--request: the method must not be empty"),
+        (["get", "--retry-on", ""], b"--retry-on: expected comma-separated HTTP statuses, got an "
+                                    b"empty item in ''"),
+        (["get", "--retry-on", "503,,429"], b"--retry-on: expected comma-separated HTTP statuses, "
+                                            b"got an empty item in '503,,429'"),
+    ],
+)
+def test_zero_timeouts_empty_method_and_empty_statuses_are_usage_errors(
+    args: list[str], message: bytes
+) -> None:
+    # Refused before anything is sent (nothing listens on port 9), as the
+    # Python API refuses timeout=0: no silent 1 ms.
+    p = run(*args, "http://127.0.0.1:9/")
+    assert p.returncode == 2, p.stderr
+    assert message in p.stderr, p.stderr

@@ -197,3 +197,63 @@ def test_request_switches_name_the_argument(kwargs: dict[str, Any], error: type,
 def test_malformed_urls_are_named_in_the_error(url: str) -> None:
     with pytest.raises(ValueError, match=r"malformed URL '" + re.escape(url) + "'"):
         mulligan.get(url)
+
+
+# -- bodies, keys and TLS options a server or libcurl would refuse later ------------
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_json_without_a_json_number_raises_before_sending(value: float) -> None:
+    # NaN and the infinities have no JSON form (RFC 8259 section 6); nothing
+    # listens on port 9, so an attempt would fail otherwise.
+    with mulligan.Client(attempts=1) as c:
+        with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+            c.post("http://127.0.0.1:9/", json={"x": value})
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("k" * 256, "longer than 255"),
+        ("caf\u00e9", "printable ASCII without quotes or backslashes"),
+        ("a\"b", "without quotes or backslashes"),
+        ("a\\b", "without quotes or backslashes"),
+        (" k", "a server would read it as a different key"),
+        ('"k"', "a server would read it as a different key"),
+        ("", "empty"),
+    ],
+)
+def test_keys_mulligans_own_server_would_refuse_raise_before_sending(key: str, message: str) -> None:
+    with mulligan.Client(attempts=1) as c:
+        with pytest.raises(ValueError, match="invalid idempotency key: .*" + re.escape(message)):
+            c.post("http://127.0.0.1:9/", data=b"x", idempotency_key=key)
+    # The same rule as the server side's parse with its default limit.
+    if key.strip() == key and not key.startswith('"'):
+        with pytest.raises(ValueError):
+            mulligan.parse_idempotency_key(key)
+
+
+def test_a_255_character_key_is_sent(server: Any) -> None:
+    key = "k" * 255  # the longest key the server side accepts by default
+    assert mulligan.parse_idempotency_key(key) == key
+    with mulligan.Client(attempts=1) as c:
+        r = c.post(server.url("/echo"), data=b"x", idempotency_key=key)
+    assert f"idempotency_key={key}\n" in r.text
+
+
+def test_an_idempotency_key_header_the_server_would_refuse_raises_before_sending() -> None:
+    with mulligan.Client(attempts=1) as c:
+        with pytest.raises(ValueError, match="invalid Idempotency-Key header: .*longer than 255"):
+            c.post("http://127.0.0.1:9/", data=b"x", headers={"Idempotency-Key": "k" * 300})
+
+
+@pytest.mark.parametrize(
+    ("verify", "message"),
+    [
+        ("/no/such/ca.pem", 'ca_bundle "/no/such/ca.pem" cannot be read: No such file or directory'),
+        ("", "verify must be True, False or the path of a CA bundle, got ''"),
+    ],
+)
+def test_a_ca_bundle_that_cannot_be_read_is_refused_at_construction(verify: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        mulligan.Client(verify=verify)

@@ -186,3 +186,32 @@ def test_every_async_method_without_keyword_arguments_sends_its_name(server: Any
 
     assert asyncio.run(main()) == [(200, m.upper()) for m in METHODS] + [(200, server.url("/ok"))]
     assert [e["method"] for e in server.wait_for_requests("/ok", 1)] == ["HEAD"]
+
+
+def test_headers_accept_a_mapping_and_pairs_alike() -> None:
+    from_mapping = Headers({"Authorization": "Bearer T", "Content-Type": "text/plain"})
+    from_pairs = Headers([("Authorization", "Bearer T"), ["Content-Type", "text/plain"]])
+    for h in (from_mapping, from_pairs):
+        assert len(h) == 2
+        assert h["content-type"] == "text/plain"
+        assert h.items_raw() == [("Authorization", "Bearer T"), ("Content-Type", "text/plain")]
+        assert repr(h) == "Headers([('Authorization', '[redacted]'), ('Content-Type', 'text/plain')])"
+    assert len(Headers()) == 0
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ("Authorization: x", "fields must be a mapping or (name, value) pairs, got str"),
+        (b"ab", "fields must be a mapping or (name, value) pairs, got bytes"),
+        (42, "fields must be a mapping or (name, value) pairs, got int"),
+        ([("a", "b", "c")], "each field must be a (name, value) pair of str, got a 3-item tuple"),
+        (["ab"], "each field must be a (name, value) pair of str, got a str"),
+        ([("a", 1)], "each field must be a (name, value) pair of str, got a 2-item tuple"),
+        ({"a": None}, "each field must be a (name, value) pair of str, got a 2-item tuple"),
+    ],
+)
+def test_headers_refuse_other_shapes_at_construction(fields: Any, message: str) -> None:
+    with pytest.raises(TypeError) as error:
+        Headers(fields)
+    assert str(error.value) == "Headers: " + message

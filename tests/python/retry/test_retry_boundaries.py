@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import re
 import sys
 from typing import Any, Callable
 
@@ -86,6 +87,28 @@ def test_a_hint_just_over_retry_after_max_stops_at_once() -> None:
             "mulligan: gave up after 1 attempt (retry_after_too_long: the delay hint of 5.001 s"
             " exceeds retry_after_max 5 s)"
         ]
+
+
+@pytest.mark.parametrize("hint", [2**2000, 10**400, 1e300], ids=["2**2000", "10**400", "1e300"])
+def test_a_hint_too_large_for_a_float_stops_as_too_long(hint: Any) -> None:
+    # float(2**2000) raises OverflowError: such a hint is as long as 1e300,
+    # past retry_after_max (default 60 s), so the retries stop at once.
+    fn, calls = hinted([hint])
+    with FakeClock() as clock, pytest.raises(Hinted):
+        fn()
+    assert clock.sleeps == []
+    assert len(calls) == 1
+    stats = fn.statistics.last  # type: ignore[attr-defined]
+    assert stats is not None and stats.stop_reason == "retry_after_too_long"
+
+
+def test_a_negative_hint_too_large_for_a_float_is_absent() -> None:
+    # -(2**2000) is negative: absent, so the backoff's 7 s applies (jitter none).
+    fn, calls = hinted([-(2**2000)], retry_after_max=5.0)
+    with FakeClock() as clock:
+        assert fn() == "ok"
+    assert clock.sleeps == [7.0]
+    assert len(calls) == 2
 
 
 def test_clamp_retry_after_waits_the_maximum_for_a_longer_hint() -> None:
@@ -285,3 +308,33 @@ def test_the_seed_range_includes_zero_and_excludes_two_to_the_64() -> None:
     mulligan.retry(on=ValueError, seed=2**64 - 1)(plain)
     with pytest.raises(ValueError):
         mulligan.retry(on=ValueError, seed=2**64)(plain)
+
+
+# --- FakeClock's own argument checks ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (float("inf"), ValueError, "must be a finite number of seconds, got inf"),
+        (float("nan"), ValueError, "must be a finite number of seconds, got nan"),
+        (-1.0, ValueError, "must be >= 0 seconds, got -1.0"),
+        (1e300, ValueError, "below 9.2e9"),
+        ("1", TypeError, "must be a number of seconds"),
+    ],
+)
+@pytest.mark.parametrize("method", ["sleep", "advance"])
+def test_fake_clock_refuses_bad_values_and_changes_nothing(
+    method: str, value: Any, error: type, message: str
+) -> None:
+    clock = FakeClock(start=1000.0)
+    clock.sleep(2.0)
+    with pytest.raises(error, match=re.escape(message)):
+        getattr(clock, method)(value)
+    # Unchanged: the reading, the record of sleeps, and the engine's view
+    # (a later step moves both from where they were).
+    assert clock.monotonic() == 1002.0
+    assert clock.sleeps == [2.0]
+    clock.advance(0.5)
+    assert clock.monotonic() == 1002.5
+    assert clock._native.now() == pytest.approx(1002.5)

@@ -87,7 +87,9 @@ enum class WindowKind : int {
 // Plain options; validated by CircuitBreaker::Create.
 struct CircuitBreakerOptions {
   // The breaker's name, used in listener events, errors and metrics labels.
-  // Any text; BreakerRegistry sets it to the key. Default empty.
+  // Any text without control characters (bytes 0x00-0x1f and 0x7f; they
+  // would forge log lines), else Create returns kInvalidArgument.
+  // BreakerRegistry sets it to the key. Default empty.
   std::string name;
 
   // Consecutive failures that trip a closed breaker. 0 disables this

@@ -133,7 +133,11 @@ struct HttpRequest {
   std::string body;
   // When set, sent as the Idempotency-Key header on every attempt and makes a
   // POST or PATCH replay-safe. An Idempotency-Key already in `headers` counts
-  // the same. Must be a non-empty printable ASCII string.
+  // the same. Must be a key mulligan's own server side accepts and reads
+  // back unchanged (ParseIdempotencyKey, mulligan/idempotency/store.h): 1 to
+  // 255 printable ASCII characters, no quote or backslash, no leading or
+  // trailing space; an Idempotency-Key header must parse there too. Else
+  // the request fails with kInvalidArgument before anything is sent.
   std::optional<std::string> idempotency_key;
   // Overrides the client's retry policy for this request when non-null.
   // REQUIRES: outlives the call.
@@ -234,7 +238,8 @@ struct HttpClientOptions {
   bool follow_redirects = false;
   int max_redirects = 10;
   // A PEM file of CA certificates replacing the system bundle; empty means
-  // libcurl's default. Proxies come from the usual environment variables
+  // libcurl's default. Create returns kInvalidArgument when the file cannot
+  // be read (access(2) R_OK) as the client is made. Proxies come from the usual environment variables
   // (http_proxy, https_proxy, all_proxy, no_proxy, as libcurl reads them):
   // nothing here overrides them. When none is set as the client is created,
   // the client uses no proxy and does not look again (as httpx does);
