@@ -1,0 +1,166 @@
+// bench/core_retry_bench.cc — cost of one C++ RetryCall: the success path and
+// the two-failures-then-success path, with and without metrics and a breaker.
+//
+// A standalone program (no benchmark library). Each figure is the best of 7
+// runs of `calls` logical calls, in ns per call, on the steady system clock
+// (what a caller gets by default). The failure path uses a zero base delay,
+// so the loop never sleeps (a zero wait makes no system call): it measures
+// the engine's decisions, as bench/python_retry_bench.py's failure path does.
+//
+//   core_retry_bench [calls [case]]     calls: default 2,000,000
+//
+// With a case name (success, success_metrics, success_breaker, two_failures,
+// two_failures_metrics) only that case runs, once: for instruction counts
+// under valgrind --tool=callgrind, where the cost of one call is
+// (Ir(2N) - Ir(N)) / N, free of start-up.
+//
+// Build the core_retry_bench target of bench/CMakeLists.txt
+// (cmake -DMULLIGAN_BUILD_BENCH=ON).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#if __has_include("mulligan/retry/call.h")
+#include "mulligan/breaker/circuit_breaker.h"
+#include "mulligan/retry/call.h"
+#include "mulligan/telemetry/metrics.h"
+#else  // the layout before 0.2 (one folder of headers)
+#include "mulligan/circuit_breaker.h"
+#include "mulligan/metrics.h"
+#include "mulligan/retry.h"
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using mulligan::CircuitBreaker;
+using mulligan::CircuitBreakerOptions;
+using mulligan::MetricsRegistry;
+using mulligan::OkStatus;
+using mulligan::RetryCall;
+using mulligan::RetryCallOptions;
+using mulligan::RetryOptions;
+using mulligan::RetryPolicy;
+using mulligan::Status;
+using mulligan::TransportError;
+
+constexpr int kRepeats = 7;
+
+// Keeps the optimiser from deleting the measured work.
+volatile int g_sink = 0;
+
+template <typename Body>
+double BestNsPerCall(long calls, int repeats, Body&& body) {
+  double best = 1e300;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = Clock::now();
+    body(calls);
+    const auto end = Clock::now();
+    best = std::min(best, std::chrono::duration<double, std::nano>(end - start).count() /
+                              static_cast<double>(calls));
+  }
+  return best;
+}
+
+struct Case {
+  const char* name;
+  const char* description;
+  void (*run)(long calls);
+};
+
+// The policies and options, built once (as a caller keeps them).
+struct Fixture {
+  RetryPolicy default_policy = RetryPolicy::Default();
+  RetryPolicy zero_wait_policy = [] {
+    RetryOptions options;
+    options.backoff.base = mulligan::Duration::zero();
+    return std::move(RetryPolicy::Create(options)).value();
+  }();
+  std::unique_ptr<CircuitBreaker> breaker = [] {
+    CircuitBreakerOptions options;
+    options.name = "bench-retry-breaker";
+    return std::move(CircuitBreaker::Create(options)).value();
+  }();
+  RetryCallOptions plain;
+  RetryCallOptions with_metrics = [] {
+    RetryCallOptions options;
+    options.metrics = MetricsRegistry::Default().Get("bench-retry");
+    return options;
+  }();
+  RetryCallOptions with_breaker;
+
+  Fixture() { with_breaker.breaker = breaker.get(); }
+};
+
+Fixture& F() {
+  static Fixture* const fixture = new Fixture();
+  return *fixture;
+}
+
+void Succeed(long calls, const RetryPolicy& policy, const RetryCallOptions& options) {
+  auto ok = [] { return OkStatus(); };
+  for (long i = 0; i < calls; ++i) g_sink += RetryCall(policy, ok, options).ok();
+}
+
+void TwoFailures(long calls, const RetryPolicy& policy, const RetryCallOptions& options) {
+  for (long i = 0; i < calls; ++i) {
+    int left = 2;
+    auto flaky = [&left]() -> Status {
+      if (left > 0) {
+        --left;
+        return TransportError("flaky");
+      }
+      return OkStatus();
+    };
+    g_sink += RetryCall(policy, flaky, options).ok();
+  }
+}
+
+const Case kCases[] = {
+    {"success", "RetryCall success, first attempt (no metrics)",
+     [](long n) { Succeed(n, F().default_policy, F().plain); }},
+    {"success_metrics", "RetryCall success, first attempt, metrics on",
+     [](long n) { Succeed(n, F().default_policy, F().with_metrics); }},
+    {"success_breaker", "RetryCall success, first attempt, closed breaker",
+     [](long n) { Succeed(n, F().default_policy, F().with_breaker); }},
+    {"two_failures", "RetryCall two failures then success, zero wait",
+     [](long n) { TwoFailures(n, F().zero_wait_policy, F().plain); }},
+    {"two_failures_metrics", "RetryCall two failures then success, zero wait, metrics on",
+     [](long n) { TwoFailures(n, F().zero_wait_policy, F().with_metrics); }},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long calls = 2'000'000;
+  if (argc > 1) {
+    char* end = nullptr;
+    calls = std::strtol(argv[1], &end, 10);
+    if (*end != '\0' || calls <= 0) {
+      std::fprintf(stderr, "usage: %s [calls > 0 [case]]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (argc > 2) {
+    for (const Case& c : kCases) {
+      if (std::strcmp(c.name, argv[2]) == 0) {
+        F();  // set-up outside the counted work is the same for N and 2N
+        c.run(calls);
+        return 0;
+      }
+    }
+    std::fprintf(stderr, "unknown case %s\n", argv[2]);
+    return 2;
+  }
+  std::printf("%-62s %10s\n", "measurement (best of 7)", "ns/call");
+  for (const Case& c : kCases) {
+    // The failure path is about 3 engine decisions per call: a tenth of the calls.
+    const long n = std::strncmp(c.name, "two_failures", 12) == 0 ? calls / 10 : calls;
+    std::printf("%-62s %10.1f\n", c.description, BestNsPerCall(n, kRepeats, c.run));
+  }
+  return 0;
+}
