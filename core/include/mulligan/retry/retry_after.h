@@ -31,21 +31,12 @@ inline namespace v0 {
 //   IMF-fixdate  "Sun, 06 Nov 1994 08:49:37 GMT"
 //   rfc850-date  "Sunday, 06-Nov-94 08:49:37 GMT"
 //   asctime      "Sun Nov  6 08:49:37 1994"
-<<<<<<< HEAD
-// A two-digit rfc850 year that would be more than 50 years after `now` is taken
-// as the most recent past year with those digits (section 5.6.7), "more than
-// 50 years" measured on the full date and time: the result lies in
-// (now + 50 years - 100 years, now + 50 years], so its calendar year is in
-// [now - 50, now + 50] (on 2024-01-01 "16-Mar-74" is 1974, "01-Jan-74
-// 00:00:00" 2074), and in 2090 "00" is 2100, "40" is 2140 and "41" 2041. Returns
-=======
 // A two-digit rfc850 year that would put the date more than 50 years after
 // `now` is taken as the most recent past year with those digits (section
 // 5.6.7), measured on the full date and time (to the second; `now` rounded
 // down): the date is the one with those digits in (now - 50 years, now + 50
 // years]. With now = 2026-11-30T00:00:00Z, "30-Nov-76 00:00:00" is 2076 and
 // "30-Nov-76 00:00:01" is 1976; in 2090, "01-Jan-00" is 2100. Returns
->>>>>>> fuzzsan
 // nullopt on anything malformed (bad names, out-of-range fields, trailing text).
 // Thread-safety: pure function.
 std::optional<WallTime> ParseHttpDate(std::string_view text, WallTime now);
