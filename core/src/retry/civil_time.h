@@ -11,14 +11,26 @@
 #ifndef MULLIGAN_SRC_RETRY_CIVIL_TIME_H_
 #define MULLIGAN_SRC_RETRY_CIVIL_TIME_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "mulligan/base/clock.h"
 
 namespace mulligan {
 inline namespace v0 {
 namespace internal {
+
+// The names of RFC 9110 section 5.6.7 (day-name, day-name-l, month), in the
+// order of their values: Monday first, January first. Both date parsers read
+// them.
+inline constexpr std::array<std::string_view, 7> kDayNames = {"Mon", "Tue", "Wed", "Thu",
+                                                              "Fri", "Sat", "Sun"};
+inline constexpr std::array<std::string_view, 7> kLongDayNames = {
+    "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
+inline constexpr std::array<std::string_view, 12> kMonthNames = {
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
 // A date and time of day as written (proleptic Gregorian calendar). second
 // may be 60 (a leap second reads as the next second).

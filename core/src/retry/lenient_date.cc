@@ -19,15 +19,11 @@ inline namespace v0 {
 namespace {
 
 using internal::CivilTime;
+using internal::kDayNames;
+using internal::kLongDayNames;
+using internal::kMonthNames;
 using internal::EqualsIgnoreCase;
 using internal::IsOws;
-
-constexpr std::array<std::string_view, 7> kDayNames = {"Mon", "Tue", "Wed", "Thu",
-                                                       "Fri", "Sat", "Sun"};
-constexpr std::array<std::string_view, 7> kLongDayNames = {
-    "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
-constexpr std::array<std::string_view, 12> kMonthNames = {
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
 // At most 6 tokens make a date ("Sun, 06 Nov 1994 08:49:37 GMT"); a seventh
 // makes the text invalid.

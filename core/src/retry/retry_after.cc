@@ -17,14 +17,10 @@ inline namespace v0 {
 namespace {
 
 using internal::CivilTime;
+using internal::kDayNames;
+using internal::kLongDayNames;
+using internal::kMonthNames;
 using internal::ToWallTime;
-
-constexpr std::array<std::string_view, 7> kDayNames = {"Mon", "Tue", "Wed", "Thu",
-                                                       "Fri", "Sat", "Sun"};
-constexpr std::array<std::string_view, 7> kLongDayNames = {
-    "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
-constexpr std::array<std::string_view, 12> kMonthNames = {
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
 // A cursor over the text; every Take* returns false without consuming on mismatch.
 class Cursor {
