@@ -280,18 +280,22 @@ void BindHttp(py::module_& m) {
          bool verify_tls, const std::string& user_agent, bool follow_redirects,
          int max_redirects, const std::string& ca_bundle, bool strict,
          std::optional<int> breaker_failure_threshold, double breaker_reset_timeout,
-         bool breaker_per_attempt) {
-        Unwrap(internal::MakeSettings(MakeOptions(
+         bool breaker_per_attempt, const std::string& breaker_key,
+         std::vector<std::string> breaker_key_templates) {
+        HttpClientOptions options = MakeOptions(
             policy, attempt_timeout, connect_timeout, verify_tls, user_agent, follow_redirects,
             max_redirects, ca_bundle, strict, breaker_failure_threshold, breaker_reset_timeout,
-            breaker_per_attempt)));
+            breaker_per_attempt);
+        SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
+        Unwrap(internal::MakeSettings(options));
       },
       py::kw_only(), py::arg("policy") = py::none(), py::arg("attempt_timeout") = 30.0,
       py::arg("connect_timeout") = 10.0, py::arg("verify_tls") = true,
       py::arg("user_agent") = "mulligan", py::arg("follow_redirects") = false,
       py::arg("max_redirects") = 10, py::arg("ca_bundle") = "", py::arg("strict") = false,
       py::arg("breaker_failure_threshold") = py::none(), py::arg("breaker_reset_timeout") = 30.0,
-      py::arg("breaker_per_attempt") = false,
+      py::arg("breaker_per_attempt") = false, py::arg("breaker_key") = "origin",
+      py::arg("breaker_key_templates") = std::vector<std::string>(),
       "Validates the HttpClient options as HttpClient() and HttpLoopDriver() do (the\n"
       "same core rule, HttpClient::Create's): ValueError naming the bad option, else None.");
   py::class_<HttpClient, std::unique_ptr<HttpClient>>(

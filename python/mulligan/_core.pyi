@@ -217,6 +217,8 @@ def check_http_client_options(
     breaker_failure_threshold: Optional[int] = None,
     breaker_reset_timeout: float = 30.0,
     breaker_per_attempt: bool = False,
+    breaker_key: str = "origin",
+    breaker_key_templates: list[str] = ...,
 ) -> None: ...
 
 class HttpClient:
