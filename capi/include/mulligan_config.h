@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mulligan_breaker.h"
 #include "mulligan_retry.h"
 
 #ifdef __cplusplus
@@ -163,11 +164,16 @@ typedef struct mulligan_config_breaker {
   double max_reset_timeout_ms;
   int half_open_max_calls;
   double permit_timeout_ms;
+  /** The longest the breaker stays half-open, in milliseconds; negative
+   *  when unset (no limit). @since 0.2 (a caller compiled against 0.1 has a
+   *  smaller struct_size and gets every field but this one) */
+  double max_half_open_duration_ms;
 } mulligan_config_breaker;
 
 /** Initialiser for mulligan_config_breaker. @since 0.1 */
 #define MULLIGAN_CONFIG_BREAKER_INIT \
-  { (uint32_t)sizeof(mulligan_config_breaker), 0, 0, 0, 0.0, 0, 0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0 }
+  { (uint32_t)sizeof(mulligan_config_breaker), 0, 0, 0, 0.0, 0, 0.0, 0, 0.0, 0.0, 0.0, 0.0, \
+    0.0, 0, 0.0, 0.0 }
 
 /**
  * Copies the named breaker settings of the current configuration.
@@ -181,6 +187,26 @@ typedef struct mulligan_config_breaker {
  */
 MULLIGAN_API int mulligan_config_breaker_get(const mulligan_config *config, const char *name,
                                              mulligan_config_breaker *out);
+
+/**
+ * Creates breaker options holding every field of the named breaker of the
+ * current configuration (the file's failure_threshold, window...,
+ * max_half_open_duration, permit_timeout), named after it and on the
+ * system steady clock (mulligan_breaker_options_set_clock() changes that):
+ * the way to build a configured breaker without copying each field of
+ * mulligan_config_breaker by hand, so a field added later reaches it too.
+ * @param config  the registry.
+ * @param name    the breaker's name.
+ * @param out     OUT: new options; NULL on failure. The caller owns them and
+ *                frees them with mulligan_breaker_options_destroy(); reloads
+ *                do not change them.
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT (NULL argument, unknown
+ *         name: the last error lists the known ones), MULLIGAN_E_NO_MEMORY.
+ * Thread-safety: safe to call while another thread reloads.
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_config_breaker_options(const mulligan_config *config, const char *name,
+                                                 mulligan_breaker_options **out);
 
 /**
  * Counts the names of one section of the current configuration.

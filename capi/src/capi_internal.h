@@ -42,6 +42,14 @@ struct mulligan_retry_session {
   const mulligan::Clock* clock;
 };
 
+// Breaker options (mulligan_breaker.h); here so that config.cc can fill
+// them from a named breaker (mulligan_config_breaker_options).
+struct mulligan_breaker_options {
+  mulligan::CircuitBreakerOptions impl;
+  // Borrowed; null means the system steady clock.
+  const mulligan::Clock* clock = nullptr;
+};
+
 // Shared, so that a pipeline (and a registry's handles) keep it alive.
 struct mulligan_breaker {
   std::shared_ptr<mulligan::CircuitBreaker> impl;

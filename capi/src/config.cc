@@ -37,6 +37,8 @@ void CopyOut(const std::string& text, char* buf, size_t size, size_t* out_len) {
 // The sizes of the public structs as shipped first (they only grow).
 constexpr size_t kBreakerSizeV0_1 =
     offsetof(mulligan_config_breaker, permit_timeout_ms) + sizeof(double);
+constexpr size_t kBreakerSizeV0_2 =
+    offsetof(mulligan_config_breaker, max_half_open_duration_ms) + sizeof(double);
 
 }  // namespace
 
@@ -134,6 +136,10 @@ int mulligan_config_breaker_get(const mulligan_config* config, const char* name,
   out->max_reset_timeout_ms = DurationToMs(o.max_reset_timeout);
   out->half_open_max_calls = o.half_open_max_calls;
   out->permit_timeout_ms = DurationToMs(o.permit_timeout);
+  if (out->struct_size >= kBreakerSizeV0_2) {
+    out->max_half_open_duration_ms =
+        o.max_half_open_duration ? DurationToMs(*o.max_half_open_duration) : -1.0;
+  }
   return MULLIGAN_OK;
   MULLIGAN_CAPI_END
 }
@@ -160,6 +166,20 @@ int Names(const mulligan_config* config, int section, std::vector<std::string>* 
 }
 
 }  // namespace
+
+int mulligan_config_breaker_options(const mulligan_config* config, const char* name,
+                                    mulligan_breaker_options** out) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(out);
+  *out = nullptr;
+  MULLIGAN_CHECK_NOT_NULL(config);
+  MULLIGAN_CHECK_NOT_NULL(name);
+  mulligan::Result<mulligan::CircuitBreakerOptions> found = config->impl->Breaker(name);
+  if (!found.ok()) return SetError(found.status());
+  *out = new mulligan_breaker_options{*found, nullptr};
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
 
 int mulligan_config_count(const mulligan_config* config, int section, size_t* out) {
   MULLIGAN_CAPI_BEGIN

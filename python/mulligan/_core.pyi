@@ -219,6 +219,7 @@ def check_http_client_options(
     breaker_per_attempt: bool = False,
     breaker_key: str = "origin",
     breaker_key_templates: list[str] = ...,
+    breaker_options: Optional[dict[str, Any]] = ...,
 ) -> None: ...
 
 class HttpClient:
@@ -239,6 +240,7 @@ class HttpClient:
         breaker_per_attempt: bool = False,
         breaker_key: str = "origin",
         breaker_key_templates: list[str] = ...,
+        breaker_options: Optional[dict[str, Any]] = ...,
     ) -> None: ...
     def request(
         self,
@@ -289,6 +291,7 @@ class HttpLoopDriver:
         max_connections: int = 0,
         breaker_key: str = "origin",
         breaker_key_templates: list[str] = ...,
+        breaker_options: Optional[dict[str, Any]] = ...,
     ) -> None: ...
     @property
     def loop(self) -> asyncio.AbstractEventLoop: ...

@@ -79,26 +79,50 @@ def _shape(multiplier: Any, jitter: Any, jitter_fraction: Any) -> Optional[dict[
     return {k: v for k, v in given if v is not _UNSET}
 
 
+# The Client arguments that make a client's retry policy; when a named
+# client is built with none of them, the named policy is used as it is.
+_POLICY_ARGS = frozenset((
+    "timeout", "attempts", "deadline", "backoff", "base_delay", "multiplier", "max_delay",
+    "jitter", "jitter_fraction", "retry_after_max", "retry_on",
+))
+
+
 def _merge_named(owner: str, policy: Optional[str], kwargs: dict[str, Any]) -> dict[str, Any]:
     """Client keyword arguments: a named client or policy from the
-    configuration (mulligan.load_config), then what the caller passed."""
+    configuration (mulligan.load_config), then what the caller passed.
+
+    Every field of the named entries reaches the client: the named policy's
+    own engine policy (its retryable statuses and errors, Retry-After
+    handling, seed... as well as the numbers) is the client's default policy
+    when the caller passes none of the policy arguments, the named breaker's
+    every option guards each key, and the client's breaker_key keys them."""
     if policy is None:
         return kwargs
     _validate.name(owner, "policy", policy)
     named = _config._resolve_client_kwargs(policy)
     breaker = named.pop("breaker", None)
+    breaker_key = named.pop("breaker_key", "origin")
+    native = named.pop("_native_policy", None)
     if breaker is not None and "breaker" not in kwargs:
-        # The per-origin breakers take the named breaker's trip threshold and
-        # reset timeout (their other options are those of per-origin breakers).
         named["breaker"] = {
-            "failure_threshold": breaker.get("failure_threshold", 5),
-            "reset_timeout": breaker.get("reset_timeout", 30.0),
+            "failure_threshold": breaker["failure_threshold"],
+            "reset_timeout": breaker["reset_timeout"],
+            "key": breaker_key,
+            "_options": breaker,
         }
+    if native is not None and not _POLICY_ARGS.intersection(kwargs):
+        named["_named_policy"] = native
     if "verify" in kwargs:
         named.pop("verify_tls", None)
     if named.get("user_agent") is None:
         named.pop("user_agent", None)
     return {**named, **kwargs}
+
+
+def _checked_timeout(owner: str, timeout: Any) -> Optional[float]:
+    """``timeout`` checked, in seconds (None: none)."""
+    result: Optional[float] = _validate.seconds_or_none(owner, "timeout", timeout, positive=True)
+    return result
 
 
 class _ClientBase:
@@ -132,6 +156,7 @@ class _ClientBase:
         breaker_per_attempt: bool = False,
         headers: HeadersInput = None,
         user_agent: str = _USER_AGENT,
+        _named_policy: Any = None,
     ) -> None:
         owner = self._OWNER
         if verify_tls is not None:
@@ -166,8 +191,18 @@ class _ClientBase:
         # Validates the defaults now rather than at the first request.
         self._default_policy: Any = None
         self._default_policy = self._policy_for({})
+        native_timeout = 30.0
+        if _named_policy is not None:
+            # A named policy as loaded (every field of it); the client's
+            # attempt timeout bounds attempts when the policy sets none.
+            self._default_policy = _named_policy
+            native_timeout = (
+                self._default_policy.attempt_timeout
+                or _checked_timeout(owner, timeout)
+                or 30.0
+            )
         self._native_args: dict[str, Any] = dict(
-            attempt_timeout=30.0,
+            attempt_timeout=native_timeout,
             connect_timeout=_validate.seconds(owner, "connect_timeout", connect_timeout, positive=True),
             verify_tls=verify_flag,
             user_agent=_validate.name(owner, "user_agent", user_agent),

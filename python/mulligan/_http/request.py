@@ -209,11 +209,16 @@ def _breaker_args(owner: str, breaker: Any, per_attempt: bool = False) -> dict[s
         breaker = {}
     if not isinstance(breaker, Mapping):
         raise TypeError(f"breaker must be a bool or a mapping, got {type(breaker).__name__}")
-    unknown = set(breaker) - {"failure_threshold", "reset_timeout", "per_attempt", "key"}
+    known = {"failure_threshold", "reset_timeout", "per_attempt", "key", "_options"}
+    unknown = set(breaker) - known
     if unknown:
         raise ValueError(f"unknown breaker options: {sorted(unknown)}")
+    # "_options": every option of a named breaker of the configuration file
+    # (mulligan.BreakerConfig.breaker_kwargs()), set by Client(policy=...).
+    options = breaker.get("_options")
     return {
         **_breaker_key_args(owner, breaker.get("key", "origin")),
+        **({"breaker_options": dict(options)} if options is not None else {}),
         "breaker_failure_threshold": _validate.integer(
             owner, 'breaker["failure_threshold"]', breaker.get("failure_threshold", 5), 0, _validate.INT_MAX
         ),
