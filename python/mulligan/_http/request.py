@@ -216,9 +216,14 @@ def _breaker_args(owner: str, breaker: Any, per_attempt: bool = False) -> dict[s
     # "_options": every option of a named breaker of the configuration file
     # (mulligan.BreakerConfig.breaker_kwargs()), set by Client(policy=...).
     options = breaker.get("_options")
+    if options is not None:
+        return {
+            **_breaker_key_args(owner, breaker.get("key", "origin")),
+            "breaker_options": dict(options),
+            "breaker_per_attempt": per_attempt or _deprecated_per_attempt(owner, breaker),
+        }
     return {
         **_breaker_key_args(owner, breaker.get("key", "origin")),
-        **({"breaker_options": dict(options)} if options is not None else {}),
         "breaker_failure_threshold": _validate.integer(
             owner, 'breaker["failure_threshold"]', breaker.get("failure_threshold", 5), 0, _validate.INT_MAX
         ),

@@ -17,6 +17,7 @@ a gRPC status): its behaviour test is the C++ one named in FIELD_TESTS.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -260,6 +261,12 @@ def test_client_breaker(load: Any, server: Any) -> None:
     assert down_calls_reaching_nginx(server, 3) == 1  # opened by the first failure
     load({**one, "clients": {"c": {"policy": "p"}}})
     assert down_calls_reaching_nginx(server, 3) == 3
+    # Every option of the named breaker guards the client, not only the
+    # threshold and reset timeout: a count window of 2 calls opens after 2.
+    load({**one, "breakers": {"b": {"failure_threshold": 0, "window": "count",
+                                    "window_size": 2, "minimum_calls": 2}},
+          "clients": {"c": {"policy": "p", "breaker": "b"}}})
+    assert down_calls_reaching_nginx(server, 4) == 2
 
 
 def test_client_attempt_timeout(load: Any, server: Any) -> None:
@@ -399,6 +406,31 @@ def test_breaker_key(load: Any, server: Any) -> None:
     assert ok_after_down(server) == "refused"  # both match "/{rest...}": one key
     load({**doc, "clients": {"c": {"policy": "p", "breaker": "b"}}})
     assert ok_after_down(server) == "refused"  # default: one breaker per origin
+
+
+def test_async_client_takes_the_same_fields(load: Any, server: Any) -> None:
+    # AsyncClient(policy="c") is the same front door as Client's: the named
+    # policy (1 attempt, not 3), the user agent, the named breaker keyed by path.
+    load({"policies": {"p": {"max_attempts": 1}},
+          "breakers": {"b": {"failure_threshold": 1}},
+          "clients": {"c": {"policy": "p", "breaker": "b", "breaker_key": "path",
+                            "user_agent": "shop/2.0"}}})
+
+    async def run() -> tuple[int, int, str]:
+        async with mulligan.AsyncClient(policy="c") as c:
+            down = await c.get(server.url("/down"))
+            ok = await c.get(server.url("/ok"))
+            try:
+                await c.get(server.url("/down"))
+                again = "sent"
+            except mulligan.CircuitOpenError:
+                again = "refused"
+            return down.attempts, ok.status_code, again
+
+    server.clear_access_log()
+    assert asyncio.run(run()) == (1, 200, "refused")
+    agents = {e["uri"]: e["user_agent"] for e in server.wait_for_requests("/ok", 1)}
+    assert agents == {"/ok": "shop/2.0"}
 
 
 # --- breakers: CircuitBreaker(**breaker_config(name).breaker_kwargs()) ------
