@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "mulligan_breaker.h"
+#include "mulligan_http.h"
 #include "mulligan_retry.h"
 
 #ifdef __cplusplus
@@ -207,6 +208,28 @@ MULLIGAN_API int mulligan_config_breaker_get(const mulligan_config *config, cons
  */
 MULLIGAN_API int mulligan_config_breaker_options(const mulligan_config *config, const char *name,
                                                  mulligan_breaker_options **out);
+
+/**
+ * Creates HTTP client options holding every field of the named client of the
+ * current configuration: connect_timeout, attempt_timeout, verify_tls,
+ * user_agent and breaker_key, every field of its policy (the default policy
+ * of a client made with mulligan_http_client_create_v2() and a NULL
+ * default_policy) and every option of its breaker (which guards each key;
+ * a later mulligan_http_options_set_breaker() replaces it). The setters of
+ * mulligan_http.h may change the options after.
+ * @param config  the registry.
+ * @param name    the client's name ("clients" section).
+ * @param out     OUT: new options; NULL on failure. The caller owns them and
+ *                frees them with mulligan_http_options_destroy(); reloads do
+ *                not change them.
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT (NULL argument, unknown
+ *         name: the last error lists the known ones), MULLIGAN_E_NO_MEMORY.
+ * Thread-safety: safe to call while another thread reloads (one snapshot is
+ * read).
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_config_http_options(const mulligan_config *config, const char *name,
+                                              mulligan_http_options **out);
 
 /**
  * Counts the names of one section of the current configuration.

@@ -11,12 +11,6 @@
 #include "capi_internal.h"
 #include "mulligan/config/config.h"
 
-struct mulligan_config {
-  // Shared so that a future C API can hand the registry to other objects;
-  // the handle itself is the only owner today.
-  std::shared_ptr<mulligan::PolicyRegistry> impl;
-};
-
 namespace {
 
 using mulligan::capi_internal::DurationToMs;

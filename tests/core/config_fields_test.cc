@@ -16,6 +16,7 @@
 
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/config/config.h"
+#include "mulligan/http/client_config.h"
 #include "mulligan/retry/policy.h"
 
 namespace mulligan {
@@ -142,6 +143,46 @@ TEST(ConfigFields, BreakerKeyLoadsEachFormAndNamesItsErrors) {
             "non-empty array of path templates, got an array\n"
             "bad.json: clients.c.breaker_key[1]: breaker key template 'users' is malformed: it "
             "must start with '/'");
+}
+
+TEST(ConfigFields, HttpClientOptionsFromConfigTakesEveryField) {
+  PolicyRegistry registry;
+  ASSERT_TRUE(registry
+                  .LoadString(R"({"policies": {"p": {"max_attempts": 2, "retryable_statuses": [429],
+                                    "respect_retry_after": false}},
+                                  "breakers": {"b": {"failure_threshold": 0, "window": "count",
+                                    "window_size": 4, "minimum_calls": 2,
+                                    "max_half_open_duration": "3s"}},
+                                  "clients": {"c": {"policy": "p", "breaker": "b",
+                                    "connect_timeout": "2s", "attempt_timeout": "3s",
+                                    "verify_tls": false, "user_agent": "shop/1.0",
+                                    "breaker_key": ["/users/{id}"]}, "bare": {}}})",
+                              "client.json", NoEnv())
+                  .ok());
+  const HttpClientOptions o = *HttpClientOptionsFromConfig(registry, "c");
+  EXPECT_EQ(o.retry.max_attempts, 2);
+  EXPECT_EQ(o.retry.retryable_statuses, std::vector<int>{429});
+  EXPECT_FALSE(o.retry.respect_retry_after);
+  EXPECT_EQ(o.connect_timeout, seconds(2));
+  EXPECT_EQ(o.attempt_timeout, seconds(3));
+  EXPECT_FALSE(o.verify_tls);
+  EXPECT_EQ(o.user_agent, "shop/1.0");
+  EXPECT_EQ(o.breaker_key.kind, BreakerKeyKind::kPathTemplate);
+  EXPECT_EQ(o.breaker_key.templates, std::vector<std::string>{"/users/{id}"});
+  ASSERT_NE(o.breakers, nullptr);
+  const CircuitBreakerOptions& b = o.breakers->options().breaker;
+  EXPECT_EQ(b.failure_threshold, 0);
+  EXPECT_EQ(b.window, WindowKind::kCount);
+  EXPECT_EQ(b.window_size, 4);
+  EXPECT_EQ(b.minimum_calls, 2);
+  EXPECT_EQ(b.max_half_open_duration, std::optional<Duration>(seconds(3)));
+
+  const HttpClientOptions bare = *HttpClientOptionsFromConfig(registry, "bare");
+  EXPECT_EQ(bare.retry.max_attempts, 3);
+  EXPECT_EQ(bare.breakers, nullptr);
+  EXPECT_EQ(bare.user_agent, "mulligan");
+  EXPECT_EQ(HttpClientOptionsFromConfig(registry, "nope").status().message(),
+            "no client named \"nope\" in client.json (known: bare, c)");
 }
 
 }  // namespace
