@@ -192,6 +192,12 @@ def test_retryable_statuses(load: Any, server: Any) -> None:
     load({"policies": {"p": {**policy, "retryable_statuses": [429]}},
           "clients": {"c": {"policy": "p"}}})
     assert client_attempts(server, "/down") == 1  # 503 is not retryable here
+    # An argument of the client, or of a request, replaces its own field of
+    # the named policy and keeps the others: 503 stays non-retryable.
+    with mulligan.Client(policy="c", attempts=5) as c:
+        assert c.get(server.url("/down")).attempts == 1
+        assert c.get(server.url("/down"), attempts=4, base_delay=0.0).attempts == 1
+        assert c.get(server.url("/down"), retry_on=[503]).attempts == 5
     load({"policies": {"p": policy}, "clients": {"c": {"policy": "p"}}})
     assert client_attempts(server, "/down") == 3  # 503 is by default
 
