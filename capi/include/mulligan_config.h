@@ -4,7 +4,9 @@
  *
  * Part of the mulligan C ABI: mulligan.h includes every part and states the
  * conventions. A program may include just this header (it includes
- * mulligan_retry.h for mulligan_retry_policy). Compiles as C99 and as C++.
+ * mulligan_retry.h, mulligan_breaker.h and mulligan_http.h for the handles
+ * it fills: retry policies, breaker options, HTTP client options).
+ * Compiles as C99 and as C++.
  */
 #ifndef MULLIGAN_CONFIG_H_
 #define MULLIGAN_CONFIG_H_

@@ -1,7 +1,9 @@
 // capi/src/config.cc — the configuration part of the C ABI
 // (mulligan_config.h), a shim over mulligan::PolicyRegistry
 // (mulligan/config/config.h): load a configuration file, reload it, look up
-// named retry policies and breaker settings, list names and load warnings.
+// named retry policies and breaker settings (and breaker options with every
+// field), list names and load warnings. The HTTP client options of a named
+// client (mulligan_config_http_options) are in http.cc.
 
 #include <cstring>
 #include <memory>
