@@ -355,6 +355,33 @@ py::dict CountsDict(const BreakerCounts& c) {
 
 }  // namespace
 
+CircuitBreakerOptions BreakerOptionsFromDict(const py::dict& d) {
+  auto get = [&d](const char* key) -> py::object {
+    if (!d.contains(key)) {
+      ThrowStatus(InvalidArgumentError(std::string("breaker options lack '") + key + "'"));
+    }
+    return d[key];
+  };
+  auto optional_seconds = [&get](const char* key) -> std::optional<double> {
+    py::object v = get(key);
+    if (v.is_none()) return std::nullopt;
+    return v.cast<double>();
+  };
+  py::object window = get("window");
+  return MakeOptions("", get("failure_threshold").cast<int>(),
+                     window.is_none() ? std::string("none") : window.cast<std::string>(),
+                     get("window_size").cast<int>(), get("window_duration").cast<double>(),
+                     get("window_buckets").cast<int>(),
+                     get("failure_rate_threshold").cast<double>(),
+                     get("minimum_calls").cast<int>(), optional_seconds("slow_call_duration"),
+                     get("slow_call_rate_threshold").cast<double>(),
+                     get("reset_timeout").cast<double>(),
+                     get("reset_timeout_multiplier").cast<double>(),
+                     get("max_reset_timeout").cast<double>(),
+                     get("half_open_max_calls").cast<int>(), get("permit_timeout").cast<double>(),
+                     optional_seconds("max_half_open_duration"));
+}
+
 std::shared_ptr<CircuitBreaker> BreakerOf(py::handle core_breaker) {
   return core_breaker.cast<const PyBreaker&>().breaker;
 }

@@ -68,6 +68,7 @@ py::dict BreakerDict(const CircuitBreakerOptions& o) {
   d["max_reset_timeout"] = DurationToSeconds(o.max_reset_timeout);
   d["half_open_max_calls"] = o.half_open_max_calls;
   d["permit_timeout"] = DurationToSeconds(o.permit_timeout);
+  d["max_half_open_duration"] = OptionalSeconds(o.max_half_open_duration);
   return d;
 }
 
@@ -79,6 +80,20 @@ py::dict ClientDict(const ClientSettings& c) {
   d["connect_timeout"] = DurationToSeconds(c.connect_timeout);
   d["verify_tls"] = c.verify_tls;
   d["user_agent"] = Utf8(c.user_agent);
+  // "origin", "host", "path", or the list of path templates (Client's
+  // breaker={"key": ...} spelling).
+  switch (c.breaker_key.kind) {
+    case BreakerKeyKind::kHost: d["breaker_key"] = "host"; break;
+    case BreakerKeyKind::kPath: d["breaker_key"] = "path"; break;
+    case BreakerKeyKind::kPathTemplate: {
+      py::list templates;
+      for (const std::string& t : c.breaker_key.templates) templates.append(Utf8(t));
+      d["breaker_key"] = templates;
+      break;
+    }
+    case BreakerKeyKind::kOrigin:
+    case BreakerKeyKind::kFunction: d["breaker_key"] = "origin"; break;
+  }
   return d;
 }
 

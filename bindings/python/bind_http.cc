@@ -81,6 +81,15 @@ void SetBreakerKey(HttpClientOptions& options, const std::string& kind,
   options.breaker_key.templates = std::move(templates);
 }
 
+void SetBreakerOptions(HttpClientOptions& options, const py::object& breaker_options,
+                       bool breaker_per_attempt) {
+  if (breaker_options.is_none()) return;
+  BreakerRegistryOptions registry;
+  registry.breaker = BreakerOptionsFromDict(breaker_options.cast<py::dict>());
+  options.breakers = std::shared_ptr<BreakerRegistry>(Unwrap(BreakerRegistry::Create(registry)));
+  options.breaker_per_attempt = breaker_per_attempt;
+}
+
 // Every request argument the Python layer passes, in one place.
 HttpRequest MakeRequest(std::string method, std::string url, HttpHeaders headers,
                         std::string body, std::optional<std::string> idempotency_key,
@@ -263,12 +272,14 @@ void BindHttp(py::module_& m) {
                         std::optional<int> breaker_failure_threshold,
                         double breaker_reset_timeout, bool breaker_per_attempt,
                         const std::string& breaker_key,
-                        std::vector<std::string> breaker_key_templates) {
+                        std::vector<std::string> breaker_key_templates,
+                        const py::object& breaker_options) {
     HttpClientOptions options =
         MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
                     follow_redirects, max_redirects, ca_bundle, strict,
                     breaker_failure_threshold, breaker_reset_timeout, breaker_per_attempt);
     SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
+    SetBreakerOptions(options, breaker_options, breaker_per_attempt);
     return Unwrap(HttpClient::Create(options));
   };
   // The one validation of the client options, for a front door that makes its
@@ -281,12 +292,13 @@ void BindHttp(py::module_& m) {
          int max_redirects, const std::string& ca_bundle, bool strict,
          std::optional<int> breaker_failure_threshold, double breaker_reset_timeout,
          bool breaker_per_attempt, const std::string& breaker_key,
-         std::vector<std::string> breaker_key_templates) {
+         std::vector<std::string> breaker_key_templates, const py::object& breaker_options) {
         HttpClientOptions options = MakeOptions(
             policy, attempt_timeout, connect_timeout, verify_tls, user_agent, follow_redirects,
             max_redirects, ca_bundle, strict, breaker_failure_threshold, breaker_reset_timeout,
             breaker_per_attempt);
         SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
+        SetBreakerOptions(options, breaker_options, breaker_per_attempt);
         Unwrap(internal::MakeSettings(options));
       },
       py::kw_only(), py::arg("policy") = py::none(), py::arg("attempt_timeout") = 30.0,
@@ -296,6 +308,7 @@ void BindHttp(py::module_& m) {
       py::arg("breaker_failure_threshold") = py::none(), py::arg("breaker_reset_timeout") = 30.0,
       py::arg("breaker_per_attempt") = false, py::arg("breaker_key") = "origin",
       py::arg("breaker_key_templates") = std::vector<std::string>(),
+      py::arg("breaker_options") = py::none(),
       "Validates the HttpClient options as HttpClient() and HttpLoopDriver() do (the\n"
       "same core rule, HttpClient::Create's): ValueError naming the bad option, else None.");
   py::class_<HttpClient, std::unique_ptr<HttpClient>>(
@@ -308,7 +321,8 @@ void BindHttp(py::module_& m) {
            py::arg("breaker_failure_threshold") = py::none(),
            py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false,
            py::arg("breaker_key") = "origin",
-           py::arg("breaker_key_templates") = std::vector<std::string>())
+           py::arg("breaker_key_templates") = std::vector<std::string>(),
+      py::arg("breaker_options") = py::none())
       .def("request", &Request, py::arg("method"), py::arg("url"), py::arg("headers"),
            py::arg("body"), py::arg("idempotency_key") = py::none(),
            py::arg("policy") = py::none(), py::arg("follow_redirects") = py::none(),

@@ -52,6 +52,50 @@ RetryPolicy MakePolicy(int attempts, const std::string& backoff, double base_del
   return Unwrap(RetryPolicy::Create(options));
 }
 
+// A copy of `p` with the options named in `changes` replaced (the keyword
+// arguments of RetryPolicy() that a client may override: attempts, backoff,
+// base_delay, multiplier, max_delay, jitter, jitter_fraction, deadline and
+// attempt_timeout (None clears them), retry_after_max, retryable_statuses).
+// Every other field, retryable_errors and retryable_grpc_codes included, is
+// kept. Raises ValueError for an unknown name or a bad value.
+RetryPolicy ReplacePolicy(const RetryPolicy& p, const py::kwargs& changes) {
+  RetryOptions o = p.options();
+  for (const auto& item : changes) {
+    const std::string key = item.first.cast<std::string>();
+    const py::handle v = item.second;
+    if (key == "attempts") {
+      o.max_attempts = v.cast<int>();
+    } else if (key == "backoff") {
+      o.backoff.kind = Unwrap(ParseBackoffKind(v.cast<std::string>()));
+    } else if (key == "base_delay") {
+      o.backoff.base = SecondsToDuration(v.cast<double>(), "base_delay");
+    } else if (key == "multiplier") {
+      o.backoff.multiplier = v.cast<double>();
+    } else if (key == "max_delay") {
+      o.backoff.max_delay = SecondsToDuration(v.cast<double>(), "max_delay");
+    } else if (key == "jitter") {
+      o.backoff.jitter = Unwrap(ParseJitterKind(v.cast<std::string>()));
+    } else if (key == "jitter_fraction") {
+      o.backoff.jitter_fraction = v.cast<double>();
+    } else if (key == "deadline") {
+      o.deadline.reset();
+      if (!v.is_none()) o.deadline = SecondsToDuration(v.cast<double>(), "deadline");
+    } else if (key == "attempt_timeout") {
+      o.attempt_timeout.reset();
+      if (!v.is_none()) {
+        o.attempt_timeout = SecondsToDuration(v.cast<double>(), "attempt_timeout");
+      }
+    } else if (key == "retry_after_max") {
+      o.retry_after_max = SecondsToDuration(v.cast<double>(), "retry_after_max");
+    } else if (key == "retryable_statuses") {
+      o.retryable_statuses = v.cast<std::vector<int>>();
+    } else {
+      ThrowStatus(InvalidArgumentError("RetryPolicy.replace: unknown option '" + key + "'"));
+    }
+  }
+  return Unwrap(RetryPolicy::Create(o));
+}
+
 }  // namespace
 
 namespace {
@@ -175,6 +219,9 @@ void BindRetryPolicy(py::module_& m) {
           // The session points at its policy: keep the policy alive.
           py::keep_alive<0, 1>())
       .def("classify", &RetryPolicy::Classify, py::arg("outcome"))
+      .def("replace", &ReplacePolicy,
+           "A copy with the given options replaced and every other field kept\n"
+           "(retryable errors and gRPC codes included). ValueError for a bad one.")
       .def_property_readonly("attempts",
                              [](const RetryPolicy& p) { return p.options().max_attempts; })
       .def_property_readonly(

@@ -75,6 +75,11 @@ WallTime UnixToWallTime(double now_unix);
 // Returns the core breaker of a _core.CircuitBreaker object (shared: the
 // caller keeps it alive). Raises TypeError for anything else.
 std::shared_ptr<CircuitBreaker> BreakerOf(py::handle core_breaker);
+// Returns the breaker options of a dict holding every keyword argument of
+// _core.CircuitBreaker but the name (mulligan.BreakerConfig.breaker_kwargs(),
+// durations in seconds; "window" None or "none" for no window). Raises
+// ValueError for a missing key or a bad duration; the core validates ranges.
+CircuitBreakerOptions BreakerOptionsFromDict(const py::dict& d);
 
 // Decodes bytes received from the network as ISO-8859-1, like http.client:
 // never fails, whatever the peer sent.

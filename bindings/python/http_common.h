@@ -33,6 +33,12 @@ HttpClientOptions MakeOptions(const RetryPolicy* policy, double attempt_timeout,
 // (the engine's ValidateBreakerKey checks the templates at creation).
 void SetBreakerKey(HttpClientOptions& options, const std::string& kind,
                    std::vector<std::string> templates);
+// With a dict of breaker options (BreakerOptionsFromDict; a named breaker of
+// the configuration file), gives the client per-key breakers with every one
+// of those options, replacing the failure_threshold / reset_timeout pair of
+// MakeOptions. None leaves `options` as it is.
+void SetBreakerOptions(HttpClientOptions& options, const py::object& breaker_options,
+                       bool breaker_per_attempt);
 
 HttpRequest MakeRequest(std::string method, std::string url, HttpHeaders headers,
                         std::string body, std::optional<std::string> idempotency_key,

@@ -4,7 +4,9 @@
  *
  * Part of the mulligan C ABI: mulligan.h includes every part and states the
  * conventions. A program may include just this header (it includes
- * mulligan_retry.h for mulligan_retry_policy). Compiles as C99 and as C++.
+ * mulligan_retry.h, mulligan_breaker.h and mulligan_http.h for the handles
+ * it fills: retry policies, breaker options, HTTP client options).
+ * Compiles as C99 and as C++.
  */
 #ifndef MULLIGAN_CONFIG_H_
 #define MULLIGAN_CONFIG_H_
@@ -12,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mulligan_breaker.h"
+#include "mulligan_http.h"
 #include "mulligan_retry.h"
 
 #ifdef __cplusplus
@@ -163,11 +167,16 @@ typedef struct mulligan_config_breaker {
   double max_reset_timeout_ms;
   int half_open_max_calls;
   double permit_timeout_ms;
+  /** The longest the breaker stays half-open, in milliseconds; negative
+   *  when unset (no limit). @since 0.2 (a caller compiled against 0.1 has a
+   *  smaller struct_size and gets every field but this one) */
+  double max_half_open_duration_ms;
 } mulligan_config_breaker;
 
 /** Initialiser for mulligan_config_breaker. @since 0.1 */
 #define MULLIGAN_CONFIG_BREAKER_INIT \
-  { (uint32_t)sizeof(mulligan_config_breaker), 0, 0, 0, 0.0, 0, 0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0 }
+  { (uint32_t)sizeof(mulligan_config_breaker), 0, 0, 0, 0.0, 0, 0.0, 0, 0.0, 0.0, 0.0, 0.0, \
+    0.0, 0, 0.0, 0.0 }
 
 /**
  * Copies the named breaker settings of the current configuration.
@@ -181,6 +190,48 @@ typedef struct mulligan_config_breaker {
  */
 MULLIGAN_API int mulligan_config_breaker_get(const mulligan_config *config, const char *name,
                                              mulligan_config_breaker *out);
+
+/**
+ * Creates breaker options holding every field of the named breaker of the
+ * current configuration (the file's failure_threshold, window...,
+ * max_half_open_duration, permit_timeout), named after it and on the
+ * system steady clock (mulligan_breaker_options_set_clock() changes that):
+ * the way to build a configured breaker without copying each field of
+ * mulligan_config_breaker by hand, so a field added later reaches it too.
+ * @param config  the registry.
+ * @param name    the breaker's name.
+ * @param out     OUT: new options; NULL on failure. The caller owns them and
+ *                frees them with mulligan_breaker_options_destroy(); reloads
+ *                do not change them.
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT (NULL argument, unknown
+ *         name: the last error lists the known ones), MULLIGAN_E_NO_MEMORY.
+ * Thread-safety: safe to call while another thread reloads.
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_config_breaker_options(const mulligan_config *config, const char *name,
+                                                 mulligan_breaker_options **out);
+
+/**
+ * Creates HTTP client options holding every field of the named client of the
+ * current configuration: connect_timeout, attempt_timeout, verify_tls,
+ * user_agent and breaker_key, every field of its policy (the default policy
+ * of a client made with mulligan_http_client_create_v2() and a NULL
+ * default_policy) and every option of its breaker (which guards each key;
+ * a later mulligan_http_options_set_breaker() replaces it). The setters of
+ * mulligan_http.h may change the options after.
+ * @param config  the registry.
+ * @param name    the client's name ("clients" section).
+ * @param out     OUT: new options; NULL on failure. The caller owns them and
+ *                frees them with mulligan_http_options_destroy(); reloads do
+ *                not change them.
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT (NULL argument, unknown
+ *         name: the last error lists the known ones), MULLIGAN_E_NO_MEMORY.
+ * Thread-safety: safe to call while another thread reloads (one snapshot is
+ * read).
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_config_http_options(const mulligan_config *config, const char *name,
+                                              mulligan_http_options **out);
 
 /**
  * Counts the names of one section of the current configuration.

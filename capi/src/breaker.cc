@@ -21,12 +21,6 @@
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/breaker/registry.h"
 
-struct mulligan_breaker_options {
-  mulligan::CircuitBreakerOptions impl;
-  // Borrowed; null means the system steady clock.
-  const mulligan::Clock* clock = nullptr;
-};
-
 namespace {
 
 using mulligan::Duration;

@@ -22,6 +22,7 @@
 #include "mulligan/base/status.h"
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/breaker/registry.h"
+#include "mulligan/config/config.h"
 #include "mulligan/retry/policy.h"
 
 struct mulligan_retry_options {
@@ -40,6 +41,22 @@ struct mulligan_retry_session {
   mulligan::RetrySession impl;
   // Borrowed; never null (SystemClock::Default() when the caller passed NULL).
   const mulligan::Clock* clock;
+};
+
+// A configuration registry (mulligan_config.h); here so that http.cc can
+// build client options from a named client (mulligan_config_http_options).
+struct mulligan_config {
+  // Shared so that a future C API can hand the registry to other objects;
+  // the handle itself is the only owner today.
+  std::shared_ptr<mulligan::PolicyRegistry> impl;
+};
+
+// Breaker options (mulligan_breaker.h); here so that config.cc can fill
+// them from a named breaker (mulligan_config_breaker_options).
+struct mulligan_breaker_options {
+  mulligan::CircuitBreakerOptions impl;
+  // Borrowed; null means the system steady clock.
+  const mulligan::Clock* clock = nullptr;
 };
 
 // Shared, so that a pipeline (and a registry's handles) keep it alive.

@@ -1,7 +1,9 @@
 // capi/src/config.cc — the configuration part of the C ABI
 // (mulligan_config.h), a shim over mulligan::PolicyRegistry
 // (mulligan/config/config.h): load a configuration file, reload it, look up
-// named retry policies and breaker settings, list names and load warnings.
+// named retry policies and breaker settings (and breaker options with every
+// field), list names and load warnings. The HTTP client options of a named
+// client (mulligan_config_http_options) are in http.cc.
 
 #include <cstring>
 #include <memory>
@@ -10,12 +12,6 @@
 
 #include "capi_internal.h"
 #include "mulligan/config/config.h"
-
-struct mulligan_config {
-  // Shared so that a future C API can hand the registry to other objects;
-  // the handle itself is the only owner today.
-  std::shared_ptr<mulligan::PolicyRegistry> impl;
-};
 
 namespace {
 
@@ -37,6 +33,8 @@ void CopyOut(const std::string& text, char* buf, size_t size, size_t* out_len) {
 // The sizes of the public structs as shipped first (they only grow).
 constexpr size_t kBreakerSizeV0_1 =
     offsetof(mulligan_config_breaker, permit_timeout_ms) + sizeof(double);
+constexpr size_t kBreakerSizeV0_2 =
+    offsetof(mulligan_config_breaker, max_half_open_duration_ms) + sizeof(double);
 
 }  // namespace
 
@@ -134,6 +132,10 @@ int mulligan_config_breaker_get(const mulligan_config* config, const char* name,
   out->max_reset_timeout_ms = DurationToMs(o.max_reset_timeout);
   out->half_open_max_calls = o.half_open_max_calls;
   out->permit_timeout_ms = DurationToMs(o.permit_timeout);
+  if (out->struct_size >= kBreakerSizeV0_2) {
+    out->max_half_open_duration_ms =
+        o.max_half_open_duration ? DurationToMs(*o.max_half_open_duration) : -1.0;
+  }
   return MULLIGAN_OK;
   MULLIGAN_CAPI_END
 }
@@ -160,6 +162,20 @@ int Names(const mulligan_config* config, int section, std::vector<std::string>* 
 }
 
 }  // namespace
+
+int mulligan_config_breaker_options(const mulligan_config* config, const char* name,
+                                    mulligan_breaker_options** out) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(out);
+  *out = nullptr;
+  MULLIGAN_CHECK_NOT_NULL(config);
+  MULLIGAN_CHECK_NOT_NULL(name);
+  mulligan::Result<mulligan::CircuitBreakerOptions> found = config->impl->Breaker(name);
+  if (!found.ok()) return SetError(found.status());
+  *out = new mulligan_breaker_options{*found, nullptr};
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
 
 int mulligan_config_count(const mulligan_config* config, int section, size_t* out) {
   MULLIGAN_CAPI_BEGIN

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,6 +23,7 @@
 #include "internal/ascii.h"
 #include "mulligan/breaker/registry.h"
 #include "mulligan/http/client.h"
+#include "mulligan/http/client_config.h"
 
 struct mulligan_http_client {
   std::unique_ptr<mulligan::HttpClient> impl;
@@ -102,6 +104,10 @@ struct mulligan_http_options {
   int breaker_failure_threshold = 0;
   int64_t breaker_reset_timeout_ms = 30000;
   bool breaker_per_attempt = false;
+  // Every option of a named breaker of a configuration file
+  // (mulligan_config_http_options); replaces the threshold pair above until
+  // mulligan_http_options_set_breaker() is called.
+  std::optional<mulligan::CircuitBreakerOptions> breaker_options;
   std::shared_ptr<RetryCallback> on_retry;
 };
 
@@ -209,6 +215,7 @@ int mulligan_http_options_set_breaker(mulligan_http_options* opts, int failure_t
   }
   opts->breaker_failure_threshold = failure_threshold;
   opts->breaker_reset_timeout_ms = reset_timeout_ms;
+  opts->breaker_options.reset();
   opts->breaker_per_attempt = per_attempt != 0;
   return MULLIGAN_OK;
   MULLIGAN_CAPI_END
@@ -272,7 +279,14 @@ int mulligan_http_client_create_v2(mulligan_http_client** out,
   mulligan::HttpClientOptions options;
   if (opts != nullptr) {
     options = opts->impl;
-    if (opts->breaker_failure_threshold > 0) {
+    if (opts->breaker_options) {
+      mulligan::BreakerRegistryOptions registry;
+      registry.breaker = *opts->breaker_options;
+      auto created = mulligan::BreakerRegistry::Create(registry);
+      if (!created.ok()) return SetError(created.status());
+      options.breakers = std::shared_ptr<mulligan::BreakerRegistry>(std::move(created).value());
+      options.breaker_per_attempt = opts->breaker_per_attempt;
+    } else if (opts->breaker_failure_threshold > 0) {
       mulligan::BreakerRegistryOptions registry;
       registry.breaker.failure_threshold = opts->breaker_failure_threshold;
       registry.breaker.reset_timeout = std::chrono::milliseconds(opts->breaker_reset_timeout_ms);
@@ -303,6 +317,29 @@ int mulligan_http_client_create_v2(mulligan_http_client** out,
   auto client = mulligan::HttpClient::Create(options);
   if (!client.ok()) return SetError(client.status());
   *out = new mulligan_http_client{std::move(client).value()};
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_config_http_options(const mulligan_config* config, const char* name,
+                                 mulligan_http_options** out) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(out);
+  *out = nullptr;
+  MULLIGAN_CHECK_NOT_NULL(config);
+  MULLIGAN_CHECK_NOT_NULL(name);
+  mulligan::Result<mulligan::HttpClientOptions> options =
+      mulligan::HttpClientOptionsFromConfig(*config->impl, name);
+  if (!options.ok()) return SetError(options.status());
+  auto opts = std::make_unique<mulligan_http_options>();
+  opts->impl = std::move(options).value();
+  if (opts->impl.breakers) {
+    // The C options make a registry per client (mulligan_http_client_create_v2):
+    // keep the breaker's options, not the registry.
+    opts->breaker_options = opts->impl.breakers->options().breaker;
+    opts->impl.breakers.reset();
+  }
+  *out = opts.release();
   return MULLIGAN_OK;
   MULLIGAN_CAPI_END
 }

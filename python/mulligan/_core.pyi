@@ -178,6 +178,7 @@ class RetryPolicy:
     ) -> None: ...
     def begin(self, now: float, replay_safe: bool = True) -> RetrySession: ...
     def classify(self, outcome: Outcome) -> Classification: ...
+    def replace(self, **changes: Any) -> RetryPolicy: ...
     @property
     def attempts(self) -> int: ...
     @property
@@ -225,6 +226,7 @@ def check_http_client_options(
     breaker_per_attempt: bool = False,
     breaker_key: str = "origin",
     breaker_key_templates: list[str] = ...,
+    breaker_options: Optional[dict[str, Any]] = ...,
 ) -> None: ...
 
 class HttpClient:
@@ -245,6 +247,7 @@ class HttpClient:
         breaker_per_attempt: bool = False,
         breaker_key: str = "origin",
         breaker_key_templates: list[str] = ...,
+        breaker_options: Optional[dict[str, Any]] = ...,
     ) -> None: ...
     def request(
         self,
@@ -295,6 +298,7 @@ class HttpLoopDriver:
         max_connections: int = 0,
         breaker_key: str = "origin",
         breaker_key_templates: list[str] = ...,
+        breaker_options: Optional[dict[str, Any]] = ...,
     ) -> None: ...
     @property
     def loop(self) -> asyncio.AbstractEventLoop: ...

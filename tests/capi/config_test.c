@@ -269,10 +269,75 @@ static void test_reload_and_env(void) {
   remove(path);
 }
 
+/* The state of breaker "b" of `json`, built with mulligan_config_breaker_options()
+ * on a fake clock, after: one failure (it opens), 5 s (half-open), one
+ * successful probe of two, then 3 s more. */
+static int state_after_a_probe(const char *json) {
+  mulligan_config *cfg = NULL;
+  mulligan_breaker_options *opts = NULL;
+  mulligan_breaker *b = NULL;
+  mulligan_clock *clock = NULL;
+  mulligan_breaker_permit permit = MULLIGAN_BREAKER_PERMIT_INIT;
+  int state = -1;
+  CHECK_OK(mulligan_config_create(&cfg));
+  CHECK_OK(mulligan_config_load_string(cfg, json, strlen(json), "fields.json"));
+  CHECK_OK(mulligan_config_breaker_options(cfg, "b", &opts));
+  CHECK_OK(mulligan_clock_create_fake(&clock));
+  CHECK_OK(mulligan_breaker_options_set_clock(opts, clock));
+  CHECK_OK(mulligan_breaker_create(&b, opts));
+  CHECK_STR(mulligan_breaker_name(b), "b");
+  CHECK_OK(mulligan_breaker_acquire(b, &permit));
+  CHECK_OK(mulligan_breaker_record(b, &permit, MULLIGAN_CALL_FAILURE, -1));
+  CHECK_INT(mulligan_breaker_state_now(b), MULLIGAN_BREAKER_OPEN);
+  CHECK_OK(mulligan_clock_advance_ms(clock, 5000.0));
+  CHECK_OK(mulligan_breaker_acquire(b, &permit));
+  CHECK_INT(mulligan_breaker_state_now(b), MULLIGAN_BREAKER_HALF_OPEN);
+  CHECK_OK(mulligan_breaker_record(b, &permit, MULLIGAN_CALL_SUCCESS, -1));
+  CHECK_OK(mulligan_clock_advance_ms(clock, 3000.0));
+  state = mulligan_breaker_state_now(b);
+  mulligan_breaker_destroy(b);
+  mulligan_breaker_options_destroy(opts);
+  mulligan_clock_destroy(clock);
+  mulligan_config_destroy(cfg);
+  return state;
+}
+
+/* A configured field reaches the C front doors: max_half_open_duration in
+ * mulligan_config_breaker (negative when unset) and in a breaker built from
+ * mulligan_config_breaker_options(), where a 3 s limit reopens a breaker
+ * still half-open 3 s after it became half-open. */
+static void test_breaker_options(void) {
+  static const char *limited =
+      "{\"breakers\": {\"b\": {\"failure_threshold\": 1, \"reset_timeout\": \"5s\","
+      " \"half_open_max_calls\": 2, \"max_half_open_duration\": \"3s\"}}}";
+  static const char *unlimited =
+      "{\"breakers\": {\"b\": {\"failure_threshold\": 1, \"reset_timeout\": \"5s\","
+      " \"half_open_max_calls\": 2}}}";
+  mulligan_config *cfg = NULL;
+  mulligan_breaker_options *opts = NULL;
+  mulligan_config_breaker got = MULLIGAN_CONFIG_BREAKER_INIT;
+  CHECK_INT(state_after_a_probe(limited), MULLIGAN_BREAKER_OPEN);
+  CHECK_INT(state_after_a_probe(unlimited), MULLIGAN_BREAKER_HALF_OPEN);
+
+  CHECK_OK(mulligan_config_create(&cfg));
+  CHECK_OK(mulligan_config_load_string(cfg, limited, strlen(limited), "fields.json"));
+  CHECK_OK(mulligan_config_breaker_get(cfg, "b", &got));
+  CHECK_NEAR(got.max_half_open_duration_ms, 3000.0, 0.0);
+  CHECK_OK(mulligan_config_load_string(cfg, unlimited, strlen(unlimited), "fields.json"));
+  CHECK_OK(mulligan_config_breaker_get(cfg, "b", &got));
+  CHECK(got.max_half_open_duration_ms < 0);
+  opts = (mulligan_breaker_options *)&got; /* any non-NULL value: reset on failure */
+  CHECK_FAILS(mulligan_config_breaker_options(cfg, "nope", &opts), MULLIGAN_E_INVALID_ARGUMENT,
+              "no breaker named \"nope\"");
+  CHECK(opts == NULL);
+  mulligan_config_destroy(cfg);
+}
+
 int main(void) {
   test_example_file();
   test_errors();
   test_grpc_cap();
   test_reload_and_env();
+  test_breaker_options();
   return CHECK_REPORT();
 }

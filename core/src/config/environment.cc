@@ -31,7 +31,8 @@ const EnvFields& PolicyEnvFields() {
 const EnvFields& BreakerEnvFields() {
   static const EnvFields fields = {{"FAILURE_THRESHOLD", "failure_threshold"},
                                    {"RESET_TIMEOUT", "reset_timeout"},
-                                   {"HALF_OPEN_MAX_CALLS", "half_open_max_calls"}};
+                                   {"HALF_OPEN_MAX_CALLS", "half_open_max_calls"},
+                                   {"MAX_HALF_OPEN_DURATION", "max_half_open_duration"}};
   return fields;
 }
 
@@ -39,7 +40,8 @@ const EnvFields& ClientEnvFields() {
   static const EnvFields fields = {{"ATTEMPT_TIMEOUT", "attempt_timeout"},
                                    {"CONNECT_TIMEOUT", "connect_timeout"},
                                    {"VERIFY_TLS", "verify_tls"},
-                                   {"USER_AGENT", "user_agent"}};
+                                   {"USER_AGENT", "user_agent"},
+                                   {"BREAKER_KEY", "breaker_key"}};
   return fields;
 }
 
@@ -61,7 +63,7 @@ std::string EnvName(std::string_view name) {
 
 // Reads an environment value as JSON when it is JSON (3, 1.5, true, null),
 // else as a string ("250ms", "exponential"). "none" means null for the
-// optional durations (deadline, attempt_timeout).
+// optional durations (deadline, attempt_timeout, max_half_open_duration).
 json::value EnvValue(const std::string& text, bool nullable) {
   if (nullable && text == "none") return nullptr;
   boost::system::error_code ec;
@@ -85,7 +87,8 @@ void ApplyEnv(Context& ctx, std::string_view kind, const std::string& section,
     const FieldFn<T>* fn = FindField(table, field);
     // Errors from the environment name the variable, not a JSON path.
     Context env_ctx("environment", LoadOptions{});
-    const bool nullable = field == "deadline" || field == "attempt_timeout";
+    const bool nullable =
+        field == "deadline" || field == "attempt_timeout" || field == "max_half_open_duration";
     if ((*fn)(env_ctx, var, EnvValue(*value, nullable), out)) {
       ctx.Warn(Join(Join(section, name), field), "overridden by " + var + "=" + *value);
     } else {

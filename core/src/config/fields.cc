@@ -177,6 +177,53 @@ bool ReadSeed(Context& c, const std::string& p, const json::value& v, RetryOptio
   return true;
 }
 
+// Reads "breaker_key": "origin", "host", "path", or a non-empty array of
+// path templates (breaker_key.h gives their syntax; a malformed one is an
+// error at its element's path).
+bool ReadBreakerKey(Context& c, const std::string& p, const json::value& v,
+                    ClientSettings& o) {
+  static constexpr const char* kWhat =
+      "\"origin\", \"host\", \"path\" or a non-empty array of path templates";
+  if (v.is_string()) {
+    static constexpr std::pair<std::string_view, BreakerKeyKind> kKinds[] = {
+        {"origin", BreakerKeyKind::kOrigin},
+        {"host", BreakerKeyKind::kHost},
+        {"path", BreakerKeyKind::kPath}};
+    for (const auto& [name, kind] : kKinds) {
+      if (v.get_string() != name) continue;
+      o.breaker_key = BreakerKeyOptions{};
+      o.breaker_key.kind = kind;
+      return true;
+    }
+  }
+  if (!v.is_array() || v.get_array().empty()) {
+    c.Expected(p, kWhat, v);
+    return false;
+  }
+  std::vector<std::string> templates;
+  const bool ok = ForEachElement(
+      c, p, v, kWhat,
+      [&](const std::string& ep, const json::value& e) {
+        std::string t;
+        if (!ReadString(c, ep, e, t)) return false;
+        BreakerKeyOptions one;
+        one.kind = BreakerKeyKind::kPathTemplate;
+        one.templates = {t};
+        const Status status = ValidateBreakerKey(one);
+        if (!status.ok()) {
+          c.Error(ep, status.message());
+          return false;
+        }
+        templates.push_back(std::move(t));
+        return true;
+      });
+  if (!ok) return false;
+  o.breaker_key = BreakerKeyOptions{};
+  o.breaker_key.kind = BreakerKeyKind::kPathTemplate;
+  o.breaker_key.templates = std::move(templates);
+  return true;
+}
+
 }  // namespace
 
 const FieldTable<RetryOptions>& PolicyFields() {
@@ -252,6 +299,10 @@ const FieldTable<CircuitBreakerOptions>& BreakerFields() {
        [](Context& c, const std::string& p, const json::value& v, O& o) {
          return ReadInt(c, p, v, 1, 65'535, o.half_open_max_calls);
        }},
+      {"max_half_open_duration",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadOptionalDuration(c, p, v, o.max_half_open_duration);
+       }},
       {"permit_timeout",
        [](Context& c, const std::string& p, const json::value& v, O& o) {
          return ReadDuration(c, p, v, true, o.permit_timeout);
@@ -287,6 +338,7 @@ const FieldTable<ClientSettings>& ClientFields() {
        [](Context& c, const std::string& p, const json::value& v, O& o) {
          return ReadString(c, p, v, o.user_agent);
        }},
+      {"breaker_key", ReadBreakerKey},
   };
   return table;
 }

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from .. import _core, _validate
 
@@ -151,6 +151,7 @@ class BreakerConfig:
     max_reset_timeout: float
     half_open_max_calls: int
     permit_timeout: float
+    max_half_open_duration: Optional[float] = None
 
     def breaker_kwargs(self) -> dict[str, Any]:
         """Returns the keyword arguments of ``mulligan.CircuitBreaker(name, ...)``."""
@@ -165,8 +166,13 @@ class ClientConfig:
     """Named HTTP client settings (durations in seconds).
 
     ``policy`` and ``breaker`` name entries of the same file (or are None).
+    ``breaker_key`` is what the client's breakers are keyed by, in the
+    spelling of ``Client(breaker={"key": ...})``: ``"origin"``, ``"host"``,
+    ``"path"`` or a tuple of path templates.
 
     .. versionadded:: 0.1.0
+    .. versionchanged:: 0.2.0
+       ``breaker_key``.
     """
 
     name: str
@@ -176,6 +182,7 @@ class ClientConfig:
     connect_timeout: float
     verify_tls: bool
     user_agent: str
+    breaker_key: Union[str, tuple[str, ...]] = "origin"
 
 
 def _report(d: dict[str, Any]) -> ConfigReport:
@@ -285,7 +292,10 @@ def client_config(name: str) -> ClientConfig:
         ValueError: no client has that name, or nothing has been loaded.
     """
     _validate.name("mulligan.client_config", "name", name)
-    return ClientConfig(name=name, **_REGISTRY.client(name))
+    d = _REGISTRY.client(name)
+    if isinstance(d["breaker_key"], list):
+        d["breaker_key"] = tuple(d["breaker_key"])
+    return ClientConfig(name=name, **d)
 
 
 # --- hooks for @mulligan.retry(policy=...) and Client(policy=...) ---
@@ -299,6 +309,13 @@ def _resolve_retry_kwargs(name: str) -> dict[str, Any]:
     an unknown name.
     """
     return policy(name).retry_kwargs()
+
+
+def _resolve_retry_extras(name: str) -> dict[str, Any]:
+    """Returns the fields of policy `name` that reach ``@mulligan.retry``'s
+    engine policy without being arguments of it: ``respect_retry_after``.
+    Raises ValueError for an unknown name."""
+    return {"respect_retry_after": policy(name).respect_retry_after}
 
 
 def _resolve_breaker_kwargs(name: str) -> dict[str, Any]:
@@ -316,8 +333,10 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
     connect_timeout, timeout (the attempt timeout), verify_tls and user_agent
     from the client entry, and attempts, deadline, backoff, base_delay,
     max_delay, multiplier, jitter, jitter_fraction and retry_after_max from its
-    policy; ``"breaker"`` is the
-    breaker's ``CircuitBreaker`` keyword arguments when the client names one.
+    policy, with ``"_native_policy"`` the policy's engine object (every field
+    of it); ``"breaker"`` is the breaker's ``CircuitBreaker`` keyword
+    arguments when the client names one, and ``"breaker_key"`` the client's
+    breaker key.
 
     Raises:
         ValueError: neither a client nor a policy has that name.
@@ -332,6 +351,7 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
             timeout=c.attempt_timeout,
             verify_tls=c.verify_tls,
             user_agent=c.user_agent,
+            breaker_key=list(c.breaker_key) if isinstance(c.breaker_key, tuple) else c.breaker_key,
         )
         policy_name = c.policy
         if c.breaker is not None:
@@ -357,4 +377,5 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
         )
         if p.attempt_timeout is not None:
             kwargs["timeout"] = p.attempt_timeout
+        kwargs["_native_policy"] = p._native
     return kwargs

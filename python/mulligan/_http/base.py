@@ -79,26 +79,52 @@ def _shape(multiplier: Any, jitter: Any, jitter_fraction: Any) -> Optional[dict[
     return {k: v for k, v in given if v is not _UNSET}
 
 
+# The Client arguments that make a client's retry policy; on a named client
+# they replace those fields of the named policy, which keeps the others.
+_POLICY_ARGS = frozenset((
+    "timeout", "attempts", "deadline", "backoff", "base_delay", "multiplier", "max_delay",
+    "jitter", "jitter_fraction", "retry_after_max", "retry_on",
+))
+
+
 def _merge_named(owner: str, policy: Optional[str], kwargs: dict[str, Any]) -> dict[str, Any]:
     """Client keyword arguments: a named client or policy from the
-    configuration (mulligan.load_config), then what the caller passed."""
+    configuration (mulligan.load_config), then what the caller passed.
+
+    Every field of the named entries reaches the client: the named policy's
+    own engine policy (its retryable statuses and errors, Retry-After
+    handling, seed... as well as the numbers) is the client's policy, with
+    the policy arguments the caller passes (here or per request) replacing
+    those fields only; the named breaker's every option guards each key, and
+    the client's breaker_key keys them."""
     if policy is None:
         return kwargs
     _validate.name(owner, "policy", policy)
     named = _config._resolve_client_kwargs(policy)
     breaker = named.pop("breaker", None)
+    breaker_key = named.pop("breaker_key", "origin")
+    native = named.pop("_native_policy", None)
     if breaker is not None and "breaker" not in kwargs:
-        # The per-origin breakers take the named breaker's trip threshold and
-        # reset timeout (their other options are those of per-origin breakers).
         named["breaker"] = {
-            "failure_threshold": breaker.get("failure_threshold", 5),
-            "reset_timeout": breaker.get("reset_timeout", 30.0),
+            "failure_threshold": breaker["failure_threshold"],
+            "reset_timeout": breaker["reset_timeout"],
+            "key": breaker_key,
+            "_options": breaker,
         }
+    if native is not None:
+        named["_named_policy"] = native
+        named["_named_given"] = frozenset(_POLICY_ARGS.intersection(kwargs))
     if "verify" in kwargs:
         named.pop("verify_tls", None)
     if named.get("user_agent") is None:
         named.pop("user_agent", None)
     return {**named, **kwargs}
+
+
+def _checked_timeout(owner: str, timeout: Any) -> Optional[float]:
+    """``timeout`` checked, in seconds (None: none)."""
+    result: Optional[float] = _validate.seconds_or_none(owner, "timeout", timeout, positive=True)
+    return result
 
 
 class _ClientBase:
@@ -132,6 +158,8 @@ class _ClientBase:
         breaker_per_attempt: bool = False,
         headers: HeadersInput = None,
         user_agent: str = _USER_AGENT,
+        _named_policy: Any = None,
+        _named_given: frozenset[str] = frozenset(),
     ) -> None:
         owner = self._OWNER
         if verify_tls is not None:
@@ -163,11 +191,23 @@ class _ClientBase:
         }
         self._on_retry = on_retry
         self._default_headers = _check_headers(headers)
+        # A named policy (every field of it) and the arguments given with it.
+        self._named_policy: Any = _named_policy
+        self._named_given = _named_given
         # Validates the defaults now rather than at the first request.
         self._default_policy: Any = None
         self._default_policy = self._policy_for({})
+        native_timeout = 30.0
+        if _named_policy is not None:
+            # The client's attempt timeout bounds attempts when the policy
+            # sets none.
+            native_timeout = (
+                self._default_policy.attempt_timeout
+                or _checked_timeout(owner, timeout)
+                or 30.0
+            )
         self._native_args: dict[str, Any] = dict(
-            attempt_timeout=30.0,
+            attempt_timeout=native_timeout,
             connect_timeout=_validate.seconds(owner, "connect_timeout", connect_timeout, positive=True),
             verify_tls=verify_flag,
             user_agent=_validate.name(owner, "user_agent", user_agent),
@@ -238,6 +278,10 @@ class _ClientBase:
             k: (overrides[k] if overrides.get(k, _UNSET) is not _UNSET else v)
             for k, v in self._defaults.items()
         }
+        if self._named_policy is not None:
+            given = {k: o[k] for k in self._named_given}
+            given.update({k: val for k, val in overrides.items() if val is not _UNSET})
+            return self._replaced(given)
         owner, v = self._OWNER, _validate
         return _policy(
             v.attempts(owner, "attempts", o["attempts"]),
@@ -252,6 +296,34 @@ class _ClientBase:
             v.name(owner, "jitter", o["jitter"]),
             v.probability(owner, "jitter_fraction", o["jitter_fraction"]),
         )
+
+    def _replaced(self, given: dict[str, Any]) -> Any:
+        """The named policy with the client arguments `given` (checked here)
+        replacing those fields; every other field is the file's."""
+        owner, v = self._OWNER, _validate
+        checks: dict[str, Any] = {
+            "attempts": lambda x: ("attempts", v.attempts(owner, "attempts", x)),
+            "timeout": lambda x: (
+                "attempt_timeout", v.seconds_or_none(owner, "timeout", x, positive=True)
+            ),
+            "deadline": lambda x: ("deadline", v.seconds_or_none(owner, "deadline", x, positive=True)),
+            "backoff": lambda x: ("backoff", v.name(owner, "backoff", x)),
+            "base_delay": lambda x: ("base_delay", v.seconds(owner, "base_delay", x)),
+            "multiplier": lambda x: ("multiplier", v.number(owner, "multiplier", x)),
+            "max_delay": lambda x: ("max_delay", v.seconds(owner, "max_delay", x)),
+            "jitter": lambda x: ("jitter", v.name(owner, "jitter", x)),
+            "jitter_fraction": lambda x: (
+                "jitter_fraction", v.probability(owner, "jitter_fraction", x)
+            ),
+            "retry_after_max": lambda x: ("retry_after_max", v.seconds(owner, "retry_after_max", x)),
+            "retry_on": lambda x: ("retryable_statuses", _retry_on(x)),
+        }
+        changes = dict(checks[k](val) for k, val in given.items())
+        if changes.get("retryable_statuses", ()) is None:
+            del changes["retryable_statuses"]  # retry_on=None: the file's statuses
+        elif "retryable_statuses" in changes:
+            changes["retryable_statuses"] = list(changes["retryable_statuses"])
+        return self._named_policy.replace(**changes) if changes else self._named_policy
 
     def _request_args(
         self,

@@ -105,12 +105,17 @@ class Client(_ClientBase):
             and raise ValueError here and in a request's ``headers``.
         user_agent: the User-Agent sent when a request sets none.
         policy: the name of a client (or policy) loaded with
-            :func:`mulligan.load_config`: its timeouts, TLS setting, user
-            agent, retry policy and breaker threshold become this client's
-            defaults; arguments given here override them. ValueError for an
-            unknown name.
+            :func:`mulligan.load_config`: every field of it becomes this
+            client's default -- its timeouts, TLS setting, user agent and
+            breaker_key, every field of its policy (retryable statuses and
+            errors, Retry-After handling, seed...) and every option of its
+            breaker. Arguments given here or to a request replace their own
+            fields and keep the others. ValueError for an unknown name.
 
     .. versionadded:: 0.1.0
+    .. versionchanged:: 0.2.0
+       Every field of the named client, policy and breaker is used (0.1 took
+       the policy's numbers and the breaker's threshold and reset timeout).
     """
 
     def __init__(self, *, policy: Optional[str] = None, **kwargs: Any) -> None:

@@ -209,9 +209,19 @@ def _breaker_args(owner: str, breaker: Any, per_attempt: bool = False) -> dict[s
         breaker = {}
     if not isinstance(breaker, Mapping):
         raise TypeError(f"breaker must be a bool or a mapping, got {type(breaker).__name__}")
-    unknown = set(breaker) - {"failure_threshold", "reset_timeout", "per_attempt", "key"}
+    known = {"failure_threshold", "reset_timeout", "per_attempt", "key", "_options"}
+    unknown = set(breaker) - known
     if unknown:
         raise ValueError(f"unknown breaker options: {sorted(unknown)}")
+    # "_options": every option of a named breaker of the configuration file
+    # (mulligan.BreakerConfig.breaker_kwargs()), set by Client(policy=...).
+    options = breaker.get("_options")
+    if options is not None:
+        return {
+            **_breaker_key_args(owner, breaker.get("key", "origin")),
+            "breaker_options": dict(options),
+            "breaker_per_attempt": per_attempt or _deprecated_per_attempt(owner, breaker),
+        }
     return {
         **_breaker_key_args(owner, breaker.get("key", "origin")),
         "breaker_failure_threshold": _validate.integer(

@@ -158,6 +158,8 @@ def _compile_policy(o: dict[str, Any]) -> tuple[_core.RetryPolicy, Optional[floa
         deadline=deadline,
         retry_after_max=retry_after_max,
         clamp_retry_after=_validate.flag(_OWNER, "clamp_retry_after", o["clamp_retry_after"]),
+        # Only a named policy sets it (the file's respect_retry_after).
+        respect_retry_after=o.get("_extras", {}).get("respect_retry_after", True),
         seed=_validate.integer_or_none(_OWNER, "seed", o["seed"], 0, 2**64 - 1, range_text="[0, 2**64)"),
     )
     return policy, deadline, retry_after_max
@@ -203,6 +205,7 @@ class _Config:
         if policy_name is not None:
             # The named policy's values, then what the decorator says.
             o.update(_config._resolve_retry_kwargs(policy_name))
+            o["_extras"] = _config._resolve_retry_extras(policy_name)
         o.update(given)
         self.given = given
         self.policy_name: Optional[str] = policy_name

@@ -33,13 +33,16 @@
 // names upper-cased with every character other than A-Z and 0-9 turned into _):
 //   MULLIGAN_POLICY_<NAME>_{MAX_ATTEMPTS,BACKOFF,BASE_DELAY,MULTIPLIER,MAX_DELAY,
 //                           JITTER,DEADLINE,ATTEMPT_TIMEOUT}
-//   MULLIGAN_BREAKER_<NAME>_{FAILURE_THRESHOLD,RESET_TIMEOUT,HALF_OPEN_MAX_CALLS}
-//   MULLIGAN_CLIENT_<NAME>_{ATTEMPT_TIMEOUT,CONNECT_TIMEOUT,VERIFY_TLS,USER_AGENT}
-// A value is read like the JSON field (a duration, a number, a name, true/false);
-// DEADLINE and ATTEMPT_TIMEOUT also accept "none". A variable of these three
-// prefixes that names no entry of the document, or no field of the entry it
-// names (a typo: MULLIGAN_POLICY_PAYMNETS_MAX_ATTEMPTS), is not applied and is
-// reported among the load's warnings.
+//   MULLIGAN_BREAKER_<NAME>_{FAILURE_THRESHOLD,RESET_TIMEOUT,HALF_OPEN_MAX_CALLS,
+//                            MAX_HALF_OPEN_DURATION}
+//   MULLIGAN_CLIENT_<NAME>_{ATTEMPT_TIMEOUT,CONNECT_TIMEOUT,VERIFY_TLS,USER_AGENT,
+//                           BREAKER_KEY}
+// A value is read like the JSON field (a duration, a number, a name, true/false;
+// BREAKER_KEY takes origin, host or path, not templates); DEADLINE,
+// ATTEMPT_TIMEOUT (of a policy) and MAX_HALF_OPEN_DURATION also accept "none".
+// A variable of these three prefixes that names no entry of the document, or
+// no field of the entry it names (a typo: MULLIGAN_POLICY_PAYMNETS_MAX_ATTEMPTS),
+// is not applied and is reported among the load's warnings.
 
 #ifndef MULLIGAN_CONFIG_CONFIG_H_
 #define MULLIGAN_CONFIG_CONFIG_H_
@@ -55,6 +58,7 @@
 
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/base/clock.h"
+#include "mulligan/http/breaker_key.h"
 #include "mulligan/retry/policy.h"
 #include "mulligan/base/status.h"
 
@@ -87,6 +91,10 @@ struct ClientSettings {
   bool verify_tls = true;
   // The User-Agent header sent when a request sets none. Default "mulligan".
   std::string user_agent = "mulligan";
+  // Which breaker of the client guards a request (JSON "breaker_key":
+  // "origin", "host", "path" or an array of path templates; kind kFunction
+  // is never configured). Default: by origin.
+  BreakerKeyOptions breaker_key;
 };
 
 // One loaded configuration: immutable, shared by every reader that took it.
