@@ -19,6 +19,7 @@ const char* StopReasonName(StopReason reason) {
     case StopReason::kRetryAfterTooLong: return "retry_after_too_long";
     case StopReason::kNotReplaySafe: return "not_replay_safe";
     case StopReason::kCircuitOpen: return "circuit_open";
+    case StopReason::kStopCondition: return "stop_condition";
   }
   return "unknown";
 }
@@ -59,8 +60,19 @@ Result<RetryPolicy> RetryPolicy::Create(const RetryOptions& options) {
   }
   Result<Backoff> backoff = Backoff::Create(options.backoff);
   if (!backoff.ok()) return backoff.status();
+  if (options.stop) {
+    Status s = ValidateStop(*options.stop, options.deadline.has_value());
+    if (!s.ok()) return s;
+  }
 
   RetryPolicy policy(options, *backoff);
+  policy.effective_deadline_ = options.deadline;
+  if (options.stop) {
+    const std::optional<Duration> elapsed = TopLevelElapsed(*options.stop);
+    if (elapsed && (!options.deadline || *elapsed < *options.deadline)) {
+      policy.effective_deadline_ = elapsed;
+    }
+  }
   for (int status : options.retryable_statuses) {
     if (status < 100 || status > 599) {
       return InvalidArgumentError("retryable_statuses must hold HTTP statuses in [100, 599], got " +
@@ -138,7 +150,7 @@ RetrySession::RetrySession(const RetryPolicy* policy, TimePoint start, bool repl
       replay_safe_(replay_safe) {}
 
 std::optional<Duration> RetrySession::TimeLeft(TimePoint now) const {
-  const std::optional<Duration>& deadline = policy_->options().deadline;
+  const std::optional<Duration>& deadline = policy_->effective_deadline();
   if (!deadline) return std::nullopt;
   const Duration used = now - start_;
   return used >= *deadline ? Duration::zero() : *deadline - used;
@@ -149,6 +161,21 @@ std::optional<Duration> RetrySession::AttemptTimeout(TimePoint now) const {
   const std::optional<Duration>& per_attempt = policy_->options().attempt_timeout;
   if (left && per_attempt) return std::min(*left, *per_attempt);
   return left ? left : per_attempt;
+}
+
+std::optional<StopReason> RetrySession::StopBy(const Outcome& outcome, TimePoint now,
+                                              std::optional<Duration> delay) const {
+  const RetryOptions& options = policy_->options();
+  if (!options.stop) {
+    if (attempts_ >= options.max_attempts) return StopReason::kAttemptsExhausted;
+    return std::nullopt;
+  }
+  StopContext context;
+  context.attempts = attempts_;
+  context.elapsed = now - start_;
+  context.delay = delay;
+  context.predicates = outcome.stop_predicates;
+  return EvaluateStop(*options.stop, context);
 }
 
 Decision RetrySession::OnOutcome(const Outcome& outcome, TimePoint now) {
@@ -175,7 +202,7 @@ Decision RetrySession::OnOutcome(const Outcome& outcome, TimePoint now) {
     case Classification::kRetryable: break;
   }
   if (!replay_safe_ && outcome.request_sent) return stop(StopReason::kNotReplaySafe);
-  if (attempts_ >= options.max_attempts) return stop(StopReason::kAttemptsExhausted);
+  if (std::optional<StopReason> by = StopBy(outcome, now, std::nullopt)) return stop(*by);
 
   const std::optional<Duration> left = TimeLeft(now);
   if (left && *left <= Duration::zero()) return stop(StopReason::kDeadline);
@@ -198,6 +225,10 @@ Decision RetrySession::OnOutcome(const Outcome& outcome, TimePoint now) {
   }
   // No attempt may start at or after the deadline.
   if (left && delay >= *left) return stop(StopReason::kDeadline);
+  // A composed stop may depend on the wait (after_elapsed inside an `all`).
+  if (options.stop) {
+    if (std::optional<StopReason> by = StopBy(outcome, now, delay)) return stop(*by);
+  }
 
   decision.action = Decision::Action::kRetry;
   decision.delay = delay;
