@@ -5,6 +5,7 @@
 // (max_reset_timeout >= reset_timeout, minimum_calls <= window_size, ...)
 // RetryPolicy::Create and CircuitBreaker::Validate check after.
 #include "fields.h"
+#include "wait_fields.h"
 
 #include <limits>
 #include <optional>
@@ -58,6 +59,24 @@ void AddAttemptFields(PolicyTable& t) {
        [](Context& c, const std::string& p, const json::value& v, O& o) {
          return ReadNumber(c, p, v, 0, false, 1, "a number in [0, 1]",
                            o.backoff.jitter_fraction);
+       }},
+      {"min_delay",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadDuration(c, p, v, false, o.backoff.min_delay);
+       }},
+      {"wait",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         WaitExpr w;
+         if (!ReadWait(c, p, v, w)) return false;
+         o.backoff.wait = std::move(w);
+         return true;
+       }},
+      {"stop",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         StopExpr s;
+         if (!ReadStop(c, p, v, s)) return false;
+         o.stop = std::move(s);
+         return true;
        }},
   });
 }

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .. import _core, _validate
+from .. import stop as _stop, wait as _wait
 
 __all__ = [
     "BreakerConfig",
@@ -101,6 +102,12 @@ class Policy:
     retryable_errors: tuple[str, ...]
     retryable_grpc_codes: tuple[str, ...]
     seed: Optional[int]
+    #: The least wait of every backoff, seconds (the file's ``min_delay``).
+    min_delay: float = 0.0
+    #: The file's composed ``wait`` (a :class:`mulligan.wait.Wait`), or None.
+    wait: Any = None
+    #: The file's composed ``stop`` (a :class:`mulligan.stop.Stop`), or None.
+    stop: Any = None
     # The engine's own policy (a copy taken at lookup): sessions begun from it
     # decide exactly as the C++ and C front doors do.
     _native: Any = field(default=None, repr=False, compare=False)
@@ -110,7 +117,7 @@ class Policy:
 
         Only the fields ``@retry`` accepts: attempts, deadline, backoff,
         base_delay, multiplier, max_delay, jitter, jitter_fraction,
-        retry_after_max, clamp_retry_after and seed. ``on`` is not part of a
+        retry_after_max, clamp_retry_after, seed, min_delay, wait and stop. ``on`` is not part of a
         policy: the decorated code says which exceptions are retryable.
         """
         return {
@@ -125,6 +132,9 @@ class Policy:
             "retry_after_max": self.retry_after_max,
             "clamp_retry_after": self.clamp_retry_after,
             "seed": self.seed,
+            "min_delay": self.min_delay,
+            "wait": self.wait,
+            "stop": self.stop,
         }
 
 
@@ -265,6 +275,9 @@ def policy(name: str) -> Policy:
         retryable_errors=tuple(extras["retryable_errors"]),
         retryable_grpc_codes=tuple(extras["retryable_grpc_codes"]),
         seed=native.seed,
+        min_delay=native.min_delay,
+        wait=None if native.wait is None else _wait._from_engine(native.wait),
+        stop=None if native.stop is None else _stop._from_engine(native.stop),
         _native=native,
     )
 
@@ -354,6 +367,9 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
             jitter=p.jitter,
             jitter_fraction=p.jitter_fraction,
             retry_after_max=p.retry_after_max,
+            min_delay=p.min_delay,
+            wait=p.wait,
+            stop=p.stop,
         )
         if p.attempt_timeout is not None:
             kwargs["timeout"] = p.attempt_timeout

@@ -101,6 +101,30 @@ def _merge_named(owner: str, policy: Optional[str], kwargs: dict[str, Any]) -> d
     return {**named, **kwargs}
 
 
+def _composed(owner: str, wait: Any, stop: Any, min_delay: Any) -> Optional[tuple[Any, float, Any]]:
+    """The client's composed wait, min_delay and stop as the engine's values
+    (None when none is given). A client's stop cannot hold a
+    ``mulligan.stop.when`` predicate: its retries run in the engine."""
+    from ..stop import Stop
+    from ..wait import Wait
+
+    if wait is None and stop is None and min_delay == 0.0:
+        return None
+    if wait is not None and not isinstance(wait, Wait):
+        raise TypeError(f"{owner}: wait must be a mulligan.wait.Wait, got {wait!r}")
+    if stop is not None and not isinstance(stop, Stop):
+        raise TypeError(f"{owner}: stop must be a mulligan.stop.Stop, got {stop!r}")
+    predicates: list[Any] = []
+    engine_stop = stop._compile(predicates) if stop is not None else None
+    if predicates:
+        raise TypeError(f"{owner}: stop= cannot hold stop.when() predicates (the engine runs the retries)")
+    return (
+        wait._engine if wait is not None else None,
+        _validate.seconds(owner, "min_delay", min_delay),
+        engine_stop,
+    )
+
+
 class _ClientBase:
     """The configuration and request preparation shared by Client and AsyncClient."""
 
@@ -122,6 +146,9 @@ class _ClientBase:
         max_delay: Seconds = 10.0,
         jitter: str = "full",
         jitter_fraction: float = 0.2,
+        wait: Any = None,
+        stop: Any = None,
+        min_delay: Seconds = 0.0,
         retry_after_max: Seconds = 60.0,
         retry_on: Optional[Iterable[int]] = None,
         follow_redirects: bool = False,
@@ -161,6 +188,7 @@ class _ClientBase:
             "jitter": jitter,
             "jitter_fraction": jitter_fraction,
         }
+        self._composed = _composed(owner, wait, stop, min_delay)
         self._on_retry = on_retry
         self._default_headers = _check_headers(headers)
         # Validates the defaults now rather than at the first request.
@@ -251,6 +279,7 @@ class _ClientBase:
             v.number(owner, "multiplier", o["multiplier"]),
             v.name(owner, "jitter", o["jitter"]),
             v.probability(owner, "jitter_fraction", o["jitter_fraction"]),
+            self._composed,
         )
 
     def _request_args(

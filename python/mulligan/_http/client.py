@@ -75,6 +75,11 @@ class Client(_ClientBase):
         jitter: ``"full"`` (default), ``"none"``, ``"equal"`` or ``"proportional"``,
             as for :func:`mulligan.retry`.
         jitter_fraction: f of proportional jitter, in [0, 1]. Default 0.2.
+        wait: a composed :mod:`mulligan.wait` replacing the backoff options
+            (the engine evaluates it). Default None.
+        stop: a composed :mod:`mulligan.stop` replacing ``attempts``
+            (``stop.when`` predicates are refused: TypeError). Default None.
+        min_delay: the least wait of every backoff, seconds. Default 0.
         retry_after_max: longest Retry-After honoured, seconds. Default 60.0.
         retry_on: the retryable HTTP statuses, an iterable of ints in
             [400, 599] (a str raises TypeError). Default 408, 429, 500, 502,

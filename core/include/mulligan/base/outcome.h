@@ -84,7 +84,7 @@ struct Outcome {
   // Bit i set: the caller's stop predicate i says stop after this failure
   // (RetryOptions::stop, StopExpr::Predicate(i); the Python layer evaluates
   // mulligan.stop.when predicates on the failure path and sets these bits,
-  // since the engine never calls user code). Default 0. (Appended in 0.3.)
+  // since the engine never calls user code). Default 0. (Appended in 0.2.)
   uint32_t stop_predicates = 0;
 
   // A plain success (a value was returned).

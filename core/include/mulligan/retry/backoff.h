@@ -94,11 +94,11 @@ struct BackoffOptions {
   double jitter_fraction = 0.2;
   // The least delay of every backoff (not of Retry-After hints), applied
   // after jitter together with max_delay. Must be in [0, max_delay].
-  // Default 0. (Appended in 0.3.)
+  // Default 0. (Appended in 0.2.)
   Duration min_delay = Duration::zero();
   // A composed wait that replaces kind, base, multiplier and jitter (see
   // wait.h); min_delay and max_delay still clamp it. Default: unset (the
-  // strategy above). (Appended in 0.3.)
+  // strategy above). (Appended in 0.2.)
   std::optional<WaitExpr> wait;
 };
 

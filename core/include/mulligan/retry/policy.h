@@ -82,7 +82,7 @@ struct RetryOptions {
   // StopExpr::Any({AfterAttempts(5), AfterElapsed(30s)}), or Never() with a
   // deadline for unlimited attempts. Its top-level after_elapsed terms also
   // act as a deadline (see effective_deadline()). Default: unset
-  // (max_attempts decides). (Appended in 0.3.)
+  // (max_attempts decides). (Appended in 0.2.)
   std::optional<StopExpr> stop;
 };
 
@@ -109,7 +109,7 @@ enum class StopReason : int {
   // 8..11 are budget, throttled, bulkhead_full and rate_limited (the
   // pipeline's gates).
   // A stop condition's predicate said stop (RetryOptions::stop, a
-  // StopExpr::Predicate term; Python's mulligan.stop.when). (Appended in 0.3.)
+  // StopExpr::Predicate term; Python's mulligan.stop.when). (Appended in 0.2.)
   kStopCondition = 12,
 };
 
