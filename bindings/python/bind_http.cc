@@ -81,6 +81,22 @@ void SetBreakerKey(HttpClientOptions& options, const std::string& kind,
   options.breaker_key.templates = std::move(templates);
 }
 
+void SetMethodRule(HttpClientOptions& options, const std::string& methods,
+                   std::vector<std::string> allowed_methods) {
+  for (HttpMethodRule rule : {HttpMethodRule::kIdempotent, HttpMethodRule::kStrict,
+                              HttpMethodRule::kSafe, HttpMethodRule::kAll,
+                              HttpMethodRule::kAllowed}) {
+    if (methods == HttpMethodRuleName(rule)) {
+      options.method_rule = rule;
+      options.allowed_methods = std::move(allowed_methods);
+      return;
+    }
+  }
+  ThrowStatus(InvalidArgumentError(
+      "methods must be 'idempotent', 'strict', 'safe', 'all' or 'allowed', got '" + methods +
+      "'"));
+}
+
 // Every request argument the Python layer passes, in one place.
 HttpRequest MakeRequest(std::string method, std::string url, HttpHeaders headers,
                         std::string body, std::optional<std::string> idempotency_key,
@@ -263,12 +279,14 @@ void BindHttp(py::module_& m) {
                         std::optional<int> breaker_failure_threshold,
                         double breaker_reset_timeout, bool breaker_per_attempt,
                         const std::string& breaker_key,
-                        std::vector<std::string> breaker_key_templates) {
+                        std::vector<std::string> breaker_key_templates,
+                        const std::string& methods, std::vector<std::string> allowed_methods) {
     HttpClientOptions options =
         MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
                     follow_redirects, max_redirects, ca_bundle, strict,
                     breaker_failure_threshold, breaker_reset_timeout, breaker_per_attempt);
     SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
+    SetMethodRule(options, methods, std::move(allowed_methods));
     return Unwrap(HttpClient::Create(options));
   };
   // The one validation of the client options, for a front door that makes its
@@ -281,12 +299,14 @@ void BindHttp(py::module_& m) {
          int max_redirects, const std::string& ca_bundle, bool strict,
          std::optional<int> breaker_failure_threshold, double breaker_reset_timeout,
          bool breaker_per_attempt, const std::string& breaker_key,
-         std::vector<std::string> breaker_key_templates) {
+         std::vector<std::string> breaker_key_templates, const std::string& methods,
+         std::vector<std::string> allowed_methods) {
         HttpClientOptions options = MakeOptions(
             policy, attempt_timeout, connect_timeout, verify_tls, user_agent, follow_redirects,
             max_redirects, ca_bundle, strict, breaker_failure_threshold, breaker_reset_timeout,
             breaker_per_attempt);
         SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
+        SetMethodRule(options, methods, std::move(allowed_methods));
         Unwrap(internal::MakeSettings(options));
       },
       py::kw_only(), py::arg("policy") = py::none(), py::arg("attempt_timeout") = 30.0,
@@ -296,6 +316,7 @@ void BindHttp(py::module_& m) {
       py::arg("breaker_failure_threshold") = py::none(), py::arg("breaker_reset_timeout") = 30.0,
       py::arg("breaker_per_attempt") = false, py::arg("breaker_key") = "origin",
       py::arg("breaker_key_templates") = std::vector<std::string>(),
+      py::arg("methods") = "idempotent", py::arg("allowed_methods") = std::vector<std::string>(),
       "Validates the HttpClient options as HttpClient() and HttpLoopDriver() do (the\n"
       "same core rule, HttpClient::Create's): ValueError naming the bad option, else None.");
   py::class_<HttpClient, std::unique_ptr<HttpClient>>(
@@ -308,7 +329,9 @@ void BindHttp(py::module_& m) {
            py::arg("breaker_failure_threshold") = py::none(),
            py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false,
            py::arg("breaker_key") = "origin",
-           py::arg("breaker_key_templates") = std::vector<std::string>())
+           py::arg("breaker_key_templates") = std::vector<std::string>(),
+           py::arg("methods") = "idempotent",
+           py::arg("allowed_methods") = std::vector<std::string>())
       .def("request", &Request, py::arg("method"), py::arg("url"), py::arg("headers"),
            py::arg("body"), py::arg("idempotency_key") = py::none(),
            py::arg("policy") = py::none(), py::arg("follow_redirects") = py::none(),

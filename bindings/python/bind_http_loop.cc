@@ -372,12 +372,14 @@ void BindHttpLoop(py::module_& m) {
                         bool strict, std::optional<int> breaker_failure_threshold,
                         double breaker_reset_timeout, bool breaker_per_attempt,
                         int max_connections, const std::string& breaker_key,
-                        std::vector<std::string> breaker_key_templates) {
+                        std::vector<std::string> breaker_key_templates,
+                        const std::string& methods, std::vector<std::string> allowed_methods) {
     HttpClientOptions options =
         MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
                     follow_redirects, max_redirects, ca_bundle, strict, breaker_failure_threshold,
                     breaker_reset_timeout, breaker_per_attempt);
     SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
+    SetMethodRule(options, methods, std::move(allowed_methods));
     options.max_connections = max_connections;
     std::unique_ptr<HttpAsyncEngine> engine = Unwrap(HttpAsyncEngine::Create(options));
     return std::make_unique<LoopDriver>(std::move(loop), std::move(engine));
@@ -394,7 +396,9 @@ void BindHttpLoop(py::module_& m) {
            py::arg("breaker_failure_threshold") = py::none(),
            py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false,
            py::arg("max_connections") = 0, py::arg("breaker_key") = "origin",
-           py::arg("breaker_key_templates") = std::vector<std::string>())
+           py::arg("breaker_key_templates") = std::vector<std::string>(),
+           py::arg("methods") = "idempotent",
+           py::arg("allowed_methods") = std::vector<std::string>())
       .def_property_readonly("loop", &LoopDriver::loop)
       .def_property_readonly("closed", &LoopDriver::closed)
       .def(

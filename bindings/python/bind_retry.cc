@@ -34,7 +34,9 @@ RetryPolicy MakePolicy(int attempts, const std::string& backoff, double base_del
                        bool clamp_retry_after, bool respect_retry_after,
                        std::optional<std::vector<int>> retryable_statuses,
                        std::optional<uint64_t> seed, std::optional<WaitExpr> wait,
-                       double min_delay, std::optional<StopExpr> stop) {
+                       double min_delay, std::optional<StopExpr> stop,
+                       std::optional<int> connect_retries, std::optional<int> read_retries,
+                       std::optional<int> status_retries, std::optional<int> other_retries) {
   RetryOptions options;
   options.max_attempts = attempts;
   options.backoff.kind = Unwrap(ParseBackoffKind(backoff));
@@ -56,6 +58,10 @@ RetryPolicy MakePolicy(int attempts, const std::string& backoff, double base_del
   options.backoff.wait = std::move(wait);
   options.backoff.min_delay = SecondsToDuration(min_delay, "min_delay");
   options.stop = std::move(stop);
+  options.max_kind_retries[static_cast<int>(RetryKind::kConnect)] = connect_retries;
+  options.max_kind_retries[static_cast<int>(RetryKind::kRead)] = read_retries;
+  options.max_kind_retries[static_cast<int>(RetryKind::kStatus)] = status_retries;
+  options.max_kind_retries[static_cast<int>(RetryKind::kOther)] = other_retries;
   return Unwrap(RetryPolicy::Create(options));
 }
 
@@ -160,7 +166,9 @@ void BindRetryPolicy(py::module_& m) {
            py::arg("retry_after_max") = 60.0, py::arg("clamp_retry_after") = false,
            py::arg("respect_retry_after") = true,
            py::arg("retryable_statuses") = py::none(), py::arg("seed") = py::none(),
-           py::arg("wait") = py::none(), py::arg("min_delay") = 0.0, py::arg("stop") = py::none())
+           py::arg("wait") = py::none(), py::arg("min_delay") = 0.0, py::arg("stop") = py::none(),
+           py::arg("connect_retries") = py::none(), py::arg("read_retries") = py::none(),
+           py::arg("status_retries") = py::none(), py::arg("other_retries") = py::none())
       .def(
           "begin",
           [](const RetryPolicy& p, double now, bool replay_safe) {
@@ -195,6 +203,16 @@ void BindRetryPolicy(py::module_& m) {
       .def_property_readonly("wait",
                              [](const RetryPolicy& p) { return p.options().backoff.wait; })
       .def_property_readonly("stop", [](const RetryPolicy& p) { return p.options().stop; })
+      .def_property_readonly("kind_retries",
+                             [](const RetryPolicy& p) {
+                               py::dict d;
+                               for (int k = 0; k < 4; ++k) {
+                                 const std::optional<int>& n = p.options().max_kind_retries[k];
+                                 d[RetryKindName(static_cast<RetryKind>(k))] =
+                                     n ? py::object(py::int_(*n)) : py::object(py::none());
+                               }
+                               return d;
+                             })
       .def_property_readonly("attempt_timeout",
                              [](const RetryPolicy& p) {
                                return OptionalSeconds(p.options().attempt_timeout);

@@ -2,7 +2,8 @@
  * a small immutable wait expression (constant, linear, exponential, uniform,
  * additive jitter, sums and per-retry chains) that replaces a retry policy's
  * backoff strategy and jitter, a minimum delay for every backoff, and
- * unlimited attempts bounded by a deadline.
+ * unlimited attempts bounded by a deadline, and separate retry counts per
+ * kind of failure.
  *
  * The engine evaluates the expression with the policy's seeded generator
  * (core/include/mulligan/retry/wait.h), exactly as the C++ and Python front
@@ -171,6 +172,35 @@ MULLIGAN_API int mulligan_retry_options_set_min_delay_ms(mulligan_retry_options 
  */
 MULLIGAN_API int mulligan_retry_options_set_unlimited_attempts(mulligan_retry_options *opts,
                                                                int unlimited);
+
+/**
+ * The kind of a retryable failure, for separate retry counts (urllib3's
+ * Retry(connect=, read=, status=, other=)). Values are pinned (they equal
+ * mulligan::RetryKind).
+ * @since 0.2
+ */
+typedef enum mulligan_retry_kind {
+  /** A transport failure before any byte was sent (refused, DNS, connect timeout). */
+  MULLIGAN_RETRY_KIND_CONNECT = 0,
+  /** A transport failure after the request was sent (reset, timeout, truncated). */
+  MULLIGAN_RETRY_KIND_READ = 1,
+  /** A retryable HTTP status or gRPC code. */
+  MULLIGAN_RETRY_KIND_STATUS = 2,
+  /** Anything else (MULLIGAN_ERROR_RETRYABLE: a failure the caller classified). */
+  MULLIGAN_RETRY_KIND_OTHER = 3
+} mulligan_retry_kind;
+
+/**
+ * Bounds the retries of one kind of failure on their own, inside
+ * max_attempts: a failure whose kind has used `max_retries` retries stops the
+ * call (MULLIGAN_STOP_ATTEMPTS_EXHAUSTED). 0 never retries that kind; a
+ * negative value removes the bound (the default).
+ * @param kind  a mulligan_retry_kind value.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (NULL opts, unknown kind).
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_retry_options_set_kind_retries(mulligan_retry_options *opts, int kind,
+                                                         int max_retries);
 
 #ifdef __cplusplus
 }

@@ -31,6 +31,12 @@ using mulligan::internal::DurationFromMillis;
 
 constexpr size_t kMaxTerms = 64;
 
+static_assert(static_cast<int>(mulligan::RetryKind::kConnect) == MULLIGAN_RETRY_KIND_CONNECT &&
+                  static_cast<int>(mulligan::RetryKind::kRead) == MULLIGAN_RETRY_KIND_READ &&
+                  static_cast<int>(mulligan::RetryKind::kStatus) == MULLIGAN_RETRY_KIND_STATUS &&
+                  static_cast<int>(mulligan::RetryKind::kOther) == MULLIGAN_RETRY_KIND_OTHER,
+              "mulligan_retry_kind equals mulligan::RetryKind");
+
 int Emit(mulligan_wait** out, WaitExpr wait) {
   *out = new mulligan_wait{std::move(wait)};
   return MULLIGAN_OK;
@@ -181,6 +187,24 @@ int mulligan_retry_options_set_unlimited_attempts(mulligan_retry_options* opts, 
     opts->impl.stop = mulligan::StopExpr::Never();
   } else {
     opts->impl.stop.reset();
+  }
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_retry_options_set_kind_retries(mulligan_retry_options* opts, int kind,
+                                            int max_retries) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  if (kind < MULLIGAN_RETRY_KIND_CONNECT || kind > MULLIGAN_RETRY_KIND_OTHER) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
+                    "kind must be a mulligan_retry_kind value (0..3), got %d", kind);
+  }
+  std::optional<int>& slot = opts->impl.max_kind_retries[kind];
+  if (max_retries < 0) {
+    slot.reset();
+  } else {
+    slot = max_retries;
   }
   return MULLIGAN_OK;
   MULLIGAN_CAPI_END

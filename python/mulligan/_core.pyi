@@ -213,6 +213,10 @@ class RetryPolicy:
         wait: Optional[Wait] = None,
         min_delay: float = 0.0,
         stop: Optional[Stop] = None,
+        connect_retries: Optional[int] = None,
+        read_retries: Optional[int] = None,
+        status_retries: Optional[int] = None,
+        other_retries: Optional[int] = None,
     ) -> None: ...
     def begin(self, now: float, replay_safe: bool = True) -> RetrySession: ...
     def classify(self, outcome: Outcome) -> Classification: ...
@@ -244,6 +248,8 @@ class RetryPolicy:
     def wait(self) -> Optional[Wait]: ...
     @property
     def stop(self) -> Optional[Stop]: ...
+    @property
+    def kind_retries(self) -> dict[str, Optional[int]]: ...
 
 # (status, body, attempts, elapsed, url, idempotency_key, stop_reason,
 #  header block: b"name:value\n" per field)
@@ -267,6 +273,8 @@ def check_http_client_options(
     breaker_per_attempt: bool = False,
     breaker_key: str = "origin",
     breaker_key_templates: list[str] = ...,
+    methods: str = ...,
+    allowed_methods: list[str] = ...,
 ) -> None: ...
 
 class HttpClient:
@@ -287,6 +295,8 @@ class HttpClient:
         breaker_per_attempt: bool = False,
         breaker_key: str = "origin",
         breaker_key_templates: list[str] = ...,
+        methods: str = ...,
+        allowed_methods: list[str] = ...,
     ) -> None: ...
     def request(
         self,
@@ -337,6 +347,8 @@ class HttpLoopDriver:
         max_connections: int = 0,
         breaker_key: str = "origin",
         breaker_key_templates: list[str] = ...,
+        methods: str = ...,
+        allowed_methods: list[str] = ...,
     ) -> None: ...
     @property
     def loop(self) -> asyncio.AbstractEventLoop: ...

@@ -154,9 +154,42 @@ static void unlimited_attempts_within_a_deadline(void) {
   mulligan_retry_options_destroy(opts);
 }
 
+static void kind_retries(void) {
+  /* At most 1 connect retry inside 5 attempts: refused, refused -> stop. */
+  mulligan_retry_options *opts = NULL;
+  mulligan_retry_policy *policy = NULL;
+  mulligan_retry_session *session = NULL;
+  mulligan_outcome o = MULLIGAN_OUTCOME_INIT;
+  mulligan_decision d = MULLIGAN_DECISION_INIT;
+  CHECK_OK(mulligan_retry_options_create(&opts));
+  CHECK_OK(mulligan_retry_options_set_max_attempts(opts, 5));
+  CHECK_OK(mulligan_retry_options_set_kind_retries(opts, MULLIGAN_RETRY_KIND_CONNECT, 1));
+  CHECK_FAILS(mulligan_retry_options_set_kind_retries(opts, 4, 1), MULLIGAN_E_INVALID_ARGUMENT,
+              "mulligan_retry_kind");
+  CHECK_OK(mulligan_retry_policy_create(&policy, opts));
+  CHECK_OK(mulligan_retry_session_begin(&session, policy, NULL, 1));
+  o.error_kind = MULLIGAN_ERROR_CONNECTION_REFUSED;
+  CHECK_OK(mulligan_retry_session_on_outcome(session, &o, &d));
+  CHECK_INT(d.action, MULLIGAN_ACTION_RETRY);
+  o.error_kind = MULLIGAN_ERROR_NONE;
+  o.http_status = 503; /* a status retry: not counted against connect */
+  CHECK_OK(mulligan_retry_session_on_outcome(session, &o, &d));
+  CHECK_INT(d.action, MULLIGAN_ACTION_RETRY);
+  o.http_status = 0;
+  o.error_kind = MULLIGAN_ERROR_CONNECTION_REFUSED;
+  CHECK_OK(mulligan_retry_session_on_outcome(session, &o, &d));
+  CHECK_INT(d.action, MULLIGAN_ACTION_STOP);
+  CHECK_INT(d.reason, MULLIGAN_STOP_ATTEMPTS_EXHAUSTED);
+  CHECK_INT(d.attempt, 3);
+  mulligan_retry_session_destroy(session);
+  mulligan_retry_policy_destroy(policy);
+  mulligan_retry_options_destroy(opts);
+}
+
 int main(void) {
   run_vectors();
   bad_arguments();
   unlimited_attempts_within_a_deadline();
+  kind_retries();
   return CHECK_REPORT();
 }

@@ -24,6 +24,25 @@ const char* StopReasonName(StopReason reason) {
   return "unknown";
 }
 
+const char* RetryKindName(RetryKind kind) {
+  switch (kind) {
+    case RetryKind::kConnect: return "connect";
+    case RetryKind::kRead: return "read";
+    case RetryKind::kStatus: return "status";
+    case RetryKind::kOther: return "other";
+  }
+  return "unknown";
+}
+
+RetryKind RetryKindOf(const Outcome& outcome) {
+  switch (outcome.error) {
+    case ErrorKind::kNone: return RetryKind::kStatus;
+    case ErrorKind::kRetryable:
+    case ErrorKind::kTerminal: return RetryKind::kOther;
+    default: return outcome.request_sent ? RetryKind::kRead : RetryKind::kConnect;
+  }
+}
+
 namespace {
 
 // The last ErrorKind (the enum is appended to: keep this its last value).
@@ -63,6 +82,13 @@ Result<RetryPolicy> RetryPolicy::Create(const RetryOptions& options) {
   if (options.stop) {
     Status s = ValidateStop(*options.stop, options.deadline.has_value());
     if (!s.ok()) return s;
+  }
+  for (int k = 0; k < 4; ++k) {
+    const std::optional<int>& n = options.max_kind_retries[k];
+    if (n && *n < 0) {
+      return InvalidArgumentError(std::string("max_") + RetryKindName(static_cast<RetryKind>(k)) +
+                                  "_retries must be >= 0 when set, got " + std::to_string(*n));
+    }
   }
 
   RetryPolicy policy(options, *backoff);
@@ -203,6 +229,10 @@ Decision RetrySession::OnOutcome(const Outcome& outcome, TimePoint now) {
   }
   if (!replay_safe_ && outcome.request_sent) return stop(StopReason::kNotReplaySafe);
   if (std::optional<StopReason> by = StopBy(outcome, now, std::nullopt)) return stop(*by);
+  // urllib3's per-kind counts, each inside the total.
+  const int kind = static_cast<int>(RetryKindOf(outcome));
+  const std::optional<int>& kind_max = options.max_kind_retries[kind];
+  if (kind_max && kind_retries_[kind] >= *kind_max) return stop(StopReason::kAttemptsExhausted);
 
   const std::optional<Duration> left = TimeLeft(now);
   if (left && *left <= Duration::zero()) return stop(StopReason::kDeadline);
@@ -230,6 +260,7 @@ Decision RetrySession::OnOutcome(const Outcome& outcome, TimePoint now) {
     if (std::optional<StopReason> by = StopBy(outcome, now, delay)) return stop(*by);
   }
 
+  ++kind_retries_[kind];
   decision.action = Decision::Action::kRetry;
   decision.delay = delay;
   decision.reason = StopReason::kNone;

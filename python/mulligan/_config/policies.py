@@ -186,6 +186,11 @@ class ClientConfig:
     connect_timeout: float
     verify_tls: bool
     user_agent: str
+    #: "idempotent" (default), "safe" or "strict".
+    method_rule: str = "idempotent"
+    #: None (not given: method_rule decides), "all" (the file's null: every
+    #: method) or the tuple of methods replayed.
+    allowed_methods: Any = None
 
 
 def _report(d: dict[str, Any]) -> ConfigReport:
@@ -298,7 +303,10 @@ def client_config(name: str) -> ClientConfig:
         ValueError: no client has that name, or nothing has been loaded.
     """
     _validate.name("mulligan.client_config", "name", name)
-    return ClientConfig(name=name, **_REGISTRY.client(name))
+    d = _REGISTRY.client(name)
+    if isinstance(d.get("allowed_methods"), list):
+        d["allowed_methods"] = tuple(d["allowed_methods"])
+    return ClientConfig(name=name, **d)
 
 
 # --- hooks for @mulligan.retry(policy=...) and Client(policy=...) ---
@@ -345,7 +353,12 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
             timeout=c.attempt_timeout,
             verify_tls=c.verify_tls,
             user_agent=c.user_agent,
+            method_rule=c.method_rule,
         )
+        if c.allowed_methods == "all":
+            kwargs["allowed_methods"] = None
+        elif c.allowed_methods is not None:
+            kwargs["allowed_methods"] = list(c.allowed_methods)
         policy_name = c.policy
         if c.breaker is not None:
             kwargs["breaker"] = _resolve_breaker_kwargs(c.breaker)
@@ -371,6 +384,11 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
             wait=p.wait,
             stop=p.stop,
         )
+        # urllib3's per-kind counts reach the client (the decorator retries
+        # exceptions only: every failure there is "other").
+        for kind, n in p._native.kind_retries.items():
+            if n is not None:
+                kwargs[f"{kind}_retries"] = n
         if p.attempt_timeout is not None:
             kwargs["timeout"] = p.attempt_timeout
     return kwargs

@@ -41,6 +41,25 @@ enum class RetryAfterOverflow : int {
   kClamp = 1,
 };
 
+// The kind of a retryable failure, for separate retry counts (urllib3's
+// Retry(connect=, read=, status=, other=)). Values are pinned (they cross the
+// C ABI as MULLIGAN_RETRY_KIND_*); append only.
+enum class RetryKind : int {
+  // A transport failure before any byte was sent (refused, DNS, connect timeout).
+  kConnect = 0,
+  // A transport failure after the request was sent (reset, timeout, truncated).
+  kRead = 1,
+  // A retryable HTTP status or gRPC code the server answered.
+  kStatus = 2,
+  // Anything else (a failure the caller classified: a matching exception).
+  kOther = 3,
+};
+
+// Returns "connect", "read", "status" or "other" (or "unknown").
+const char* RetryKindName(RetryKind kind);
+// Returns the kind of a retryable `outcome`.
+RetryKind RetryKindOf(const Outcome& outcome);
+
 // Plain options; every default is DESIGN.md section 4's.
 struct RetryOptions {
   // Total attempts including the first. Must be >= 1. Default 3. Ignored
@@ -84,6 +103,13 @@ struct RetryOptions {
   // act as a deadline (see effective_deadline()). Default: unset
   // (max_attempts decides). (Appended in 0.2.)
   std::optional<StopExpr> stop;
+  // The most retries of each RetryKind, indexed by it (urllib3's connect,
+  // read, status and other counts), each bounded on its own inside
+  // max_attempts (or stop): a failure whose kind has used its count stops
+  // the call with kAttemptsExhausted. Each >= 0 when set; 0 means "never
+  // retry this kind". Default: unset (only the total bounds it). (Appended
+  // in 0.2.)
+  std::optional<int> max_kind_retries[4];
 };
 
 // Why a session stopped.
@@ -218,6 +244,8 @@ class RetrySession {
   Duration previous_delay_;
   Random random_;
   int attempts_ = 0;
+  // Retries decided so far, by RetryKind.
+  int kind_retries_[4] = {0, 0, 0, 0};
   bool replay_safe_;
   bool finished_ = false;
   Decision last_decision_;
