@@ -79,9 +79,7 @@ class Stop:
         self._terms = terms
         self._text = text
 
-    def _combine(self, other: object, kind: str, op: str) -> Stop:
-        if not isinstance(other, Stop):
-            return NotImplemented
+    def _combine(self, other: Stop, kind: str, op: str) -> Stop:
         terms: list[Stop] = []
         texts: list[str] = []
         for s in (self, other):
@@ -93,9 +91,13 @@ class Stop:
         return Stop(kind, None, tuple(terms), op.join(texts))
 
     def __or__(self, other: object) -> Stop:
+        if not isinstance(other, Stop):
+            return NotImplemented
         return self._combine(other, "any", " | ")
 
     def __and__(self, other: object) -> Stop:
+        if not isinstance(other, Stop):
+            return NotImplemented
         return self._combine(other, "all", " & ")
 
     def __repr__(self) -> str:

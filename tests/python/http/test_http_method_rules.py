@@ -70,3 +70,46 @@ def test_bad_rules_raise_at_construction() -> None:
         mulligan.Client(allowed_methods=["GE T"])
     with pytest.raises(ValueError, match="allowed_methods must hold HTTP methods"):
         mulligan.AsyncClient(allowed_methods=["GE T"])
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_separate_retry_counts_per_kind(server: Any) -> None:
+    # urllib3's Retry(total=5, status=1): one retry of a 503, then stop.
+    with mulligan.Client(status_retries=1, base_delay=0.01, attempts=5) as c:
+        r = c.get(server.url("/down"))
+        assert (r.status_code, r.attempts, r.stop_reason) == (503, 2, "attempts_exhausted")
+    # Retry(connect=0): a refused connection is not retried; statuses still are.
+    with mulligan.Client(connect_retries=0, base_delay=0.01, attempts=3) as c:
+        with pytest.raises(mulligan.ConnectionRefused) as info:
+            c.get("http://127.0.0.1:%d/" % _closed_port())
+        assert info.value.attempts == 1
+        assert c.get(server.url("/down")).attempts == 3
+    with pytest.raises(ValueError, match="read_retries must be in"):
+        mulligan.Client(read_retries=-1)
+
+
+def test_config_client_fields_reach_the_client(server: Any, tmp_path: Any) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(
+        '{"policies": {"p": {"max_attempts": 4, "base_delay": "10ms", "status_retries": 2,'
+        ' "wait": {"constant": "10ms"}}},'
+        ' "clients": {"safe": {"policy": "p", "method_rule": "safe"},'
+        '             "every": {"policy": "p", "allowed_methods": null},'
+        '             "listed": {"policy": "p", "allowed_methods": ["PATCH"]}}}'
+    )
+    mulligan.load_config(str(path))
+    with mulligan.Client(policy="safe") as c:
+        assert c.put(server.url("/down")).attempts == 1
+        assert c.post(server.url("/down"), idempotency_key=True).attempts == 3  # status_retries 2
+    with mulligan.Client(policy="every") as c:
+        assert c.post(server.url("/down")).attempts == 3
+    with mulligan.Client(policy="listed") as c:
+        assert c.patch(server.url("/down")).attempts == 3
+        assert c.get(server.url("/down")).attempts == 1
