@@ -217,3 +217,22 @@ def test_async_driver_uses_the_same_engine() -> None:
     with FakeClock():
         asyncio.run(main())
     assert seen == [1.0, 2.0, 3.0]
+
+
+def test_a_config_files_wait_and_stop_reach_the_decorator(tmp_path: Any) -> None:
+    path = tmp_path / "w.json"
+    path.write_text(
+        '{"policies": {"w": {"wait": {"linear": {"start": "1s", "increment": "500ms"}},'
+        ' "stop": {"any": [{"after_attempts": 4}, {"after_elapsed": "1h"}]}, "min_delay": "1.2s"}}}'
+    )
+    mulligan.load_config(str(path))
+    p = mulligan.policy("w")
+    assert repr(p.wait) == "<mulligan.wait linear(1s, 0.5s)>"
+    assert p.min_delay == 1.2
+    # 1 -> floor 1.2, 1.5, 2.0; four attempts.
+    seen, reason = _delays(policy="w")
+    assert seen == [1.2, 1.5, 2.0]
+    assert reason == "attempts_exhausted"
+    # The decorator's attempts= wins over the file's stop (and backoff= over its wait).
+    seen, _ = _delays(policy="w", attempts=2, backoff="constant", base_delay=0.5, jitter="none")
+    assert seen == [1.2]  # min_delay still applies: 0.5 -> 1.2
