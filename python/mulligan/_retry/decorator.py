@@ -41,7 +41,7 @@ from .async_driver import wrap_async
 from .hooks import StatisticsView
 from ..stop import Stop
 from ..wait import Wait
-from .options import _MISSING, ExceptionSpec, HookSpec, RetryOptions, _Config
+from .options import _MISSING, _WAIT_REPLACES, ExceptionSpec, HookSpec, RetryOptions, _Config
 from .sync_driver import wrap_sync
 
 if TYPE_CHECKING:
@@ -122,7 +122,14 @@ def _decorate(fn: Any, options: dict[str, Any]) -> Any:
     wrapper = wrap_async(fn, cfg) if _is_async(fn) else wrap_sync(fn, cfg)
 
     def retry_with(**overrides: Any) -> Any:
-        return _decorate(fn, {**options, **overrides})
+        merged = {**options, **overrides}
+        # A variant's attempts= (backoff options) replace the original's
+        # composed stop (wait), rather than clash with it.
+        if "attempts" in overrides and "stop" not in overrides:
+            merged["stop"] = _UNSET
+        if any(k in overrides for k in _WAIT_REPLACES) and "wait" not in overrides:
+            merged["wait"] = _UNSET
+        return _decorate(fn, merged)
 
     wrapper.retry_with = retry_with  # type: ignore[attr-defined]
     wrapper.statistics = StatisticsView(cfg.statistics)  # type: ignore[attr-defined]

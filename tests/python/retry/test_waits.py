@@ -236,3 +236,17 @@ def test_a_config_files_wait_and_stop_reach_the_decorator(tmp_path: Any) -> None
     # The decorator's attempts= wins over the file's stop (and backoff= over its wait).
     seen, _ = _delays(policy="w", attempts=2, backoff="constant", base_delay=0.5, jitter="none")
     assert seen == [1.2]  # min_delay still applies: 0.5 -> 1.2
+
+
+def test_retry_with_attempts_replaces_a_composed_stop() -> None:
+    seen: list[float] = []
+
+    @mulligan.retry(on=ValueError, wait=wait.constant(1), stop=stop.after_attempts(5),
+                    on_retry=lambda d: seen.append(d.delay))
+    def fail() -> None:
+        raise ValueError
+
+    variant = fail.retry_with(attempts=2, backoff="constant", base_delay=0.5, jitter="none")
+    with FakeClock(), pytest.raises(ValueError):
+        variant()
+    assert seen == [0.5]
