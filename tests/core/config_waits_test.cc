@@ -79,6 +79,21 @@ TEST(ConfigWaits, StopReplacesMaxAttemptsAndBoundsTheCall) {
   }
 }
 
+TEST(ConfigWaits, MinDelayEnvironmentOverride) {
+  PolicyRegistry registry;
+  LoadOptions options;
+  options.env = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "MULLIGAN_POLICY_P_MIN_DELAY") return "750ms";
+    return std::nullopt;
+  };
+  Result<LoadReport> r = registry.LoadString(
+      R"({"policies": {"p": {"backoff": "constant", "base_delay": "10ms", "jitter": "none"}}})",
+      "t.json", options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  RetrySession s = (*registry.Policy("p"))->Begin(TimePoint{});
+  EXPECT_EQ(s.OnOutcome(Outcome::Failure(true), TimePoint{}).delay, milliseconds(750));
+}
+
 TEST(ConfigWaits, BadFormsNameTheirPlace) {
   EXPECT_EQ(ErrorOf(R"({"wait": {"fixed": "1s"}})"),
             "t.json: policies.p.wait: expected an object with one of constant, linear, "
