@@ -41,7 +41,10 @@ from typing import Any, Callable, Optional
 from . import _core, _validate
 from ._validate import Seconds
 
-__all__ = ["Stop", "StopContext", "after_attempts", "after_elapsed", "never", "when"]
+__all__ = [
+    "Stop", "StopContext", "after_attempt", "after_attempts", "after_delay", "after_elapsed",
+    "never", "when",
+]
 
 _OWNER = "mulligan.stop"
 
@@ -181,3 +184,11 @@ def when(predicate: Callable[[StopContext], Any]) -> Stop:
 #: Unlimited attempts (tenacity's ``stop_never``); the decorator refuses it
 #: unless a deadline or another condition bounds it.
 never: Stop = _leaf("never", None, "never")
+
+#: tenacity's spellings (STYLE.md's example): ``after_attempt`` is
+#: :func:`after_attempts`; ``after_delay`` is :func:`after_elapsed`, which
+#: also stops when the next wait would cross the limit (tenacity's
+#: ``stop_before_delay``; its ``stop_after_delay`` would start one more
+#: attempt past it).
+after_attempt = after_attempts
+after_delay = after_elapsed

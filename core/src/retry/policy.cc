@@ -4,6 +4,7 @@
 
 #include "internal/format.h"
 
+#include <limits>
 #include <string>
 
 namespace mulligan {
@@ -207,7 +208,9 @@ std::optional<StopReason> RetrySession::StopBy(const Outcome& outcome, TimePoint
 Decision RetrySession::OnOutcome(const Outcome& outcome, TimePoint now) {
   if (finished_) return last_decision_;
   const RetryOptions& options = policy_->options();
-  ++attempts_;
+  // Saturates: unlimited attempts (StopExpr::Never) with zero waits could
+  // in principle count past INT_MAX.
+  if (attempts_ < std::numeric_limits<int>::max()) ++attempts_;
 
   Decision decision;
   decision.attempt = attempts_;
@@ -260,7 +263,7 @@ Decision RetrySession::OnOutcome(const Outcome& outcome, TimePoint now) {
     if (std::optional<StopReason> by = StopBy(outcome, now, delay)) return stop(*by);
   }
 
-  ++kind_retries_[kind];
+  if (kind_retries_[kind] < std::numeric_limits<int>::max()) ++kind_retries_[kind];
   decision.action = Decision::Action::kRetry;
   decision.delay = delay;
   decision.reason = StopReason::kNone;

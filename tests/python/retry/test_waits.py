@@ -250,3 +250,9 @@ def test_retry_with_attempts_replaces_a_composed_stop() -> None:
     with FakeClock(), pytest.raises(ValueError):
         variant()
     assert seen == [0.5]
+
+
+def test_tenacity_spellings_are_the_same_conditions() -> None:
+    assert stop.after_attempt is stop.after_attempts
+    seen, reason = _delays(wait=wait.constant(1), stop=stop.after_attempt(9) | stop.after_delay(2.5))
+    assert (seen, reason) == ([1.0, 1.0], "deadline")
