@@ -97,6 +97,22 @@ void BindOutcome(py::module_& m) {
           "An HTTP response with an optional Retry-After hint in seconds.")
       .def_static("transport", &Outcome::Transport, py::arg("kind"),
                   "A transport failure of `kind`.")
+      .def_static(
+          "grpc",
+          [](int code) {
+            if (code < 0 || code > 16) {
+              throw py::value_error("grpc: code must be a gRPC status code in [0, 16] (0 = OK), "
+                                    "got " + std::to_string(code));
+            }
+            return Outcome::Grpc(code);
+          },
+          py::arg("code"),
+          "A finished gRPC call with status `code` (0 = OK, 14 = UNAVAILABLE, ...): a\n"
+          "success for OK, retryable when the policy's retryable_grpc_codes hold it\n"
+          "(UNAVAILABLE by default, as gRFC A6's examples), terminal otherwise.\n"
+          "ValueError outside [0, 16].")
+      .def_property_readonly("grpc_status", [](const Outcome& o) { return o.grpc_status; },
+                             "The gRPC status code, or -1 when the outcome is not a gRPC one.")
       .def_property_readonly("error", [](const Outcome& o) { return o.error; })
       .def_property_readonly("http_status", [](const Outcome& o) { return o.http_status; })
       .def_property_readonly("retry_after",
@@ -223,6 +239,10 @@ void BindRetryPolicy(py::module_& m) {
                              })
       .def_property_readonly("retryable_statuses",
                              [](const RetryPolicy& p) { return p.options().retryable_statuses; })
+      .def_property_readonly(
+          "retryable_grpc_codes",
+          [](const RetryPolicy& p) { return p.options().retryable_grpc_codes; },
+          "The gRPC status codes retried (ints; UNAVAILABLE = 14 by default).")
       .def_property_readonly("seed", [](const RetryPolicy& p) { return p.options().seed; });
 }
 

@@ -186,7 +186,11 @@ static void test_grpc_cap(void) {
     CHECK_OK(mulligan_retry_session_on_outcome(session, &o, &d));
     ++attempts;
     if (d.action == MULLIGAN_ACTION_STOP || attempts > 10) break;
-    CHECK(d.delay_ms >= 0 && d.delay_ms <= 1000.0);
+    {
+      /* gRFC A6 (August 2024): min(100 ms * 2^(n-1), 1000 ms) * random(0.8, 1.2). */
+      const double centre = attempts >= 5 ? 1000.0 : 100.0 * (double)(1u << (attempts - 1));
+      CHECK(d.delay_ms >= 0.8 * centre - 1e-6 && d.delay_ms <= 1.2 * centre + 1e-6);
+    }
   }
   CHECK_INT(attempts, 5);
   mulligan_retry_session_destroy(session);

@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -29,6 +30,11 @@ using std::chrono::seconds;
 // An environment made of a map, so tests never touch the process's.
 LoadOptions Env(std::map<std::string, std::string> vars) {
   LoadOptions options;
+  options.env_names = [vars]() {
+    std::vector<std::string> names;
+    for (const auto& entry : vars) names.push_back(entry.first);
+    return names;
+  };
   options.env = [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
     auto it = vars.find(name);
     if (it == vars.end()) return std::nullopt;
@@ -336,9 +342,11 @@ TEST(ConfigGrpc, MaxAttemptsAboveFiveIsCappedWithAWarning) {
   const RetryOptions& o = registry.Policy("shop.Payments/Charge").value()->options();
   EXPECT_EQ(o.max_attempts, 5);
   EXPECT_EQ(o.backoff.kind, BackoffKind::kExponential);
-  EXPECT_EQ(o.backoff.jitter, JitterKind::kFull);
+  // gRFC A6 since August 2024: min(initial * multiplier^(n-1), max) * random(0.8, 1.2).
+  EXPECT_EQ(o.backoff.jitter, JitterKind::kProportional);
+  EXPECT_EQ(o.backoff.jitter_fraction, 0.2);
   EXPECT_EQ(o.backoff.base, milliseconds(100));
-  EXPECT_EQ(o.backoff.max_delay, seconds(1));
+  EXPECT_EQ(o.backoff.max_delay, milliseconds(1200));  // maxBackoff * 1.2, A6's longest wait
   EXPECT_EQ(o.backoff.multiplier, 2.0);
   EXPECT_EQ(o.deadline, std::optional<Duration>(seconds(10)));
   EXPECT_EQ(o.retryable_grpc_codes, (std::vector<int>{14, 8}));
@@ -363,7 +371,58 @@ TEST(ConfigGrpc, DefaultPolicyRetriesOnlyUnavailable) {
             "retryable_grpc_codes must hold gRPC codes in [1, 16], got 0");
   EXPECT_STREQ(GrpcStatusCodeName(14), "UNAVAILABLE");
   EXPECT_EQ(ParseGrpcStatusCode("DEADLINE_EXCEEDED"), std::optional<int>(4));
-  EXPECT_EQ(ParseGrpcStatusCode("unavailable"), std::nullopt);
+  // Any case, as service configs written by hand have them.
+  EXPECT_EQ(ParseGrpcStatusCode("unavailable"), std::optional<int>(14));
+  EXPECT_EQ(ParseGrpcStatusCode("Resource_Exhausted"), std::optional<int>(8));
+  EXPECT_EQ(ParseGrpcStatusCode("UNAVAILABLE "), std::nullopt);
+  EXPECT_EQ(ParseGrpcStatusCode("UNAVAILABL"), std::nullopt);
+}
+
+TEST(ConfigGrpc, StatusNamesInAnyCaseAndNumbersAreAccepted) {
+  PolicyRegistry registry;
+  Result<LoadReport> report = registry.LoadString(
+      R"({"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 3,
+          "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+          "retryableStatusCodes": ["unavailable", "Aborted", 8, "DEADLINE_EXCEEDED"]}}]})",
+      "svc.json", Env({}));
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(registry.Policy("default").value()->options().retryable_grpc_codes,
+            (std::vector<int>{14, 10, 8, 4}));
+}
+
+// The delays of a gRPC policy are A6's: the n-th retry waits
+// min(0.1 s * 2^(n-1), 0.3 s) * random(0.8, 1.2), i.e. windows of
+// [80, 120], [160, 240], [240, 360] and [240, 360] ms for retries 1 to 4,
+// each filled to its edges over many seeded sessions.
+TEST(ConfigGrpc, DelaysAreA6sPlusOrMinusTwentyPercent) {
+  PolicyRegistry registry;
+  ASSERT_TRUE(registry
+                  .LoadString(R"({"methodConfig": [{"name": [{}], "retryPolicy": {
+                      "maxAttempts": 5, "initialBackoff": "0.1s", "maxBackoff": "0.3s",
+                      "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})",
+                              "svc.json", Env({}))
+                  .ok());
+  RetryOptions options = registry.Policy("default").value()->options();
+  const double centre_ms[] = {100, 200, 300, 300};
+  double low[4] = {1e9, 1e9, 1e9, 1e9}, high[4] = {0, 0, 0, 0};
+  for (uint64_t seed = 1; seed <= 2000; ++seed) {
+    options.seed = seed;
+    const RetryPolicy policy = RetryPolicy::Create(options).value();
+    RetrySession session = policy.Begin(TimePoint{});
+    for (int n = 0; n < 4; ++n) {
+      const Decision d = session.OnOutcome(Outcome::Grpc(14), TimePoint{});
+      ASSERT_TRUE(d.retry());
+      const double ms = std::chrono::duration<double, std::milli>(d.delay).count();
+      ASSERT_GE(ms, 0.8 * centre_ms[n] - 1e-6) << "retry " << n + 1 << ", seed " << seed;
+      ASSERT_LE(ms, 1.2 * centre_ms[n] + 1e-6) << "retry " << n + 1 << ", seed " << seed;
+      low[n] = std::min(low[n], ms);
+      high[n] = std::max(high[n], ms);
+    }
+  }
+  for (int n = 0; n < 4; ++n) {
+    EXPECT_LT(low[n], 0.81 * centre_ms[n]) << "retry " << n + 1;
+    EXPECT_GT(high[n], 1.19 * centre_ms[n]) << "retry " << n + 1;
+  }
 }
 
 TEST(ConfigGrpc, Errors) {
@@ -431,6 +490,47 @@ TEST(ConfigEnv, OverridesAndTheirErrors) {
             "\"10s\", got -3");
   // The failed load kept the previous configuration.
   EXPECT_EQ(registry.Policy("pay-ments").value()->options().max_attempts, 7);
+}
+
+// A variable that names no entry, or no field of the entry it names, is a
+// typo the operator must hear of: reported, never applied, never an error
+// (one environment may serve several services' files).
+TEST(ConfigEnv, OverridesNamingNoEntryOrNoFieldAreReported) {
+  constexpr const char* kText =
+      R"({"policies": {"pay-ments": {"max_attempts": 2}, "search": {}},
+          "breakers": {"db": {}}})";
+  PolicyRegistry registry;
+  Result<LoadReport> report = registry.LoadString(
+      kText, "env.json",
+      Env({{"MULLIGAN_POLICY_PAYMENTS_MAX_ATTEMPTS", "7"},
+           {"MULLIGAN_POLICY_PAY_MENTS_MAX_ATEMPTS", "8"},
+           {"MULLIGAN_POLICY_SEARCH_JITTER", "none"},
+           {"MULLIGAN_BREAKER_DB_FAILURE_THRESHOLD", "9"},
+           {"MULLIGAN_CLIENT_API_USER_AGENT", "bot/2"},
+           {"MULLIGAN_CONFIG", "/etc/elsewhere.json"},
+           {"MULLIGAN_POLICYX", "1"}}));
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(registry.Policy("pay-ments").value()->options().max_attempts, 2);
+  EXPECT_EQ(registry.Policy("search").value()->options().backoff.jitter, JitterKind::kNone);
+  EXPECT_EQ(report->warnings,
+            (std::vector<std::string>{
+                "env.json: policies.search.jitter: overridden by "
+                "MULLIGAN_POLICY_SEARCH_JITTER=none",
+                "env.json: breakers.db.failure_threshold: overridden by "
+                "MULLIGAN_BREAKER_DB_FAILURE_THRESHOLD=9",
+                "env.json: MULLIGAN_POLICY_PAYMENTS_MAX_ATTEMPTS: names no policy of this "
+                "document (policies: pay-ments, search); not applied",
+                "env.json: MULLIGAN_POLICY_PAY_MENTS_MAX_ATEMPTS: names no field of policy "
+                "\"pay-ments\" (fields: MAX_ATTEMPTS, BACKOFF, BASE_DELAY, MULTIPLIER, "
+                "MAX_DELAY, JITTER, DEADLINE, ATTEMPT_TIMEOUT); not applied",
+                "env.json: MULLIGAN_CLIENT_API_USER_AGENT: names no client of this document "
+                "(clients: none); not applied"}));
+  // Overrides off: nothing is applied, so nothing is reported.
+  LoadOptions off = Env({{"MULLIGAN_POLICY_PAYMENTS_MAX_ATTEMPTS", "7"}});
+  off.env_overrides = false;
+  Result<LoadReport> quiet = registry.LoadString(kText, "env.json", off);
+  ASSERT_TRUE(quiet.ok());
+  EXPECT_TRUE(quiet->warnings.empty());
 }
 
 TEST(ConfigEnv, LoadFromEnvironment) {

@@ -3,6 +3,7 @@
 //
 // Only the /limited test sleeps for real (about 1 s per Retry-After).
 
+#include "http/request.h"
 #include "http_fixture.h"
 
 namespace mulligan {
@@ -95,6 +96,31 @@ TEST_F(HttpClientTest, HealthyGet) {
   ASSERT_EQ(log.size(), 1u);
   EXPECT_EQ(log[0].method, "GET");
   EXPECT_EQ(log[0].uri, "/ok");
+}
+
+// A URL holding non-ASCII text goes out as requests and httpx send it: the
+// UTF-8 bytes of the query percent-encoded, what is already encoded kept.
+TEST_F(HttpClientTest, NonAsciiUrlIsSentPercentEncoded) {
+  auto client = MakeClient(RetryOptions{});
+  ASSERT_NE(client, nullptr);
+  Result<HttpResponse> r = client->Send(Get("/ok?city=Z\xc3\xbcrich&dish=caf%C3%A9"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->url, Url("/ok?city=Z%C3%BCrich&dish=caf%C3%A9"));
+  auto log = LogWithCount(1);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].uri, "/ok?city=Z%C3%BCrich&dish=caf%C3%A9");
+}
+
+TEST(HttpHelpersTest, PercentEncodeNonAsciiLeavesTheHostAndAsciiAlone) {
+  using mulligan::internal::PercentEncodeNonAscii;
+  EXPECT_EQ(PercentEncodeNonAscii("http://h/a?b#c"), "http://h/a?b#c");
+  EXPECT_EQ(PercentEncodeNonAscii("http://b\xc3\xbc" "cher.example/\xc3\xbc?x=\xc3\xbc#\xc3\xbc"),
+            "http://b\xc3\xbc" "cher.example/%C3%BC?x=%C3%BC#%C3%BC");
+  EXPECT_EQ(PercentEncodeNonAscii("http://j\xc3\xb6:pw@h\xc3\xa9:80/p"),
+            "http://j%C3%B6:pw@h\xc3\xa9:80/p");
+  EXPECT_EQ(PercentEncodeNonAscii("http://h:8080?q=\xe2\x82\xac"), "http://h:8080?q=%E2%82%AC");
+  EXPECT_EQ(PercentEncodeNonAscii("http://h/%C3%A9\xff"), "http://h/%C3%A9%FF");
 }
 
 TEST_F(HttpClientTest, DownExhaustsAttemptsAndReturnsTheLast503) {

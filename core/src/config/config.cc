@@ -24,11 +24,14 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <boost/json.hpp>
 
 #include "duplicate_keys.h"
+#include "environment.h"
 #include "formats.h"
+#include "internal/ascii.h"
 #include "reader.h"
 
 namespace mulligan {
@@ -59,6 +62,14 @@ std::string LineColumn(std::string_view text, size_t offset) {
   return "line " + std::to_string(line) + ", column " + std::to_string(column);
 }
 
+// The keys of a snapshot's map, in order.
+template <typename Map>
+std::vector<std::string> KeysOf(const Map& map) {
+  std::vector<std::string> keys;
+  for (const auto& entry : map) keys.push_back(entry.first);
+  return keys;
+}
+
 }  // namespace
 
 const char* GrpcStatusCodeName(int code) {
@@ -68,7 +79,7 @@ const char* GrpcStatusCodeName(int code) {
 
 std::optional<int> ParseGrpcStatusCode(std::string_view name) {
   for (int i = 0; i <= 16; ++i) {
-    if (name == kGrpcCodeNames[i]) return i;
+    if (internal::EqualsIgnoreCase(name, kGrpcCodeNames[i])) return i;
   }
   return std::nullopt;
 }
@@ -118,6 +129,8 @@ Result<std::shared_ptr<const ConfigSnapshot>> ParseConfig(std::string_view text,
     internal::ParseMulligan(ctx, root.get_object(), *snapshot);
   }
   if (ctx.error_count() > 0) return ctx.ToStatus();
+  internal::ReportUnmatchedEnv(ctx, KeysOf(snapshot->policies), KeysOf(snapshot->breakers),
+                               KeysOf(snapshot->clients));
   snapshot->warnings = std::move(ctx.warnings());
   return std::shared_ptr<const ConfigSnapshot>(std::move(snapshot));
 }

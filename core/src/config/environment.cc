@@ -3,6 +3,7 @@
 // kind of entry lets the environment set.
 #include "environment.h"
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -95,7 +96,54 @@ void ApplyEnv(Context& ctx, std::string_view kind, const std::string& section,
   }
 }
 
+// Reports the variables of one kind ("POLICY") that name no entry of
+// `names` or no field of one (see ReportUnmatchedEnv).
+void ReportKind(Context& ctx, const std::vector<std::string>& vars, std::string_view kind,
+                std::string_view noun, std::string_view plural,
+                const std::vector<std::string>& names,
+                const EnvFields& fields) {
+  const std::string prefix = "MULLIGAN_" + std::string(kind) + "_";
+  for (const std::string& var : vars) {
+    if (var.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string_view rest = std::string_view(var).substr(prefix.size());
+    const std::string* named = nullptr;  // the entry whose name the variable starts with
+    bool matched = false;
+    for (const std::string& name : names) {
+      const std::string env_name = EnvName(name) + "_";
+      if (rest.compare(0, env_name.size(), env_name) != 0) continue;
+      named = &name;
+      const std::string_view suffix = rest.substr(env_name.size());
+      for (const auto& field : fields) matched = matched || field.first == suffix;
+      if (matched) break;
+    }
+    if (matched) continue;
+    std::string what;
+    if (named != nullptr) {
+      what = "names no field of " + std::string(noun) + " " + Quote(*named) + " (fields: ";
+      for (size_t i = 0; i < fields.size(); ++i) {
+        what += (i ? ", " : "") + std::string(fields[i].first);
+      }
+    } else {
+      what = "names no " + std::string(noun) + " of this document (" + std::string(plural) + ": ";
+      for (size_t i = 0; i < names.size(); ++i) what += (i ? ", " : "") + names[i];
+      if (names.empty()) what += "none";
+    }
+    ctx.Warn(var, what + "); not applied");
+  }
+}
+
 }  // namespace
+
+void ReportUnmatchedEnv(Context& ctx, const std::vector<std::string>& policies,
+                        const std::vector<std::string>& breakers,
+                        const std::vector<std::string>& clients) {
+  std::vector<std::string> vars = ctx.EnvNames();
+  if (vars.empty()) return;
+  std::sort(vars.begin(), vars.end());
+  ReportKind(ctx, vars, "POLICY", "policy", "policies", policies, PolicyEnvFields());
+  ReportKind(ctx, vars, "BREAKER", "breaker", "breakers", breakers, BreakerEnvFields());
+  ReportKind(ctx, vars, "CLIENT", "client", "clients", clients, ClientEnvFields());
+}
 
 void ApplyPolicyEnv(Context& ctx, const std::string& name, RetryOptions& out) {
   ApplyEnv(ctx, "POLICY", "policies", name, PolicyEnvFields(), PolicyFields(), out);

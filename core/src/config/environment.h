@@ -17,6 +17,7 @@
 #define MULLIGAN_CONFIG_ENVIRONMENT_H_
 
 #include <string>
+#include <vector>
 
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/config/config.h"
@@ -39,6 +40,17 @@ void ApplyBreakerEnv(Context& ctx, const std::string& name, CircuitBreakerOption
 // Applies MULLIGAN_CLIENT_<NAME>_{ATTEMPT_TIMEOUT,CONNECT_TIMEOUT,VERIFY_TLS,
 // USER_AGENT} to the client `name` ("clients" entry) in `out`.
 void ApplyClientEnv(Context& ctx, const std::string& name, ClientSettings& out);
+
+// Reports, as warnings, the environment's MULLIGAN_POLICY_, MULLIGAN_BREAKER_
+// and MULLIGAN_CLIENT_ variables that no Apply*Env above reads for the
+// document's entries: those naming no entry of their kind ("<source>: VAR:
+// names no policy of this document (policies: a, b); not applied") and those
+// naming an entry but no field of it ("... names no field of policy
+// \"payments\" (fields: MAX_ATTEMPTS, ...); not applied"). The names are
+// the entries the document defines, as written in it.
+void ReportUnmatchedEnv(Context& ctx, const std::vector<std::string>& policies,
+                        const std::vector<std::string>& breakers,
+                        const std::vector<std::string>& clients);
 
 }  // namespace internal
 }  // namespace v0

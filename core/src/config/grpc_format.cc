@@ -1,7 +1,8 @@
 // core/src/config/grpc_format.cc — the gRPC service config (see formats.h):
 // gRFC A6 "gRPC Retry Design", the retryPolicy of each methodConfig, read
 // into retry policies. Durations are google.protobuf.Duration JSON strings
-// ("1.5s"); the A6 backoff maps to exponential backoff with full jitter.
+// ("1.5s"); the A6 backoff maps to exponential backoff with A6's +-20%
+// jitter (proportional jitter 0.2, see ParseGrpcRetryPolicy).
 //
 //   {"methodConfig": [{"name": [{"service": "pkg.Svc", "method": "Get"}],
 //                      "timeout": "2s",
@@ -28,6 +29,8 @@ namespace {
 
 // gRFC A6: "maxAttempts ... values greater than 5 are treated as 5".
 constexpr int64_t kGrpcMaxAttempts = 5;
+// gRFC A6 (August 2024): every retry delay is multiplied by random(0.8, 1.2).
+constexpr double kGrpcJitter = 0.2;
 
 // Policy names in the order their methodConfig lists them, each with the
 // path of its "name" element (for messages).
@@ -117,10 +120,17 @@ void ReadGrpcCodes(Context& ctx, const std::string& path, const json::value& v,
 // perAttemptRecvTimeout is required.
 void ParseGrpcRetryPolicy(Context& ctx, const std::string& path, const json::object& o,
                           RetryOptions& options) {
-  // A6 mapping: exponential backoff with full jitter, i.e. the n-th retry
-  // waits random(0, min(initialBackoff * backoffMultiplier^(n-1), maxBackoff)).
+  // A6 mapping. Since gRFC A6's update of August 2024 (grpc/proposal#452;
+  // grpc-go 1.69 and grpc-java 1.71 followed) the n-th retry waits
+  //   min(initialBackoff * backoffMultiplier^(n-1), maxBackoff) * random(0.8, 1.2),
+  // replacing the older random(0, min(...)). mulligan's proportional jitter
+  // with fraction 0.2 is min(d, max_delay / 1.2) * uniform(0.8, 1.2) with d
+  // already capped at max_delay (DESIGN.md section 5), so max_delay =
+  // 1.2 * maxBackoff gives exactly A6's delays, the cap being the longest
+  // wait A6 allows. The max_delay itself is set after the loop.
   options.backoff.kind = BackoffKind::kExponential;
-  options.backoff.jitter = JitterKind::kFull;
+  options.backoff.jitter = JitterKind::kProportional;
+  options.backoff.jitter_fraction = kGrpcJitter;
   static const std::vector<std::string_view> kRequired = {
       "maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier",
       "retryableStatusCodes"};
@@ -146,6 +156,8 @@ void ParseGrpcRetryPolicy(Context& ctx, const std::string& path, const json::obj
                    "backoffMultiplier, retryableStatusCodes, perAttemptRecvTimeout");
     }
   }
+  options.backoff.max_delay = SaturatingDuration(
+      static_cast<double>(options.backoff.max_delay.count()) * (1.0 + kGrpcJitter), 1.0);
   for (std::string_view key : kRequired) {
     if (!o.contains(key)) ctx.Error(Join(path, key), "missing (required by gRFC A6)");
   }

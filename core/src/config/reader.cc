@@ -6,7 +6,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <string_view>
 #include <utility>
+#include <vector>
+
+#include <unistd.h>  // environ
 
 #include "internal/format.h"
 #include "internal/saturating.h"
@@ -111,8 +115,24 @@ std::string Suggest(std::string_view key, const std::vector<std::string_view>& c
 // ---------------------------------------------------------------------------
 // Context
 
+namespace {
+
+// The names of the process's environment variables (POSIX environ).
+std::vector<std::string> ProcessEnvNames() {
+  std::vector<std::string> names;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    names.emplace_back(text.substr(0, text.find('=')));
+  }
+  return names;
+}
+
+}  // namespace
+
 Context::Context(std::string source, const LoadOptions& options) : source_(std::move(source)) {
   env_ = options.env;
+  env_names_ = options.env_names;
+  if (!env_names_ && !env_) env_names_ = ProcessEnvNames;
   if (!env_) {
     env_ = [](const std::string& name) -> std::optional<std::string> {
       const char* v = std::getenv(name.c_str());
@@ -144,6 +164,11 @@ void Context::Warn(const std::string& path, const std::string& what) {
 
 std::optional<std::string> Context::Env(const std::string& name) const {
   return env_overrides_ ? env_(name) : std::nullopt;
+}
+
+std::vector<std::string> Context::EnvNames() const {
+  if (!env_overrides_ || !env_names_) return {};
+  return env_names_();
 }
 
 Status Context::ToStatus() const {

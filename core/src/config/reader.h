@@ -86,6 +86,9 @@ class Context {
   // Returns the variable `name`, or nullopt when it is unset or when
   // environment overrides are off.
   std::optional<std::string> Env(const std::string& name) const;
+  // Returns the names of the environment's variables (none when environment
+  // overrides are off).
+  std::vector<std::string> EnvNames() const;
 
   // Returns kInvalidArgument with the kept errors, one per line, and
   // "<source>: ... and N more errors" when some were dropped.
@@ -95,6 +98,7 @@ class Context {
  private:
   std::string source_;
   EnvLookup env_;
+  std::function<std::vector<std::string>()> env_names_;
   bool env_overrides_ = true;
   std::vector<std::string> errors_;
   size_t error_count_ = 0;

@@ -8,6 +8,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <random>
 #include <string>
@@ -39,6 +40,29 @@ Status CheckIdempotencyKey(std::string_view key) {
         "trailing spaces, no leading quote)");
   }
   return OkStatus();
+}
+
+std::string PercentEncodeNonAscii(std::string_view url) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  const size_t scheme_end = url.find("://");
+  const size_t authority = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
+  const size_t path = std::min(url.find_first_of("/?#", authority), url.size());
+  // The host is what follows the authority's last '@'.
+  const size_t at = url.substr(authority, path - authority).rfind('@');
+  const size_t host = at == std::string_view::npos ? authority : authority + at + 1;
+  std::string out;
+  out.reserve(url.size() + 16);
+  for (size_t i = 0; i < url.size(); ++i) {
+    const auto u = static_cast<unsigned char>(url[i]);
+    if (u < 0x80 || (i >= host && i < path)) {
+      out += url[i];
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    }
+  }
+  return out;
 }
 
 bool IsStrictlySafeMethod(std::string_view method) {
@@ -74,7 +98,11 @@ Status ValidateRequest(const HttpRequest& request, ParsedUrl* parsed_url) {
   if (url != last_url || !last_parsed) {
     ParsedUrl parsed(curl_url(), &curl_url_cleanup);
     if (!parsed) return InternalError("curl_url() failed");
-    CURLUcode rc = curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0);
+    const bool ascii = std::all_of(url.begin(), url.end(),
+                                   [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    const std::string encoded = ascii ? std::string() : PercentEncodeNonAscii(url);
+    CURLUcode rc =
+        curl_url_set(parsed.get(), CURLUPART_URL, ascii ? url.c_str() : encoded.c_str(), 0);
     char* host = nullptr;
     if (rc == CURLUE_OK) rc = curl_url_get(parsed.get(), CURLUPART_HOST, &host, 0);
     const bool has_host = rc == CURLUE_OK && host != nullptr && host[0] != '\0';

@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "mulligan/base/status.h"
@@ -46,6 +47,14 @@ bool IsStrictlySafeMethod(std::string_view method);
 // Errors: kInvalidArgument naming what is wrong; kInternal when libcurl
 // cannot allocate a URL handle.
 Status ValidateRequest(const HttpRequest& request, ParsedUrl* parsed_url);
+
+// Returns `url` with every byte >= 0x80 outside the host percent-encoded as
+// %XX (upper-case hex): a URL holding non-ASCII text (UTF-8) is sent as
+// requests and httpx send it, the path, query, fragment and user info of
+// the IRI mapped to URI characters as RFC 3987 section 3.1 says. The host is
+// left as it is, for libcurl's IDNA conversion. ASCII bytes, '%' included,
+// are kept: an already-encoded URL is not encoded twice.
+std::string PercentEncodeNonAscii(std::string_view url);
 
 // Returns the origin of `url` (HttpOrigin), or null for a malformed URL.
 // The last URL and origin are kept per thread, since a client sends to few

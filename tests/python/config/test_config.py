@@ -199,6 +199,17 @@ def test_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         '"equal" or "proportional", got "fuzzy"')
 
 
+def test_an_override_naming_no_policy_is_reported_not_applied(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, '{"policies": {"payments": {"max_attempts": 2}}}')
+    monkeypatch.setenv("MULLIGAN_POLICY_PAYMNETS_MAX_ATTEMPTS", "7")  # the typo
+    report = mulligan.load_config(path)
+    assert mulligan.policy("payments").attempts == 2
+    assert report.warnings == (
+        f"{path}: MULLIGAN_POLICY_PAYMNETS_MAX_ATTEMPTS: names no policy of this document "
+        "(policies: payments); not applied",)
+
+
 def test_grpc_service_config_caps_max_attempts_and_says_so() -> None:
     report = mulligan.load_config(str(GRPC_EXAMPLE))
     assert report.policies == ("shop.Cart", "shop.Payments/Charge")
@@ -206,8 +217,10 @@ def test_grpc_service_config_caps_max_attempts_and_says_so() -> None:
         f"{GRPC_EXAMPLE}: methodConfig[0].retryPolicy.maxAttempts: 7 is capped at 5, as gRPC "
         "does (gRFC A6)",)
     p = mulligan.policy("shop.Payments/Charge")
-    assert (p.attempts, p.backoff, p.jitter, p.base_delay, p.max_delay, p.multiplier) == (
-        5, "exponential", "full", 0.1, 1.0, 2.0)
+    # gRFC A6 since August 2024: min(0.1 * 2^(n-1), 1.0) * random(0.8, 1.2), so the
+    # longest wait (max_delay) is maxBackoff * 1.2.
+    assert (p.attempts, p.backoff, p.jitter, p.jitter_fraction, p.base_delay, p.max_delay,
+            p.multiplier) == (5, "exponential", "proportional", 0.2, 0.1, 1.2, 2.0)
     assert p.deadline == 10.0
     assert p.retryable_grpc_codes == ("UNAVAILABLE", "RESOURCE_EXHAUSTED")
 

@@ -433,3 +433,14 @@ def test_a_subclass_request_sees_every_call(server: Any) -> None:
         c.get(server.url("/ok"))
         c.delete(server.url("/ok"), timeout=5)
     assert seen == ["GET", "DELETE"]
+
+
+def test_a_non_ascii_url_is_sent_percent_encoded_as_requests_does(server: Any) -> None:
+    # requests and httpx send the UTF-8 bytes of non-ASCII text percent-encoded
+    # (RFC 3987 section 3.1); what is already encoded is not encoded twice.
+    with mulligan.Client() as c:
+        response = c.get(server.url("/ok?city=Zürich&dish=caf%C3%A9"))
+    assert response.status_code == 200
+    assert response.url == server.url("/ok?city=Z%C3%BCrich&dish=caf%C3%A9")
+    entries = server.wait_for_access_log(1)
+    assert [e["uri"] for e in entries] == ["/ok?city=Z%C3%BCrich&dish=caf%C3%A9"]

@@ -36,7 +36,10 @@
 //   MULLIGAN_BREAKER_<NAME>_{FAILURE_THRESHOLD,RESET_TIMEOUT,HALF_OPEN_MAX_CALLS}
 //   MULLIGAN_CLIENT_<NAME>_{ATTEMPT_TIMEOUT,CONNECT_TIMEOUT,VERIFY_TLS,USER_AGENT}
 // A value is read like the JSON field (a duration, a number, a name, true/false);
-// DEADLINE and ATTEMPT_TIMEOUT also accept "none".
+// DEADLINE and ATTEMPT_TIMEOUT also accept "none". A variable of these three
+// prefixes that names no entry of the document, or no field of the entry it
+// names (a typo: MULLIGAN_POLICY_PAYMNETS_MAX_ATTEMPTS), is not applied and is
+// reported among the load's warnings.
 
 #ifndef MULLIGAN_CONFIG_CONFIG_H_
 #define MULLIGAN_CONFIG_CONFIG_H_
@@ -62,8 +65,10 @@ inline namespace v0 {
 // Returns the canonical upper-case name ("UNAVAILABLE") of `code` in [0, 16],
 // or nullptr for any other value.
 const char* GrpcStatusCodeName(int code);
-// Parses a canonical gRPC code name ("UNAVAILABLE", case-sensitive as in the
-// service config). Returns nullopt for an unknown name.
+// Parses a gRPC code name in any ASCII case ("UNAVAILABLE", "unavailable",
+// "Unavailable": service configs written by hand use all three, and gRFC A6
+// names the codes without fixing their case). Returns nullopt for an
+// unknown name. Numeric codes are the caller's: see retryableStatusCodes.
 std::optional<int> ParseGrpcStatusCode(std::string_view name);
 
 // Client defaults: the configurable subset of HttpClientOptions.
@@ -125,6 +130,11 @@ struct LoadOptions {
   bool env_overrides = true;
   // The environment; null means std::getenv. Tests inject a map.
   EnvLookup env;
+  // The names of the environment's variables, read to report the overrides
+  // that name no entry (see the top of this file); null means the process's
+  // environment (POSIX environ) when `env` is null too, and no names when
+  // `env` is injected alone.
+  std::function<std::vector<std::string>()> env_names;
 };
 
 // Parses a configuration document without touching any registry.
