@@ -94,6 +94,17 @@ py::dict ClientDict(const ClientSettings& c) {
     case BreakerKeyKind::kOrigin:
     case BreakerKeyKind::kFunction: d["breaker_key"] = "origin"; break;
   }
+  d["method_rule"] = c.method_rule;
+  // None: not given; "all": JSON null (every method); else the list.
+  if (c.all_methods) {
+    d["allowed_methods"] = "all";
+  } else if (c.allowed_methods) {
+    py::list methods;
+    for (const std::string& m : *c.allowed_methods) methods.append(Utf8(m));
+    d["allowed_methods"] = methods;
+  } else {
+    d["allowed_methods"] = py::none();
+  }
   return d;
 }
 

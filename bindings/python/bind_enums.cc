@@ -46,7 +46,8 @@ void BindEnums(py::module_& m) {
       .value("DEADLINE", StopReason::kDeadline)
       .value("RETRY_AFTER_TOO_LONG", StopReason::kRetryAfterTooLong)
       .value("NOT_REPLAY_SAFE", StopReason::kNotReplaySafe)
-      .value("CIRCUIT_OPEN", StopReason::kCircuitOpen);
+      .value("CIRCUIT_OPEN", StopReason::kCircuitOpen)
+      .value("STOP_CONDITION", StopReason::kStopCondition);
 
   py::enum_<Classification>(m, "Classification", "A policy's verdict on an outcome.")
       .value("SUCCESS", Classification::kSuccess)

@@ -90,6 +90,22 @@ void SetBreakerOptions(HttpClientOptions& options, const py::object& breaker_opt
   options.breaker_per_attempt = breaker_per_attempt;
 }
 
+void SetMethodRule(HttpClientOptions& options, const std::string& methods,
+                   std::vector<std::string> allowed_methods) {
+  for (HttpMethodRule rule : {HttpMethodRule::kIdempotent, HttpMethodRule::kStrict,
+                              HttpMethodRule::kSafe, HttpMethodRule::kAll,
+                              HttpMethodRule::kAllowed}) {
+    if (methods == HttpMethodRuleName(rule)) {
+      options.method_rule = rule;
+      options.allowed_methods = std::move(allowed_methods);
+      return;
+    }
+  }
+  ThrowStatus(InvalidArgumentError(
+      "methods must be 'idempotent', 'strict', 'safe', 'all' or 'allowed', got '" + methods +
+      "'"));
+}
+
 // Every request argument the Python layer passes, in one place.
 HttpRequest MakeRequest(std::string method, std::string url, HttpHeaders headers,
                         std::string body, std::optional<std::string> idempotency_key,
@@ -273,13 +289,15 @@ void BindHttp(py::module_& m) {
                         double breaker_reset_timeout, bool breaker_per_attempt,
                         const std::string& breaker_key,
                         std::vector<std::string> breaker_key_templates,
-                        const py::object& breaker_options) {
+                        const py::object& breaker_options, const std::string& methods,
+                        std::vector<std::string> allowed_methods) {
     HttpClientOptions options =
         MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
                     follow_redirects, max_redirects, ca_bundle, strict,
                     breaker_failure_threshold, breaker_reset_timeout, breaker_per_attempt);
     SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
     SetBreakerOptions(options, breaker_options, breaker_per_attempt);
+    SetMethodRule(options, methods, std::move(allowed_methods));
     return Unwrap(HttpClient::Create(options));
   };
   // The one validation of the client options, for a front door that makes its
@@ -292,13 +310,15 @@ void BindHttp(py::module_& m) {
          int max_redirects, const std::string& ca_bundle, bool strict,
          std::optional<int> breaker_failure_threshold, double breaker_reset_timeout,
          bool breaker_per_attempt, const std::string& breaker_key,
-         std::vector<std::string> breaker_key_templates, const py::object& breaker_options) {
+         std::vector<std::string> breaker_key_templates, const py::object& breaker_options,
+         const std::string& methods, std::vector<std::string> allowed_methods) {
         HttpClientOptions options = MakeOptions(
             policy, attempt_timeout, connect_timeout, verify_tls, user_agent, follow_redirects,
             max_redirects, ca_bundle, strict, breaker_failure_threshold, breaker_reset_timeout,
             breaker_per_attempt);
         SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
         SetBreakerOptions(options, breaker_options, breaker_per_attempt);
+        SetMethodRule(options, methods, std::move(allowed_methods));
         Unwrap(internal::MakeSettings(options));
       },
       py::kw_only(), py::arg("policy") = py::none(), py::arg("attempt_timeout") = 30.0,
@@ -309,6 +329,7 @@ void BindHttp(py::module_& m) {
       py::arg("breaker_per_attempt") = false, py::arg("breaker_key") = "origin",
       py::arg("breaker_key_templates") = std::vector<std::string>(),
       py::arg("breaker_options") = py::none(),
+      py::arg("methods") = "idempotent", py::arg("allowed_methods") = std::vector<std::string>(),
       "Validates the HttpClient options as HttpClient() and HttpLoopDriver() do (the\n"
       "same core rule, HttpClient::Create's): ValueError naming the bad option, else None.");
   py::class_<HttpClient, std::unique_ptr<HttpClient>>(
@@ -322,7 +343,8 @@ void BindHttp(py::module_& m) {
            py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false,
            py::arg("breaker_key") = "origin",
            py::arg("breaker_key_templates") = std::vector<std::string>(),
-      py::arg("breaker_options") = py::none())
+           py::arg("breaker_options") = py::none(), py::arg("methods") = "idempotent",
+           py::arg("allowed_methods") = std::vector<std::string>())
       .def("request", &Request, py::arg("method"), py::arg("url"), py::arg("headers"),
            py::arg("body"), py::arg("idempotency_key") = py::none(),
            py::arg("policy") = py::none(), py::arg("follow_redirects") = py::none(),

@@ -373,13 +373,15 @@ void BindHttpLoop(py::module_& m) {
                         double breaker_reset_timeout, bool breaker_per_attempt,
                         int max_connections, const std::string& breaker_key,
                         std::vector<std::string> breaker_key_templates,
-                        const py::object& breaker_options) {
+                        const py::object& breaker_options, const std::string& methods,
+                        std::vector<std::string> allowed_methods) {
     HttpClientOptions options =
         MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
                     follow_redirects, max_redirects, ca_bundle, strict, breaker_failure_threshold,
                     breaker_reset_timeout, breaker_per_attempt);
     SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
     SetBreakerOptions(options, breaker_options, breaker_per_attempt);
+    SetMethodRule(options, methods, std::move(allowed_methods));
     options.max_connections = max_connections;
     std::unique_ptr<HttpAsyncEngine> engine = Unwrap(HttpAsyncEngine::Create(options));
     return std::make_unique<LoopDriver>(std::move(loop), std::move(engine));
@@ -397,7 +399,8 @@ void BindHttpLoop(py::module_& m) {
            py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false,
            py::arg("max_connections") = 0, py::arg("breaker_key") = "origin",
            py::arg("breaker_key_templates") = std::vector<std::string>(),
-           py::arg("breaker_options") = py::none())
+           py::arg("breaker_options") = py::none(), py::arg("methods") = "idempotent",
+           py::arg("allowed_methods") = std::vector<std::string>())
       .def_property_readonly("loop", &LoopDriver::loop)
       .def_property_readonly("closed", &LoopDriver::closed)
       .def(

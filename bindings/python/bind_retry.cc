@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <pybind11/stl.h>
@@ -14,6 +15,8 @@
 #include "mulligan/retry/backoff.h"
 #include "mulligan/base/outcome.h"
 #include "mulligan/retry/policy.h"
+#include "mulligan/retry/stop.h"
+#include "mulligan/retry/wait.h"
 
 namespace mulligan {
 namespace python {
@@ -30,7 +33,10 @@ RetryPolicy MakePolicy(int attempts, const std::string& backoff, double base_del
                        std::optional<double> attempt_timeout, double retry_after_max,
                        bool clamp_retry_after, bool respect_retry_after,
                        std::optional<std::vector<int>> retryable_statuses,
-                       std::optional<uint64_t> seed) {
+                       std::optional<uint64_t> seed, std::optional<WaitExpr> wait,
+                       double min_delay, std::optional<StopExpr> stop,
+                       std::optional<int> connect_retries, std::optional<int> read_retries,
+                       std::optional<int> status_retries, std::optional<int> other_retries) {
   RetryOptions options;
   options.max_attempts = attempts;
   options.backoff.kind = Unwrap(ParseBackoffKind(backoff));
@@ -49,6 +55,13 @@ RetryPolicy MakePolicy(int attempts, const std::string& backoff, double base_del
   options.respect_retry_after = respect_retry_after;
   if (retryable_statuses) options.retryable_statuses = *retryable_statuses;
   options.seed = seed;
+  options.backoff.wait = std::move(wait);
+  options.backoff.min_delay = SecondsToDuration(min_delay, "min_delay");
+  options.stop = std::move(stop);
+  options.max_kind_retries[static_cast<int>(RetryKind::kConnect)] = connect_retries;
+  options.max_kind_retries[static_cast<int>(RetryKind::kRead)] = read_retries;
+  options.max_kind_retries[static_cast<int>(RetryKind::kStatus)] = status_retries;
+  options.max_kind_retries[static_cast<int>(RetryKind::kOther)] = other_retries;
   return Unwrap(RetryPolicy::Create(options));
 }
 
@@ -105,15 +118,18 @@ void BindOutcome(py::module_& m) {
       .def_static("success", &Outcome::Success, "A plain success.")
       .def_static(
           "failure",
-          [](bool retryable, std::optional<double> retry_after) {
+          [](bool retryable, std::optional<double> retry_after, uint32_t stop_predicates) {
             Outcome o = Outcome::Failure(retryable);
             if (retry_after) o.retry_after = SecondsToDuration(*retry_after, "retry_after");
+            o.stop_predicates = stop_predicates;
             return o;
           },
           py::arg("retryable"), py::arg("retry_after") = py::none(),
+          py::arg("stop_predicates") = 0,
           "A failure the caller has already classified, with an optional delay hint in\n"
           "seconds that replaces the backoff like a Retry-After header (retry_after_max,\n"
-          "its clamp mode and the deadline apply to it).")
+          "its clamp mode and the deadline apply to it). stop_predicates: bit i set when\n"
+          "the stop condition's predicate i says stop (mulligan.stop.when).")
       .def_static(
           "http",
           [](int status, std::optional<double> retry_after) {
@@ -209,7 +225,10 @@ void BindRetryPolicy(py::module_& m) {
            py::arg("deadline") = py::none(), py::arg("attempt_timeout") = py::none(),
            py::arg("retry_after_max") = 60.0, py::arg("clamp_retry_after") = false,
            py::arg("respect_retry_after") = true,
-           py::arg("retryable_statuses") = py::none(), py::arg("seed") = py::none())
+           py::arg("retryable_statuses") = py::none(), py::arg("seed") = py::none(),
+           py::arg("wait") = py::none(), py::arg("min_delay") = 0.0, py::arg("stop") = py::none(),
+           py::arg("connect_retries") = py::none(), py::arg("read_retries") = py::none(),
+           py::arg("status_retries") = py::none(), py::arg("other_retries") = py::none())
       .def(
           "begin",
           [](const RetryPolicy& p, double now, bool replay_safe) {
@@ -239,7 +258,24 @@ void BindRetryPolicy(py::module_& m) {
                                return DurationToSeconds(p.options().backoff.max_delay);
                              })
       .def_property_readonly(
-          "deadline", [](const RetryPolicy& p) { return OptionalSeconds(p.options().deadline); })
+          "deadline", [](const RetryPolicy& p) { return OptionalSeconds(p.effective_deadline()); })
+      .def_property_readonly("min_delay",
+                             [](const RetryPolicy& p) {
+                               return DurationToSeconds(p.options().backoff.min_delay);
+                             })
+      .def_property_readonly("wait",
+                             [](const RetryPolicy& p) { return p.options().backoff.wait; })
+      .def_property_readonly("stop", [](const RetryPolicy& p) { return p.options().stop; })
+      .def_property_readonly("kind_retries",
+                             [](const RetryPolicy& p) {
+                               py::dict d;
+                               for (int k = 0; k < 4; ++k) {
+                                 const std::optional<int>& n = p.options().max_kind_retries[k];
+                                 d[RetryKindName(static_cast<RetryKind>(k))] =
+                                     n ? py::object(py::int_(*n)) : py::object(py::none());
+                               }
+                               return d;
+                             })
       .def_property_readonly("attempt_timeout",
                              [](const RetryPolicy& p) {
                                return OptionalSeconds(p.options().attempt_timeout);

@@ -28,6 +28,7 @@ namespace py = pybind11;
 void BindVersion(py::module_& m);
 void BindEnums(py::module_& m);
 void BindRetry(py::module_& m);
+void BindWaits(py::module_& m);
 void BindRetryAfter(py::module_& m);
 void BindConfig(py::module_& m);
 void BindHttp(py::module_& m);

@@ -31,6 +31,10 @@ HttpClientOptions MakeOptions(const RetryPolicy* policy, double attempt_timeout,
 // Sets what the client keys its breakers by: "origin", "host", "path" or
 // "path_template" (with `templates`). Raises ValueError for anything else
 // (the engine's ValidateBreakerKey checks the templates at creation).
+// Sets the method rule: "idempotent", "strict", "safe", "all" or "allowed"
+// (allowed_methods then lists the methods). ValueError for another name.
+void SetMethodRule(HttpClientOptions& options, const std::string& methods,
+                   std::vector<std::string> allowed_methods);
 void SetBreakerKey(HttpClientOptions& options, const std::string& kind,
                    std::vector<std::string> templates);
 // With a dict of breaker options (BreakerOptionsFromDict; a named breaker of

@@ -8,6 +8,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "Private native core of mulligan; use the mulligan package instead.";
   mulligan::python::BindVersion(m);
   mulligan::python::BindEnums(m);
+  mulligan::python::BindWaits(m);
   mulligan::python::BindRetry(m);
   mulligan::python::BindRetryAfter(m);
   mulligan::python::BindConfig(m);

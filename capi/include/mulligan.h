@@ -56,6 +56,7 @@
 
 #include "mulligan_status.h"
 #include "mulligan_retry.h"
+#include "mulligan_wait.h"
 #include "mulligan_pipeline.h"
 #include "mulligan_breaker.h"
 #include "mulligan_idempotency.h"

@@ -308,6 +308,51 @@ MULLIGAN_API int mulligan_http_options_set_strict_methods(mulligan_http_options 
                                                           int strict);
 
 /**
+ * Which requests are replayed once bytes of them were sent (a failure before
+ * anything was sent, such as a refused connection, is retried whatever the
+ * rule). Values are pinned (they equal mulligan::HttpMethodRule).
+ * @since 0.2
+ */
+typedef enum mulligan_http_methods {
+  /** RFC 9110's idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT, DELETE)
+   *  plus any request with an Idempotency-Key. The default. */
+  MULLIGAN_HTTP_METHODS_IDEMPOTENT = 0,
+  /** GET, HEAD and OPTIONS only, keyed or not (strict mode). */
+  MULLIGAN_HTTP_METHODS_STRICT = 1,
+  /** GET, HEAD and OPTIONS, plus any request with an Idempotency-Key
+   *  ("safe by default"). */
+  MULLIGAN_HTTP_METHODS_SAFE = 2,
+  /** Every method (urllib3's allowed_methods=None). */
+  MULLIGAN_HTTP_METHODS_ALL = 3,
+  /** Exactly the methods of mulligan_http_options_set_allowed_methods()
+   *  (urllib3's allowed_methods list); a key adds none. */
+  MULLIGAN_HTTP_METHODS_ALLOWED = 4
+} mulligan_http_methods;
+
+/**
+ * Sets the method rule (default MULLIGAN_HTTP_METHODS_IDEMPOTENT). Strict
+ * mode (mulligan_http_options_set_strict_methods) still wins when on.
+ * @param rule  a mulligan_http_methods value.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (NULL opts, unknown rule).
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_http_options_set_method_rule(mulligan_http_options *opts, int rule);
+
+/**
+ * Replays exactly `methods` (copied; case-sensitive, e.g. "GET", "PUT") and
+ * sets the rule to MULLIGAN_HTTP_METHODS_ALLOWED; count 0 replays none (only
+ * failures before anything was sent are retried).
+ * @param methods  `count` NUL-terminated HTTP method tokens (NULL when count is 0).
+ * @param count  0 to 64.
+ * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT (a NULL or non-token
+ *         method, count > 64) or MULLIGAN_E_NO_MEMORY.
+ * @since 0.2
+ */
+MULLIGAN_API int mulligan_http_options_set_allowed_methods(mulligan_http_options *opts,
+                                                           const char *const *methods,
+                                                           size_t count);
+
+/**
  * Guards each origin (scheme://host:port) with a circuit breaker that opens
  * after `failure_threshold` consecutive failures (0 turns breakers off, the
  * default) and admits a probe after `reset_timeout_ms`. The breaker is checked

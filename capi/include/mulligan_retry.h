@@ -112,7 +112,11 @@ typedef enum mulligan_stop_reason {
    *  pipeline; never retried). mulligan_retry_call() keeps reporting
    *  MULLIGAN_STOP_NONE with circuit_open = 1 for it, as in 0.1.
    *  @since 0.2 */
-  MULLIGAN_STOP_CIRCUIT_OPEN = 7
+  MULLIGAN_STOP_CIRCUIT_OPEN = 7,
+  /* 8..11: budget, throttled, bulkhead full, rate limited (the pipeline's gates). */
+  /** A stop condition's predicate said stop (mulligan::StopExpr::Predicate;
+   *  Python's mulligan.stop.when). @since 0.2 */
+  MULLIGAN_STOP_STOP_CONDITION = 12
 } mulligan_stop_reason;
 
 /**

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "capi_internal.h"
 #include "internal/ascii.h"
@@ -39,6 +40,15 @@ namespace {
 
 using mulligan::capi_internal::DurationToMs;
 using mulligan::capi_internal::SetError;
+
+static_assert(static_cast<int>(mulligan::HttpMethodRule::kIdempotent) ==
+                  MULLIGAN_HTTP_METHODS_IDEMPOTENT &&
+                  static_cast<int>(mulligan::HttpMethodRule::kStrict) == MULLIGAN_HTTP_METHODS_STRICT &&
+                  static_cast<int>(mulligan::HttpMethodRule::kSafe) == MULLIGAN_HTTP_METHODS_SAFE &&
+                  static_cast<int>(mulligan::HttpMethodRule::kAll) == MULLIGAN_HTTP_METHODS_ALL &&
+                  static_cast<int>(mulligan::HttpMethodRule::kAllowed) ==
+                      MULLIGAN_HTTP_METHODS_ALLOWED,
+              "mulligan_http_methods equals mulligan::HttpMethodRule");
 using mulligan::internal::EqualsIgnoreCase;
 using mulligan::internal::IsOws;
 
@@ -197,6 +207,42 @@ int mulligan_http_options_set_strict_methods(mulligan_http_options* opts, int st
   MULLIGAN_CAPI_BEGIN
   MULLIGAN_CHECK_NOT_NULL(opts);
   opts->impl.strict_methods = strict != 0;
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_set_method_rule(mulligan_http_options* opts, int rule) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  if (rule < MULLIGAN_HTTP_METHODS_IDEMPOTENT || rule > MULLIGAN_HTTP_METHODS_ALLOWED) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
+                    "rule must be a mulligan_http_methods value (0..4), got %d", rule);
+  }
+  opts->impl.method_rule = static_cast<mulligan::HttpMethodRule>(rule);
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_set_allowed_methods(mulligan_http_options* opts,
+                                              const char* const* methods, size_t count) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  if (count > 64) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "count must be in [0, 64], got %zu", count);
+  }
+  std::vector<std::string> list;
+  for (size_t i = 0; i < count; ++i) {
+    if (methods == nullptr || methods[i] == nullptr) {
+      return SetError(MULLIGAN_E_INVALID_ARGUMENT, "methods[%zu] must not be NULL", i);
+    }
+    if (!mulligan::internal::IsToken(methods[i])) {
+      return SetError(MULLIGAN_E_INVALID_ARGUMENT,
+                      "methods[%zu] must be an HTTP method token, got \"%s\"", i, methods[i]);
+    }
+    list.emplace_back(methods[i]);
+  }
+  opts->impl.allowed_methods = std::move(list);
+  opts->impl.method_rule = mulligan::HttpMethodRule::kAllowed;
   return MULLIGAN_OK;
   MULLIGAN_CAPI_END
 }

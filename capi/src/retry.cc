@@ -141,6 +141,7 @@ MULLIGAN_SAME(MULLIGAN_STOP_DEADLINE, StopReason::kDeadline);
 MULLIGAN_SAME(MULLIGAN_STOP_RETRY_AFTER_TOO_LONG, StopReason::kRetryAfterTooLong);
 MULLIGAN_SAME(MULLIGAN_STOP_NOT_REPLAY_SAFE, StopReason::kNotReplaySafe);
 MULLIGAN_SAME(MULLIGAN_STOP_CIRCUIT_OPEN, StopReason::kCircuitOpen);
+MULLIGAN_SAME(MULLIGAN_STOP_STOP_CONDITION, StopReason::kStopCondition);
 
 using Action = mulligan::Decision::Action;
 MULLIGAN_SAME(MULLIGAN_ACTION_RETRY, Action::kRetry);
@@ -273,7 +274,7 @@ const char* mulligan_error_kind_str(int kind) {
 
 const char* mulligan_stop_reason_str(int reason) {
   MULLIGAN_CAPI_BEGIN
-  if (reason < MULLIGAN_STOP_NONE || reason > MULLIGAN_STOP_CIRCUIT_OPEN) return "unknown";
+  if (reason < MULLIGAN_STOP_NONE || reason > MULLIGAN_STOP_STOP_CONDITION) return "unknown";
   return mulligan::StopReasonName(static_cast<mulligan::StopReason>(reason));
   MULLIGAN_CAPI_END_RETURN("unknown")
 }

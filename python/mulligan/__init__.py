@@ -13,8 +13,8 @@ Anything not listed in ``__all__`` is private: the subpackages that hold
 each part (``_retry``, ``_breaker``, ``_http``, ``_idempotency``,
 ``_telemetry``, ``_config``, ``_cli``), the native module ``_core`` and every
 other ``_``-prefixed module may change without notice. The public modules
-besides this one are :mod:`mulligan.testing`, :mod:`mulligan.prometheus` and
-:mod:`mulligan.otel`.
+besides this one are :mod:`mulligan.testing`, :mod:`mulligan.wait`,
+:mod:`mulligan.stop`, :mod:`mulligan.prometheus` and :mod:`mulligan.otel`.
 
 .. versionadded:: 0.1.0
 """
@@ -80,7 +80,7 @@ from ._config.policies import (
     reload_config,
 )
 from ._version import __version__
-from . import testing
+from . import stop, testing, wait
 
 __all__ = [
     "AsyncClient",
@@ -163,5 +163,7 @@ __all__ = [
     "set_redaction",
     "start_dashboard",
     "status",
+    "stop",
     "testing",
+    "wait",
 ]

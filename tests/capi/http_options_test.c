@@ -177,6 +177,44 @@ static void test_breaker(void) {
   mulligan_http_client_destroy(client);
 }
 
+/* The method rules against nginx's /down (503): a replayed request makes 3
+ * attempts, one that is not makes 1 (its bytes were sent). */
+static void test_method_rules(void) {
+  static const char *const allowed[] = {"POST"};
+  static const char *const bad[] = {"GE T"};
+  mulligan_http_options *opts = NULL;
+  mulligan_http_client *client;
+  mulligan_http_response *resp = NULL;
+  CHECK_OK(mulligan_http_options_create(&opts));
+  CHECK_OK(mulligan_http_options_set_method_rule(opts, MULLIGAN_HTTP_METHODS_SAFE));
+  client = make_client(opts, 3);
+  CHECK_OK(get(client, "PUT", "/down", &resp)); /* idempotent, but not safe */
+  CHECK_INT(mulligan_http_response_attempts(resp), 1);
+  mulligan_http_response_destroy(resp);
+  CHECK_OK(get(client, "OPTIONS", "/down", &resp));
+  CHECK_INT(mulligan_http_response_attempts(resp), 3);
+  mulligan_http_response_destroy(resp);
+  mulligan_http_client_destroy(client);
+
+  CHECK_OK(mulligan_http_options_set_allowed_methods(opts, allowed, 1));
+  client = make_client(opts, 3);
+  CHECK_OK(get(client, "POST", "/down", &resp)); /* unkeyed, yet listed */
+  CHECK_INT(mulligan_http_response_attempts(resp), 3);
+  mulligan_http_response_destroy(resp);
+  CHECK_OK(get(client, "GET", "/down", &resp)); /* not listed */
+  CHECK_INT(mulligan_http_response_attempts(resp), 1);
+  mulligan_http_response_destroy(resp);
+  mulligan_http_client_destroy(client);
+
+  CHECK_FAILS(mulligan_http_options_set_method_rule(opts, 5), MULLIGAN_E_INVALID_ARGUMENT,
+              "mulligan_http_methods");
+  CHECK_FAILS(mulligan_http_options_set_allowed_methods(opts, bad, 1),
+              MULLIGAN_E_INVALID_ARGUMENT, "methods[0]");
+  CHECK_FAILS(mulligan_http_options_set_allowed_methods(opts, NULL, 1),
+              MULLIGAN_E_INVALID_ARGUMENT, "methods[0]");
+  mulligan_http_options_destroy(opts);
+}
+
 static void test_bad_options(void) {
   mulligan_http_options *opts = NULL;
   CHECK_OK(mulligan_http_options_create(&opts));
@@ -207,6 +245,7 @@ int main(void) {
   test_redirects();
   test_on_retry_and_strict();
   test_breaker();
+  test_method_rules();
   test_bad_options();
   result = CHECK_REPORT();
   stop_server(server, tmpdir);

@@ -522,7 +522,7 @@ TEST(ConfigEnv, OverridesNamingNoEntryOrNoFieldAreReported) {
                 "document (policies: pay-ments, search); not applied",
                 "env.json: MULLIGAN_POLICY_PAY_MENTS_MAX_ATEMPTS: names no field of policy "
                 "\"pay-ments\" (fields: MAX_ATTEMPTS, BACKOFF, BASE_DELAY, MULTIPLIER, "
-                "MAX_DELAY, JITTER, DEADLINE, ATTEMPT_TIMEOUT); not applied",
+                "MAX_DELAY, JITTER, DEADLINE, ATTEMPT_TIMEOUT, MIN_DELAY); not applied",
                 "env.json: MULLIGAN_CLIENT_API_USER_AGENT: names no client of this document "
                 "(clients: none); not applied"}));
   // Overrides off: nothing is applied, so nothing is reported.

@@ -224,3 +224,32 @@ def test_circuitbreaker_raises_the_tripping_error_then_its_own() -> None:
     port = mulligan.CircuitBreaker("migrating-cb", failure_threshold=2, reset_timeout=30)(
         script(Boom, Boom, None))
     assert outcomes(port, 3) == ["Boom", "Boom", "CircuitOpenError"]
+
+
+def test_tenacity_composed_waits_and_their_ports_wait_the_same() -> None:
+    tenacity = pytest.importorskip("tenacity")
+    from mulligan import stop, wait
+
+    def peer_sleeps(w: Any, s: Any) -> list[float]:
+        slept: list[float] = []
+        fn = tenacity.retry(stop=s, wait=w, retry=tenacity.retry_if_exception_type(Boom),
+                            reraise=True, sleep=slept.append)(script(*[Boom] * 20))
+        with pytest.raises(Boom):
+            fn()
+        return slept
+
+    def port_sleeps(**options: Any) -> list[float]:
+        fn = mulligan.retry(on=Boom, max_delay=60, **options)(script(*[Boom] * 20))
+        with FakeClock() as clock, pytest.raises(Boom):
+            fn()
+        return list(clock.sleeps)
+
+    t = tenacity
+    peer = peer_sleeps(t.wait_incrementing(start=1, increment=0.5, max=2.5), t.stop_after_attempt(6))
+    assert peer == port_sleeps(wait=wait.linear(1, 0.5, max=2.5), stop=stop.after_attempts(6))
+    assert peer == [1.0, 1.5, 2.0, 2.5, 2.5]
+    chained = t.wait_chain(t.wait_fixed(1), t.wait_fixed(2)) + t.wait_fixed(0.5)
+    peer = peer_sleeps(chained, t.stop_after_attempt(5))
+    assert peer == port_sleeps(wait=wait.chain(wait.constant(1), wait.constant(2)) + wait.constant(0.5),
+                               stop=stop.after_attempts(5))
+    assert peer == [1.5, 2.5, 2.5, 2.5]

@@ -102,11 +102,13 @@ PUBLIC_NAMES = [
     "new_idempotency_key", "options", "parse_idempotency_key", "parse_retry_after", "patch",
     "policy", "post", "prometheus_text", "put", "redact_url", "redaction", "reload_config",
     "remove_event_listener", "request", "retry", "retrying", "set_redaction", "start_dashboard",
-    "status", "testing",
+    "status", "stop", "testing", "wait",
 ]
 
 # Public modules besides the package itself.
-PUBLIC_SUBMODULES = ["mulligan.testing", "mulligan.prometheus", "mulligan.otel"]
+PUBLIC_SUBMODULES = [
+    "mulligan.testing", "mulligan.wait", "mulligan.stop", "mulligan.prometheus", "mulligan.otel",
+]
 
 
 def test_all_is_the_written_out_public_surface() -> None:

@@ -152,3 +152,20 @@ def misuse() -> None:
     Repository().load(2)  # type: ignore[arg-type]
     fetch("u", timeout="slow")  # type: ignore[arg-type]
     fetch.retry_with(attempts="3")  # type: ignore[arg-type]
+
+
+def composed_waits_and_stops() -> None:
+    from mulligan import stop, wait
+
+    w = wait.exponential(base=0.1, max=5) + wait.jitter(1)
+    assert_type(w, wait.Wait)
+    s = stop.after_attempts(5) | (stop.after_elapsed(30) & stop.when(lambda c: c.attempt > 2))
+    assert_type(s, stop.Stop)
+
+    @mulligan.retry(on=OSError, wait=wait.chain(wait.constant(1), w), stop=s, min_delay=0.1)
+    def composed(x: int) -> str:
+        return str(x)
+
+    assert_type(composed(1), str)
+    mulligan.retry(on=OSError, wait=1.0)  # type: ignore[arg-type]
+    mulligan.Client(allowed_methods=None, method_rule="safe", status_retries=2)

@@ -24,7 +24,8 @@ const EnvFields& PolicyEnvFields() {
       {"MAX_ATTEMPTS", "max_attempts"}, {"BACKOFF", "backoff"},
       {"BASE_DELAY", "base_delay"},     {"MULTIPLIER", "multiplier"},
       {"MAX_DELAY", "max_delay"},       {"JITTER", "jitter"},
-      {"DEADLINE", "deadline"},         {"ATTEMPT_TIMEOUT", "attempt_timeout"}};
+      {"DEADLINE", "deadline"},         {"ATTEMPT_TIMEOUT", "attempt_timeout"},
+      {"MIN_DELAY", "min_delay"}};
   return fields;
 }
 

@@ -5,6 +5,8 @@
 // (max_reset_timeout >= reset_timeout, minimum_calls <= window_size, ...)
 // RetryPolicy::Create and CircuitBreaker::Validate check after.
 #include "fields.h"
+#include "wait_fields.h"
+#include "internal/ascii.h"
 
 #include <limits>
 #include <optional>
@@ -16,6 +18,20 @@ namespace internal {
 namespace {
 
 using PolicyTable = FieldTable<RetryOptions>;
+
+// Reads a per-kind retry count: an integer >= 0, or null for no bound.
+bool ReadKindRetries(Context& c, const std::string& p, const json::value& v, RetryOptions& o,
+                     RetryKind kind) {
+  std::optional<int>& slot = o.max_kind_retries[static_cast<int>(kind)];
+  if (v.is_null()) {
+    slot.reset();
+    return true;
+  }
+  int n = 0;
+  if (!ReadInt(c, p, v, 0, std::numeric_limits<int>::max(), n)) return false;
+  slot = n;
+  return true;
+}
 
 // Appends the attempt count and the backoff between attempts.
 void AddAttemptFields(PolicyTable& t) {
@@ -58,6 +74,41 @@ void AddAttemptFields(PolicyTable& t) {
        [](Context& c, const std::string& p, const json::value& v, O& o) {
          return ReadNumber(c, p, v, 0, false, 1, "a number in [0, 1]",
                            o.backoff.jitter_fraction);
+       }},
+      {"min_delay",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadDuration(c, p, v, false, o.backoff.min_delay);
+       }},
+      {"wait",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         WaitExpr w;
+         if (!ReadWait(c, p, v, w)) return false;
+         o.backoff.wait = std::move(w);
+         return true;
+       }},
+      {"stop",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         StopExpr s;
+         if (!ReadStop(c, p, v, s)) return false;
+         o.stop = std::move(s);
+         return true;
+       }},
+      // urllib3's per-kind counts (RetryOptions::max_kind_retries).
+      {"connect_retries",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadKindRetries(c, p, v, o, RetryKind::kConnect);
+       }},
+      {"read_retries",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadKindRetries(c, p, v, o, RetryKind::kRead);
+       }},
+      {"status_retries",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadKindRetries(c, p, v, o, RetryKind::kStatus);
+       }},
+      {"other_retries",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadKindRetries(c, p, v, o, RetryKind::kOther);
        }},
   });
 }
@@ -339,6 +390,39 @@ const FieldTable<ClientSettings>& ClientFields() {
          return ReadString(c, p, v, o.user_agent);
        }},
       {"breaker_key", ReadBreakerKey},
+      {"method_rule",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         int i = 0;
+         if (!ReadChoice(c, p, v, {"idempotent", "safe", "strict"}, i)) return false;
+         o.method_rule = i == 0 ? "idempotent" : i == 1 ? "safe" : "strict";
+         return true;
+       }},
+      {"allowed_methods",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         if (v.is_null()) {
+           o.all_methods = true;
+           o.allowed_methods.reset();
+           return true;
+         }
+         std::vector<std::string> methods;
+         const bool ok = ForEachElement(
+             c, p, v, "null or an array of HTTP methods such as [\"GET\", \"PUT\"]",
+             [&](const std::string& ep, const json::value& e) {
+               std::string m;
+               if (!ReadString(c, ep, e, m)) return false;
+               if (!IsToken(m)) {
+                 c.Expected(ep, "an HTTP method such as \"GET\"", e);
+                 return false;
+               }
+               methods.push_back(std::move(m));
+               return true;
+             });
+         if (ok) {
+           o.all_methods = false;
+           o.allowed_methods = std::move(methods);
+         }
+         return ok;
+       }},
   };
   return table;
 }

@@ -54,6 +54,22 @@ Status ValidateOptions(const HttpClientOptions& options) {
     return InvalidArgumentError("ca_bundle \"" + options.ca_bundle +
                                 "\" cannot be read: " + std::strerror(error));
   }
+  if (options.method_rule < HttpMethodRule::kIdempotent ||
+      options.method_rule > HttpMethodRule::kAllowed) {
+    return InvalidArgumentError("method_rule " +
+                                std::to_string(static_cast<int>(options.method_rule)) +
+                                " is not a known HttpMethodRule");
+  }
+  if (options.allowed_methods.size() > 64) {
+    return InvalidArgumentError("allowed_methods holds at most 64 methods, got " +
+                                std::to_string(options.allowed_methods.size()));
+  }
+  for (const std::string& m : options.allowed_methods) {
+    if (!IsToken(m)) {
+      return InvalidArgumentError("allowed_methods must hold HTTP methods (tokens), got \"" + m +
+                                  "\"");
+    }
+  }
   if (options.max_connections < 0) {
     return InvalidArgumentError("max_connections must be >= 0 (0: no cap), got " +
                                 std::to_string(options.max_connections));
@@ -166,9 +182,19 @@ Status Exchange::Init(const Settings& settings, const HttpRequest& request, bool
     return Status(StatusCode::kNoMemory, "curl_slist_append failed");
   }
 
-  const bool strict = request.strict_methods.value_or(settings.options.strict_methods);
-  replay_safe_ = strict ? IsStrictlySafeMethod(request.method)
-                        : (IsIdempotentMethod(request.method) || !key_.empty());
+  // The client's rule; strict_methods (the client's, or the request's
+  // override) means kStrict, and a request's strict = false undoes it.
+  HttpMethodRule rule = settings.options.strict_methods ? HttpMethodRule::kStrict
+                                                        : settings.options.method_rule;
+  if (request.strict_methods) {
+    if (*request.strict_methods) {
+      rule = HttpMethodRule::kStrict;
+    } else if (rule == HttpMethodRule::kStrict) {
+      rule = HttpMethodRule::kIdempotent;
+    }
+  }
+  replay_safe_ = HttpMethodReplaySafe(rule, settings.options.allowed_methods, request.method,
+                                      !key_.empty());
 
   return OkStatus();
 }

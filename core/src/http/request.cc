@@ -69,6 +69,7 @@ bool IsStrictlySafeMethod(std::string_view method) {
   return method == "GET" || method == "HEAD" || method == "OPTIONS";
 }
 
+
 Status ValidateRequest(const HttpRequest& request, ParsedUrl* parsed_url) {
   if (!IsToken(request.method)) {
     return InvalidArgumentError("invalid HTTP method \"" + request.method +
@@ -210,6 +211,33 @@ std::optional<std::string> FindHeader(const HttpHeaders& headers, std::string_vi
 bool IsClientManagedHeader(std::string_view name) {
   return EqualsIgnoreCase(name, "Content-Length") || EqualsIgnoreCase(name, "Transfer-Encoding") ||
          EqualsIgnoreCase(name, "TE") || EqualsIgnoreCase(name, "Upgrade");
+}
+
+const char* HttpMethodRuleName(HttpMethodRule rule) {
+  switch (rule) {
+    case HttpMethodRule::kIdempotent: return "idempotent";
+    case HttpMethodRule::kStrict: return "strict";
+    case HttpMethodRule::kSafe: return "safe";
+    case HttpMethodRule::kAll: return "all";
+    case HttpMethodRule::kAllowed: return "allowed";
+  }
+  return "unknown";
+}
+
+bool HttpMethodReplaySafe(HttpMethodRule rule, const std::vector<std::string>& allowed,
+                          std::string_view method, bool keyed) {
+  switch (rule) {
+    case HttpMethodRule::kIdempotent: return IsIdempotentMethod(method) || keyed;
+    case HttpMethodRule::kStrict: return internal::IsStrictlySafeMethod(method);
+    case HttpMethodRule::kSafe: return internal::IsStrictlySafeMethod(method) || keyed;
+    case HttpMethodRule::kAll: return true;
+    case HttpMethodRule::kAllowed:
+      for (const std::string& m : allowed) {
+        if (m == method) return true;
+      }
+      return false;
+  }
+  return false;
 }
 
 bool IsIdempotentMethod(std::string_view method) {

@@ -91,6 +91,15 @@ Result<Backoff> Backoff::Create(const BackoffOptions& options) {
     return InvalidArgumentError("jitter_fraction must be in [0, 1], got " +
                                 internal::FormatDouble(options.jitter_fraction));
   }
+  if (options.min_delay < Duration::zero() || options.min_delay > options.max_delay) {
+    return InvalidArgumentError("min_delay must be in [0, max_delay " +
+                                ExactSeconds(options.max_delay) + "], got " +
+                                ExactSeconds(options.min_delay));
+  }
+  if (options.wait) {
+    Status s = ValidateWait(*options.wait);
+    if (!s.ok()) return s;
+  }
   return Backoff(options);
 }
 
@@ -102,7 +111,11 @@ Duration Backoff::Delay(uint64_t retries_made, Duration previous, Random& random
   const double n = static_cast<double>(retries_made);
 
   double delay;
-  if (options_.kind == BackoffKind::kDecorrelated) {
+  if (options_.wait) {
+    // A composed wait: every jitter term is inside it; the cap below applies
+    // after them (DESIGN.md section 5).
+    delay = EvaluateWaitNanos(*options_.wait, retries_made, random);
+  } else if (options_.kind == BackoffKind::kDecorrelated) {
     // AWS: sleep = min(cap, uniform(base, 3 * sleep)), sleep starting at base.
     // base 0 is no wait whatever `previous` the caller passes.
     const double prev = std::max(static_cast<double>(previous.count()), base);
@@ -132,10 +145,11 @@ Duration Backoff::Delay(uint64_t retries_made, Duration previous, Random& random
         break;
     }
   }
-  // Cap after jitter; the exact cap is returned as the Duration itself.
+  // Cap after jitter; the exact cap is returned as the Duration itself. Then
+  // the floor (min_delay <= max_delay, so the result stays under the cap).
   if (!(delay < cap)) return options_.max_delay;
-  if (!(delay > 0.0)) return Duration::zero();
-  return Duration(static_cast<Duration::rep>(delay));
+  if (!(delay > 0.0)) return options_.min_delay;
+  return std::max(options_.min_delay, Duration(static_cast<Duration::rep>(delay)));
 }
 
 }  // namespace v0

@@ -4,6 +4,7 @@
 
 #include "internal/format.h"
 
+#include <limits>
 #include <string>
 
 namespace mulligan {
@@ -19,8 +20,28 @@ const char* StopReasonName(StopReason reason) {
     case StopReason::kRetryAfterTooLong: return "retry_after_too_long";
     case StopReason::kNotReplaySafe: return "not_replay_safe";
     case StopReason::kCircuitOpen: return "circuit_open";
+    case StopReason::kStopCondition: return "stop_condition";
   }
   return "unknown";
+}
+
+const char* RetryKindName(RetryKind kind) {
+  switch (kind) {
+    case RetryKind::kConnect: return "connect";
+    case RetryKind::kRead: return "read";
+    case RetryKind::kStatus: return "status";
+    case RetryKind::kOther: return "other";
+  }
+  return "unknown";
+}
+
+RetryKind RetryKindOf(const Outcome& outcome) {
+  switch (outcome.error) {
+    case ErrorKind::kNone: return RetryKind::kStatus;
+    case ErrorKind::kRetryable:
+    case ErrorKind::kTerminal: return RetryKind::kOther;
+    default: return outcome.request_sent ? RetryKind::kRead : RetryKind::kConnect;
+  }
 }
 
 namespace {
@@ -59,8 +80,26 @@ Result<RetryPolicy> RetryPolicy::Create(const RetryOptions& options) {
   }
   Result<Backoff> backoff = Backoff::Create(options.backoff);
   if (!backoff.ok()) return backoff.status();
+  if (options.stop) {
+    Status s = ValidateStop(*options.stop, options.deadline.has_value());
+    if (!s.ok()) return s;
+  }
+  for (int k = 0; k < 4; ++k) {
+    const std::optional<int>& n = options.max_kind_retries[k];
+    if (n && *n < 0) {
+      return InvalidArgumentError(std::string("max_") + RetryKindName(static_cast<RetryKind>(k)) +
+                                  "_retries must be >= 0 when set, got " + std::to_string(*n));
+    }
+  }
 
   RetryPolicy policy(options, *backoff);
+  policy.effective_deadline_ = options.deadline;
+  if (options.stop) {
+    const std::optional<Duration> elapsed = TopLevelElapsed(*options.stop);
+    if (elapsed && (!options.deadline || *elapsed < *options.deadline)) {
+      policy.effective_deadline_ = elapsed;
+    }
+  }
   for (int status : options.retryable_statuses) {
     if (status < 100 || status > 599) {
       return InvalidArgumentError("retryable_statuses must hold HTTP statuses in [100, 599], got " +
@@ -138,7 +177,7 @@ RetrySession::RetrySession(const RetryPolicy* policy, TimePoint start, bool repl
       replay_safe_(replay_safe) {}
 
 std::optional<Duration> RetrySession::TimeLeft(TimePoint now) const {
-  const std::optional<Duration>& deadline = policy_->options().deadline;
+  const std::optional<Duration>& deadline = policy_->effective_deadline();
   if (!deadline) return std::nullopt;
   const Duration used = now - start_;
   return used >= *deadline ? Duration::zero() : *deadline - used;
@@ -151,10 +190,27 @@ std::optional<Duration> RetrySession::AttemptTimeout(TimePoint now) const {
   return left ? left : per_attempt;
 }
 
+std::optional<StopReason> RetrySession::StopBy(const Outcome& outcome, TimePoint now,
+                                              std::optional<Duration> delay) const {
+  const RetryOptions& options = policy_->options();
+  if (!options.stop) {
+    if (attempts_ >= options.max_attempts) return StopReason::kAttemptsExhausted;
+    return std::nullopt;
+  }
+  StopContext context;
+  context.attempts = attempts_;
+  context.elapsed = now - start_;
+  context.delay = delay;
+  context.predicates = outcome.stop_predicates;
+  return EvaluateStop(*options.stop, context);
+}
+
 Decision RetrySession::OnOutcome(const Outcome& outcome, TimePoint now) {
   if (finished_) return last_decision_;
   const RetryOptions& options = policy_->options();
-  ++attempts_;
+  // Saturates: unlimited attempts (StopExpr::Never) with zero waits could
+  // in principle count past INT_MAX.
+  if (attempts_ < std::numeric_limits<int>::max()) ++attempts_;
 
   Decision decision;
   decision.attempt = attempts_;
@@ -175,7 +231,11 @@ Decision RetrySession::OnOutcome(const Outcome& outcome, TimePoint now) {
     case Classification::kRetryable: break;
   }
   if (!replay_safe_ && outcome.request_sent) return stop(StopReason::kNotReplaySafe);
-  if (attempts_ >= options.max_attempts) return stop(StopReason::kAttemptsExhausted);
+  if (std::optional<StopReason> by = StopBy(outcome, now, std::nullopt)) return stop(*by);
+  // urllib3's per-kind counts, each inside the total.
+  const int kind = static_cast<int>(RetryKindOf(outcome));
+  const std::optional<int>& kind_max = options.max_kind_retries[kind];
+  if (kind_max && kind_retries_[kind] >= *kind_max) return stop(StopReason::kAttemptsExhausted);
 
   const std::optional<Duration> left = TimeLeft(now);
   if (left && *left <= Duration::zero()) return stop(StopReason::kDeadline);
@@ -198,7 +258,12 @@ Decision RetrySession::OnOutcome(const Outcome& outcome, TimePoint now) {
   }
   // No attempt may start at or after the deadline.
   if (left && delay >= *left) return stop(StopReason::kDeadline);
+  // A composed stop may depend on the wait (after_elapsed inside an `all`).
+  if (options.stop) {
+    if (std::optional<StopReason> by = StopBy(outcome, now, delay)) return stop(*by);
+  }
 
+  if (kind_retries_[kind] < std::numeric_limits<int>::max()) ++kind_retries_[kind];
   decision.action = Decision::Action::kRetry;
   decision.delay = delay;
   decision.reason = StopReason::kNone;

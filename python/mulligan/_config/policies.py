@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from .. import _core, _validate
+from .. import stop as _stop, wait as _wait
 
 __all__ = [
     "BreakerConfig",
@@ -101,6 +102,12 @@ class Policy:
     retryable_errors: tuple[str, ...]
     retryable_grpc_codes: tuple[str, ...]
     seed: Optional[int]
+    #: The least wait of every backoff, seconds (the file's ``min_delay``).
+    min_delay: float = 0.0
+    #: The file's composed ``wait`` (a :class:`mulligan.wait.Wait`), or None.
+    wait: Any = None
+    #: The file's composed ``stop`` (a :class:`mulligan.stop.Stop`), or None.
+    stop: Any = None
     # The engine's own policy (a copy taken at lookup): sessions begun from it
     # decide exactly as the C++ and C front doors do.
     _native: Any = field(default=None, repr=False, compare=False)
@@ -110,7 +117,7 @@ class Policy:
 
         Only the fields ``@retry`` accepts: attempts, deadline, backoff,
         base_delay, multiplier, max_delay, jitter, jitter_fraction,
-        retry_after_max, clamp_retry_after and seed. ``on`` is not part of a
+        retry_after_max, clamp_retry_after, seed, min_delay, wait and stop. ``on`` is not part of a
         policy: the decorated code says which exceptions are retryable.
         """
         return {
@@ -125,6 +132,9 @@ class Policy:
             "retry_after_max": self.retry_after_max,
             "clamp_retry_after": self.clamp_retry_after,
             "seed": self.seed,
+            "min_delay": self.min_delay,
+            "wait": self.wait,
+            "stop": self.stop,
         }
 
 
@@ -183,6 +193,11 @@ class ClientConfig:
     verify_tls: bool
     user_agent: str
     breaker_key: Union[str, tuple[str, ...]] = "origin"
+    #: "idempotent" (default), "safe" or "strict".
+    method_rule: str = "idempotent"
+    #: None (not given: method_rule decides), "all" (the file's null: every
+    #: method) or the tuple of methods replayed.
+    allowed_methods: Any = None
 
 
 def _report(d: dict[str, Any]) -> ConfigReport:
@@ -272,6 +287,9 @@ def policy(name: str) -> Policy:
         retryable_errors=tuple(extras["retryable_errors"]),
         retryable_grpc_codes=tuple(extras["retryable_grpc_codes"]),
         seed=native.seed,
+        min_delay=native.min_delay,
+        wait=None if native.wait is None else _wait._from_engine(native.wait),
+        stop=None if native.stop is None else _stop._from_engine(native.stop),
         _native=native,
     )
 
@@ -295,6 +313,8 @@ def client_config(name: str) -> ClientConfig:
     d = _REGISTRY.client(name)
     if isinstance(d["breaker_key"], list):
         d["breaker_key"] = tuple(d["breaker_key"])
+    if isinstance(d.get("allowed_methods"), list):
+        d["allowed_methods"] = tuple(d["allowed_methods"])
     return ClientConfig(name=name, **d)
 
 
@@ -352,7 +372,12 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
             verify_tls=c.verify_tls,
             user_agent=c.user_agent,
             breaker_key=list(c.breaker_key) if isinstance(c.breaker_key, tuple) else c.breaker_key,
+            method_rule=c.method_rule,
         )
+        if c.allowed_methods == "all":
+            kwargs["allowed_methods"] = None
+        elif c.allowed_methods is not None:
+            kwargs["allowed_methods"] = list(c.allowed_methods)
         policy_name = c.policy
         if c.breaker is not None:
             kwargs["breaker"] = _resolve_breaker_kwargs(c.breaker)
@@ -374,7 +399,15 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
             jitter=p.jitter,
             jitter_fraction=p.jitter_fraction,
             retry_after_max=p.retry_after_max,
+            min_delay=p.min_delay,
+            wait=p.wait,
+            stop=p.stop,
         )
+        # urllib3's per-kind counts reach the client (the decorator retries
+        # exceptions only: every failure there is "other").
+        for kind, n in p._native.kind_retries.items():
+            if n is not None:
+                kwargs[f"{kind}_retries"] = n
         if p.attempt_timeout is not None:
             kwargs["timeout"] = p.attempt_timeout
         kwargs["_native_policy"] = p._native

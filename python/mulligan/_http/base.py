@@ -125,6 +125,66 @@ def _checked_timeout(owner: str, timeout: Any) -> Optional[float]:
     """``timeout`` checked, in seconds (None: none)."""
     result: Optional[float] = _validate.seconds_or_none(owner, "timeout", timeout, positive=True)
     return result
+_METHOD_RULES = ("idempotent", "safe", "strict")
+
+
+def _method_args(owner: str, method_rule: Any, allowed_methods: Any) -> dict[str, Any]:
+    """The engine's method rule (HttpMethodRule) of ``method_rule`` and
+    ``allowed_methods`` (urllib3's sense: None = every method, an iterable of
+    method names = exactly those; it replaces ``method_rule``)."""
+    rule = _validate.name(owner, "method_rule", method_rule)
+    if rule not in _METHOD_RULES:
+        raise ValueError(
+            f"{owner}: method_rule must be 'idempotent', 'safe' or 'strict', got {method_rule!r}"
+        )
+    if allowed_methods is _UNSET:
+        return {"methods": rule}
+    if allowed_methods is None:
+        return {"methods": "all"}
+    if isinstance(allowed_methods, (str, bytes)) or not hasattr(allowed_methods, "__iter__"):
+        raise TypeError(
+            f"{owner}: allowed_methods must be None or an iterable of method names, got {allowed_methods!r}"
+        )
+    methods = []
+    for m in allowed_methods:
+        if not isinstance(m, str):
+            raise TypeError(f"{owner}: allowed_methods must hold str method names, got {m!r}")
+        methods.append(m.upper())
+    return {"methods": "allowed", "allowed_methods": methods}
+
+
+_KINDS = ("connect_retries", "read_retries", "status_retries", "other_retries")
+
+
+def _composed(
+    owner: str, wait: Any, stop: Any, min_delay: Any, kinds: tuple[Any, ...]
+) -> Optional[tuple[Any, float, Any, tuple[Optional[int], ...]]]:
+    """The client's composed wait, min_delay, stop and per-kind retry counts
+    as the engine's values (None when none is given). A client's stop cannot
+    hold a ``mulligan.stop.when`` predicate: its retries run in the engine."""
+    from ..stop import Stop
+    from ..wait import Wait
+
+    counts = tuple(
+        _validate.integer_or_none(owner, name, n, 0, 2**31 - 1, range_text="[0, 2**31 - 1]")
+        for name, n in zip(_KINDS, kinds)
+    )
+    if wait is None and stop is None and min_delay == 0.0 and counts == (None,) * 4:
+        return None
+    if wait is not None and not isinstance(wait, Wait):
+        raise TypeError(f"{owner}: wait must be a mulligan.wait.Wait, got {wait!r}")
+    if stop is not None and not isinstance(stop, Stop):
+        raise TypeError(f"{owner}: stop must be a mulligan.stop.Stop, got {stop!r}")
+    predicates: list[Any] = []
+    engine_stop = stop._compile(predicates) if stop is not None else None
+    if predicates:
+        raise TypeError(f"{owner}: stop= cannot hold stop.when() predicates (the engine runs the retries)")
+    return (
+        wait._engine if wait is not None else None,
+        _validate.seconds(owner, "min_delay", min_delay),
+        engine_stop,
+        counts,
+    )
 
 
 class _ClientBase:
@@ -148,11 +208,20 @@ class _ClientBase:
         max_delay: Seconds = 10.0,
         jitter: str = "full",
         jitter_fraction: float = 0.2,
+        wait: Any = None,
+        stop: Any = None,
+        min_delay: Seconds = 0.0,
+        connect_retries: Optional[int] = None,
+        read_retries: Optional[int] = None,
+        status_retries: Optional[int] = None,
+        other_retries: Optional[int] = None,
         retry_after_max: Seconds = 60.0,
         retry_on: Optional[Iterable[int]] = None,
         follow_redirects: bool = False,
         max_redirects: int = 10,
         strict: bool = False,
+        method_rule: str = "idempotent",
+        allowed_methods: Any = _UNSET,
         on_retry: Optional[_HttpRetryHook] = None,
         breaker: Union[bool, Mapping[str, Any], None] = None,
         breaker_per_attempt: bool = False,
@@ -189,6 +258,9 @@ class _ClientBase:
             "jitter": jitter,
             "jitter_fraction": jitter_fraction,
         }
+        self._composed = _composed(
+            owner, wait, stop, min_delay, (connect_retries, read_retries, status_retries, other_retries)
+        )
         self._on_retry = on_retry
         self._default_headers = _check_headers(headers)
         # A named policy (every field of it) and the arguments given with it.
@@ -217,6 +289,7 @@ class _ClientBase:
             ),
             ca_bundle=ca_bundle,
             strict=_validate.flag(owner, "strict", strict),
+            **_method_args(owner, method_rule, allowed_methods),
             **_breaker_args(owner, breaker, breaker_per_attempt),
         )
         # A key function runs here, on the caller's thread, never in the engine.
@@ -295,6 +368,7 @@ class _ClientBase:
             v.number(owner, "multiplier", o["multiplier"]),
             v.name(owner, "jitter", o["jitter"]),
             v.probability(owner, "jitter_fraction", o["jitter_fraction"]),
+            self._composed,
         )
 
     def _replaced(self, given: dict[str, Any]) -> Any:

@@ -75,6 +75,17 @@ class Client(_ClientBase):
         jitter: ``"full"`` (default), ``"none"``, ``"equal"`` or ``"proportional"``,
             as for :func:`mulligan.retry`.
         jitter_fraction: f of proportional jitter, in [0, 1]. Default 0.2.
+        wait: a composed :mod:`mulligan.wait` replacing the backoff options
+            (the engine evaluates it). Default None.
+        stop: a composed :mod:`mulligan.stop` replacing ``attempts``
+            (``stop.when`` predicates are refused: TypeError). Default None.
+        min_delay: the least wait of every backoff, seconds. Default 0.
+        connect_retries, read_retries, status_retries, other_retries:
+            urllib3's separate counts: the most retries of connection
+            failures before anything was sent, of transport failures after
+            it (reset, timeout, truncated), of retryable statuses, and of
+            anything else; each bounded on its own inside ``attempts``; 0
+            never retries that kind. Default None (only ``attempts`` bounds).
         retry_after_max: longest Retry-After honoured, seconds. Default 60.0.
         retry_on: the retryable HTTP statuses, an iterable of ints in
             [400, 599] (a str raises TypeError). Default 408, 429, 500, 502,
@@ -83,6 +94,16 @@ class Client(_ClientBase):
         max_redirects: the most redirects followed (then a terminal error). Default 10.
         strict: retry only GET, HEAD and OPTIONS once bytes were sent.
             Default False.
+        method_rule: which requests are replayed once bytes were sent:
+            ``"idempotent"`` (default: RFC 9110's idempotent methods, plus any
+            request with an Idempotency-Key), ``"safe"`` (GET, HEAD and
+            OPTIONS, plus any request with an Idempotency-Key) or
+            ``"strict"`` (GET, HEAD and OPTIONS only, as ``strict=True``).
+            Failures before anything was sent are retried whatever the rule.
+        allowed_methods: urllib3's override: None replays every method, an
+            iterable of names (``["GET", "PUT"]``, upper-cased) exactly those
+            (a key adds none); it replaces ``method_rule``. ``strict=True``
+            still wins. Default: not given.
         on_retry: called with a :class:`RetryEvent` before each wait.
         breaker: per-origin circuit breakers: True for the defaults
             (5 consecutive failed calls open it for 30 s), or a mapping with

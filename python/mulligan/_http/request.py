@@ -141,9 +141,21 @@ def _policy(
     multiplier: float = 2.0,
     jitter: str = "full",
     jitter_fraction: float = 0.2,
+    composed: Optional[tuple[Any, float, Any, tuple[Optional[int], ...]]] = None,
 ) -> Any:
     # Policies are immutable and validated by the core: build each once.
+    # `composed`: the client's engine wait, min_delay and engine stop.
+    wait, min_delay, stop, kinds = (
+        composed if composed is not None else (None, 0.0, None, (None, None, None, None))
+    )
     return _core.RetryPolicy(
+        wait=wait,
+        min_delay=min_delay,
+        stop=stop,
+        connect_retries=kinds[0],
+        read_retries=kinds[1],
+        status_retries=kinds[2],
+        other_retries=kinds[3],
         attempts=attempts,
         backoff=backoff,
         base_delay=base_delay,

@@ -20,6 +20,8 @@ from .._validate import UNSET as _UNSET, Seconds
 from .async_driver import sleep as async_sleep
 from .call import _Call
 from .hooks import StatisticsView
+from ..stop import Stop
+from ..wait import Wait
 from .options import ExceptionSpec, HookSpec, _Config
 from .state import STATE
 
@@ -198,6 +200,9 @@ def retrying(
     max_delay: Seconds = _UNSET,
     jitter: str = _UNSET,
     jitter_fraction: float = _UNSET,
+    wait: Optional[Wait] = _UNSET,
+    stop: Optional[Stop] = _UNSET,
+    min_delay: Seconds = _UNSET,
     retry_after_max: Seconds = _UNSET,
     clamp_retry_after: bool = _UNSET,
     delay_hint: Optional[Callable[[Any], Optional[float]]] = None,
@@ -239,6 +244,9 @@ def retrying(
         "max_delay": max_delay,
         "jitter": jitter,
         "jitter_fraction": jitter_fraction,
+        "wait": wait,
+        "stop": stop,
+        "min_delay": min_delay,
         "retry_after_max": retry_after_max,
         "clamp_retry_after": clamp_retry_after,
         "delay_hint": delay_hint,

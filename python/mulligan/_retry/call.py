@@ -182,6 +182,11 @@ class _Call:
                 outcome = _core.Outcome.failure(True, hint)
         self.hint = hint
         now = STATE.now()
+        if cfg.stop_predicates:
+            # The engine decides; the predicates' answers travel with the failure.
+            bits = cfg.stop_bits(self.attempt, now - self.start, exc, result)
+            if bits:
+                outcome = _core.Outcome.failure(True, hint, bits)
         decision: _core.Decision = self.core.record(outcome, now)
         retry = decision.retry
         delay = decision.delay

@@ -39,7 +39,9 @@ from .._breaker.breaker import CircuitBreaker
 from .._validate import UNSET as _UNSET, Seconds
 from .async_driver import wrap_async
 from .hooks import StatisticsView
-from .options import _MISSING, ExceptionSpec, HookSpec, RetryOptions, _Config
+from ..stop import Stop
+from ..wait import Wait
+from .options import _MISSING, _WAIT_REPLACES, ExceptionSpec, HookSpec, RetryOptions, _Config
 from .sync_driver import wrap_sync
 
 if TYPE_CHECKING:
@@ -120,7 +122,14 @@ def _decorate(fn: Any, options: dict[str, Any]) -> Any:
     wrapper = wrap_async(fn, cfg) if _is_async(fn) else wrap_sync(fn, cfg)
 
     def retry_with(**overrides: Any) -> Any:
-        return _decorate(fn, {**options, **overrides})
+        merged = {**options, **overrides}
+        # A variant's attempts= (backoff options) replace the original's
+        # composed stop (wait), rather than clash with it.
+        if "attempts" in overrides and "stop" not in overrides:
+            merged["stop"] = _UNSET
+        if any(k in overrides for k in _WAIT_REPLACES) and "wait" not in overrides:
+            merged["wait"] = _UNSET
+        return _decorate(fn, merged)
 
     wrapper.retry_with = retry_with  # type: ignore[attr-defined]
     wrapper.statistics = StatisticsView(cfg.statistics)  # type: ignore[attr-defined]
@@ -163,6 +172,9 @@ def retry(
     max_delay: Seconds = _UNSET,
     jitter: str = _UNSET,
     jitter_fraction: float = _UNSET,
+    wait: Optional[Wait] = _UNSET,
+    stop: Optional[Stop] = _UNSET,
+    min_delay: Seconds = _UNSET,
     retry_after_max: Seconds = _UNSET,
     clamp_retry_after: bool = _UNSET,
     delay_hint: Optional[Callable[[Any], Optional[float]]] = None,
@@ -228,6 +240,19 @@ def retry(
         jitter: ``"none"``, ``"full"`` (default), ``"equal"`` or ``"proportional"``.
         jitter_fraction: f of proportional jitter (delay times uniform(1-f, 1+f)),
             in [0, 1]. Default 0.2.
+        wait: a composed :mod:`mulligan.wait` (``wait.exponential(base=0.1)
+            + wait.jitter(1)``) that replaces ``backoff``, ``base_delay``,
+            ``multiplier``, ``jitter`` and ``jitter_fraction`` (giving both is a
+            TypeError); ``min_delay`` and ``max_delay`` still clamp it.
+            Default None (the backoff options decide).
+        stop: a composed :mod:`mulligan.stop` condition
+            (``stop.after_attempts(5) | stop.after_elapsed(30)``) that
+            replaces ``attempts`` (giving both is a TypeError). ``stop.never``
+            (unlimited attempts) needs a ``deadline`` or a bounding condition,
+            else ValueError. Default None (``attempts`` decides).
+        min_delay: the least wait of every backoff, in seconds, in [0,
+            max_delay], applied after jitter (not to delay hints). Default 0.
+            .. versionadded:: 0.2.0
         retry_after_max: the longest delay hint honoured, in seconds. Default 60.
         clamp_retry_after: False (default): a longer hint stops the retries at
             once (reason ``"retry_after_too_long"``); True: wait
@@ -300,6 +325,9 @@ def retry(
         "max_delay": max_delay,
         "jitter": jitter,
         "jitter_fraction": jitter_fraction,
+        "wait": wait,
+        "stop": stop,
+        "min_delay": min_delay,
         "retry_after_max": retry_after_max,
         "clamp_retry_after": clamp_retry_after,
         "delay_hint": delay_hint,

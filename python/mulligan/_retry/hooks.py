@@ -49,8 +49,9 @@ class RetryDetails:
         waited: seconds already waited between attempts of this call (the
             coming ``delay`` not included).
         stop_reason: None in ``on_retry``; in ``on_give_up`` why the retries
-            stopped: ``"attempts_exhausted"``, ``"deadline"`` or
-            ``"retry_after_too_long"``.
+            stopped: ``"attempts_exhausted"``, ``"deadline"``,
+            ``"retry_after_too_long"`` or ``"stop_condition"`` (a
+            ``mulligan.stop.when`` predicate).
         from_delay_hint: True when ``delay`` (or the stop) came from the
             ``delay_hint`` callable rather than the backoff.
 
@@ -81,7 +82,7 @@ class RetryStatistics:
             the last.
         stop_reason: ``"succeeded"``, ``"terminal"`` (an attempt raised an
             exception that is not retried), ``"attempts_exhausted"``,
-            ``"deadline"`` or ``"retry_after_too_long"``.
+            ``"deadline"``, ``"retry_after_too_long"`` or ``"stop_condition"``.
 
     .. versionadded:: 0.1.0
     """

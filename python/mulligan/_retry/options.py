@@ -25,6 +25,8 @@ from .._telemetry import metrics as _metrics
 from .._breaker.breaker import CircuitBreaker
 from .._validate import UNSET as _UNSET, Seconds
 from .hooks import RetryHook, RetryStatistics
+from ..stop import Stop, StopContext
+from ..wait import Wait
 
 __all__ = ["ExceptionSpec", "HookSpec", "RetryOptions"]
 
@@ -76,6 +78,9 @@ class RetryOptions(TypedDict, total=False):
     max_delay: Seconds
     jitter: str
     jitter_fraction: float
+    wait: Optional[Wait]
+    stop: Optional[Stop]
+    min_delay: Seconds
     retry_after_max: Seconds
     clamp_retry_after: bool
     delay_hint: Optional[Callable[[Any], Optional[float]]]
@@ -141,12 +146,48 @@ def _compile_on(
     )
 
 
-def _compile_policy(o: dict[str, Any]) -> tuple[_core.RetryPolicy, Optional[float], float]:
-    """Returns (the core's RetryPolicy, the deadline, retry_after_max) of the
-    merged options ``o``: every number checked here, then by the core, which
-    validates every value once and names the field in its ValueError."""
+# The options a composed wait= replaces, and the one stop= replaces.
+_WAIT_REPLACES = ("backoff", "base_delay", "multiplier", "jitter", "jitter_fraction")
+
+
+def _check_composed(given: dict[str, Any]) -> None:
+    """Refuses a decorator that gives a composed wait (stop) and the options
+    it replaces: one of them would be silently ignored."""
+    if given.get("wait") is not None:
+        clash = [k for k in _WAIT_REPLACES if k in given]
+        if clash:
+            raise TypeError(
+                f"mulligan.retry: wait= replaces {', '.join(clash)}; give one or the other"
+            )
+    if given.get("stop") is not None and "attempts" in given:
+        raise TypeError(
+            "mulligan.retry: stop= replaces attempts=; write stop=stop.after_attempts(n) | ..."
+        )
+
+
+def _compile_composed(o: dict[str, Any]) -> tuple[Any, Any, tuple[Callable[[StopContext], Any], ...]]:
+    """Returns the engine's wait and stop (or None) and the stop predicates."""
+    wait, stop = o["wait"], o["stop"]
+    if wait is not None and not isinstance(wait, Wait):
+        raise TypeError(f"mulligan.retry: wait must be a mulligan.wait.Wait, got {wait!r}")
+    if stop is not None and not isinstance(stop, Stop):
+        raise TypeError(f"mulligan.retry: stop must be a mulligan.stop.Stop, got {stop!r}")
+    predicates: list[Callable[[StopContext], Any]] = []
+    engine_stop = stop._compile(predicates) if stop is not None else None
+    return (wait._engine if wait is not None else None), engine_stop, tuple(predicates)
+
+
+def _compile_policy(
+    o: dict[str, Any],
+) -> tuple[_core.RetryPolicy, Optional[float], float, tuple[Callable[[StopContext], Any], ...]]:
+    """Returns (the core's RetryPolicy, its deadline, retry_after_max, the
+    stop predicates) of the merged options ``o``: every number checked here,
+    then by the core, which validates every value once and names the field
+    in its ValueError. The deadline is the effective one: ``deadline=`` or a
+    top-level ``stop.after_elapsed``."""
     deadline = _validate.seconds_or_none(_OWNER, "deadline", o["deadline"], positive=True)
     retry_after_max = _validate.seconds(_OWNER, "retry_after_max", o["retry_after_max"])
+    wait, stop, predicates = _compile_composed(o)
     policy = _core.RetryPolicy(
         attempts=_validate.attempts(_OWNER, "attempts", o["attempts"]),
         backoff=_validate.name(_OWNER, "backoff", o["backoff"]),
@@ -161,8 +202,11 @@ def _compile_policy(o: dict[str, Any]) -> tuple[_core.RetryPolicy, Optional[floa
         # Only a named policy sets it (the file's respect_retry_after).
         respect_retry_after=o.get("_extras", {}).get("respect_retry_after", True),
         seed=_validate.integer_or_none(_OWNER, "seed", o["seed"], 0, 2**64 - 1, range_text="[0, 2**64)"),
+        wait=wait,
+        min_delay=_validate.seconds(_OWNER, "min_delay", o["min_delay"]),
+        stop=stop,
     )
-    return policy, deadline, retry_after_max
+    return policy, policy.deadline, retry_after_max, predicates
 
 
 class _Config:
@@ -191,6 +235,7 @@ class _Config:
         "breaker_per_attempt",
         "fallback",
         "pipeline",
+        "stop_predicates",
     )
 
     def __init__(self, options: dict[str, Any], name: str, *, report: bool = True) -> None:
@@ -201,11 +246,18 @@ class _Config:
         unknown = set(given) - set(_DEFAULTS)
         if unknown:
             raise TypeError(f"mulligan.retry: unknown option(s) {sorted(unknown)}")
+        _check_composed(given)
         o = dict(_DEFAULTS)
         if policy_name is not None:
             # The named policy's values, then what the decorator says.
             o.update(_config._resolve_retry_kwargs(policy_name))
             o["_extras"] = _config._resolve_retry_extras(policy_name)
+            # The decorator's attempts= (backoff options) win over the
+            # policy's composed stop (wait), which would replace them.
+            if "attempts" in given and "stop" not in given:
+                o["stop"] = None
+            if any(k in given for k in _WAIT_REPLACES) and "wait" not in given:
+                o["wait"] = None
         o.update(given)
         self.given = given
         self.policy_name: Optional[str] = policy_name
@@ -222,7 +274,8 @@ class _Config:
         self.breaker_per_attempt = _validate.flag(_OWNER, "breaker_per_attempt", o["breaker_per_attempt"])
         self.raise_on_give_up = _validate.flag(_OWNER, "raise_on_give_up", o["raise_on_give_up"])
         self.fallback: Any = o["fallback"]
-        policy, deadline, retry_after_max = _compile_policy(o)
+        policy, deadline, retry_after_max, predicates = _compile_policy(o)
+        self.stop_predicates: tuple[Callable[[StopContext], Any], ...] = predicates
         self.policy: _core.RetryPolicy = policy
         self.retry_after_max: float = retry_after_max
         self.timed = deadline is not None
@@ -287,6 +340,7 @@ class _Config:
             )
         else:
             self.policy = fresh.policy
+            self.stop_predicates = fresh.stop_predicates
             self.timed = fresh.timed
             self.retry_after_max = fresh.retry_after_max
             self.pipeline = self._make_pipeline(report=True)
@@ -297,6 +351,17 @@ class _Config:
         if self.check is not None:
             return self.check(exc)
         return not _never_retried(exc)
+
+    def stop_bits(self, attempt: int, elapsed: float, exc: Optional[BaseException], result: Any) -> int:
+        """Runs the stop predicates (``mulligan.stop.when``) on a retryable
+        failure: bit i set when predicate i says stop. Failure path only."""
+        bits = 0
+        if self.stop_predicates:
+            context = StopContext(attempt, elapsed, exc, result)
+            for i, predicate in enumerate(self.stop_predicates):
+                if predicate(context):
+                    bits |= 1 << i
+        return bits
 
     def rejects(self, result: Any) -> bool:
         """Whether a returned value must be retried (``on_result``)."""
@@ -314,6 +379,9 @@ _DEFAULTS: dict[str, Any] = {
     "max_delay": 10.0,
     "jitter": "full",
     "jitter_fraction": 0.2,
+    "wait": None,
+    "stop": None,
+    "min_delay": 0.0,
     "retry_after_max": 60.0,
     "clamp_retry_after": False,
     "delay_hint": None,

@@ -101,6 +101,7 @@ def test_hooks_give_keyword_arguments_the_decorators_accept() -> None:
         "attempts": 5, "deadline": 20.0, "backoff": "exponential", "base_delay": 0.1,
         "multiplier": 2.0, "max_delay": 5.0, "jitter": "full", "jitter_fraction": 0.2,
         "retry_after_max": 30.0, "clamp_retry_after": False, "seed": 7,
+        "min_delay": 0.0, "wait": None, "stop": None,
     }
     calls = []
 

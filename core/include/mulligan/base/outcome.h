@@ -7,6 +7,7 @@
 #ifndef MULLIGAN_BASE_OUTCOME_H_
 #define MULLIGAN_BASE_OUTCOME_H_
 
+#include <cstdint>
 #include <optional>
 
 #include "mulligan/base/clock.h"
@@ -80,6 +81,11 @@ struct Outcome {
   // the code decides the classification (see RetryOptions::retryable_grpc_codes)
   // and http_status is ignored.
   int grpc_status = -1;
+  // Bit i set: the caller's stop predicate i says stop after this failure
+  // (RetryOptions::stop, StopExpr::Predicate(i); the Python layer evaluates
+  // mulligan.stop.when predicates on the failure path and sets these bits,
+  // since the engine never calls user code). Default 0. (Appended in 0.2.)
+  uint32_t stop_predicates = 0;
 
   // A plain success (a value was returned).
   static Outcome Success() { return Outcome{}; }

@@ -95,6 +95,14 @@ struct ClientSettings {
   // "origin", "host", "path" or an array of path templates; kind kFunction
   // is never configured). Default: by origin.
   BreakerKeyOptions breaker_key;
+  // Which requests are replayed once bytes were sent: "idempotent"
+  // (default), "safe" or "strict" (HttpMethodRule). (Appended in 0.2.)
+  std::string method_rule = "idempotent";
+  // urllib3's allowed_methods: unset follows method_rule; an empty optional
+  // list is not possible: JSON null means every method (all_methods) and an
+  // array exactly those methods. (Appended in 0.2.)
+  bool all_methods = false;
+  std::optional<std::vector<std::string>> allowed_methods;
 };
 
 // One loaded configuration: immutable, shared by every reader that took it.

@@ -49,6 +49,35 @@ std::optional<std::string> FindHeader(const HttpHeaders& headers, std::string_vi
 // GET, HEAD, OPTIONS, TRACE, PUT, DELETE (case-sensitive, as methods are).
 bool IsIdempotentMethod(std::string_view method);
 
+// Which requests may be replayed once bytes of them were sent (DESIGN.md
+// section 5, "Methods"). A failure before any byte was sent (connection
+// refused) is retried whatever the rule. Values are pinned (they cross the C
+// ABI as MULLIGAN_HTTP_METHODS_*); append only.
+enum class HttpMethodRule : int {
+  // RFC 9110's idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT, DELETE),
+  // plus any request carrying an Idempotency-Key. The default.
+  kIdempotent = 0,
+  // GET, HEAD and OPTIONS only, keyed or not (strict_methods).
+  kStrict = 1,
+  // "Safe by default" (the Angular retry recipe this project began from):
+  // GET, HEAD and OPTIONS, plus any request carrying an Idempotency-Key.
+  kSafe = 2,
+  // Every method (urllib3's Retry(allowed_methods=None)).
+  kAll = 3,
+  // Exactly HttpClientOptions::allowed_methods (urllib3's
+  // Retry(allowed_methods=[...])); a key does not add a method.
+  kAllowed = 4,
+};
+
+// Returns "idempotent", "strict", "safe", "all" or "allowed" (or "unknown").
+const char* HttpMethodRuleName(HttpMethodRule rule);
+
+// Returns whether a `method` request (`keyed`: it carries an
+// Idempotency-Key) may be replayed under `rule`; `allowed` is read by
+// kAllowed only (exact, case-sensitive names, as methods are).
+bool HttpMethodReplaySafe(HttpMethodRule rule, const std::vector<std::string>& allowed,
+                          std::string_view method, bool keyed);
+
 // Returns a fresh idempotency key: a random (version 4) UUID in its canonical
 // 36-character lower-case form (RFC 9562 section 5.4), drawn from the
 // operating system's CSPRNG (getrandom(2)).
@@ -249,6 +278,13 @@ struct HttpClientOptions {
   // sent (PUT, DELETE and keyed POSTs are not). Failures before any byte was
   // sent (connection refused) are still retried. Default false.
   bool strict_methods = false;
+  // Which requests are replayed once bytes were sent (HttpMethodRule).
+  // strict_methods = true means kStrict whatever this says. Default
+  // kIdempotent. (Appended in 0.2.)
+  HttpMethodRule method_rule = HttpMethodRule::kIdempotent;
+  // The methods kAllowed replays: HTTP tokens (RFC 9110 section 9), at most
+  // 64. Create refuses a bad token with kInvalidArgument. (Appended in 0.2.)
+  std::vector<std::string> allowed_methods;
   // Called before each wait between attempts (see HttpRetryEvent).
   HttpRetryHook on_retry;
   // Polled during every call's transfers and waits (see HttpAbortHook).

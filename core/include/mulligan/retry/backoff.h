@@ -24,22 +24,32 @@
 // kExponential (the one strategy that reads it), whatever the other options:
 // 0 * multiplier^n is 0 even where multiplier^n overflows to inf.
 //
+// min_delay (default 0) raises every backoff delay to at least that much
+// (tenacity's wait_exponential(min=...), for every strategy); it is applied
+// with the cap, after jitter, so every delay lies in [min_delay, max_delay].
+// A composed `wait` (mulligan/retry/wait.h), when set, replaces kind, base,
+// multiplier and jitter; min_delay and max_delay still clamp its value.
+//
 // Accepted ranges (Backoff::Create refuses anything else with
 // kInvalidArgument naming the field; these are exactly the ranges the C
 // setters, the Python arguments and the config fields accept):
 //   base, max_delay    [0, Duration::max()]  (>= 0 ns)
 //   multiplier         [0, DBL_MAX]          (finite, >= 0)
 //   jitter_fraction    [0, 1]
+//   min_delay          [0, max_delay]
+//   wait               see ValidateWait (wait.h)
 
 #ifndef MULLIGAN_RETRY_BACKOFF_H_
 #define MULLIGAN_RETRY_BACKOFF_H_
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "mulligan/base/clock.h"
 #include "mulligan/base/random.h"
 #include "mulligan/base/status.h"
+#include "mulligan/retry/wait.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -82,6 +92,14 @@ struct BackoffOptions {
   // Must be in [0, 1] (a larger f could give a negative wait: rejected).
   // gRPC's connection backoff uses 0.2.
   double jitter_fraction = 0.2;
+  // The least delay of every backoff (not of Retry-After hints), applied
+  // after jitter together with max_delay. Must be in [0, max_delay].
+  // Default 0. (Appended in 0.2.)
+  Duration min_delay = Duration::zero();
+  // A composed wait that replaces kind, base, multiplier and jitter (see
+  // wait.h); min_delay and max_delay still clamp it. Default: unset (the
+  // strategy above). (Appended in 0.2.)
+  std::optional<WaitExpr> wait;
 };
 
 // A validated, immutable backoff schedule.
@@ -93,7 +111,7 @@ class Backoff {
   // Validates `options`. Returns kInvalidArgument naming the bad field.
   static Result<Backoff> Create(const BackoffOptions& options);
 
-  // Returns the delay before the next attempt, in [0, max_delay].
+  // Returns the delay before the next attempt, in [min_delay, max_delay].
   //   retries_made: retries already made (0 before the first retry).
   //   previous:     the previous delay returned (used by kDecorrelated; pass
   //                 base, or any value <= base, before the first retry).

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "mulligan/retry/backoff.h"
+#include "mulligan/retry/stop.h"
 #include "mulligan/base/clock.h"
 #include "mulligan/base/outcome.h"
 #include "mulligan/base/random.h"
@@ -40,9 +41,29 @@ enum class RetryAfterOverflow : int {
   kClamp = 1,
 };
 
+// The kind of a retryable failure, for separate retry counts (urllib3's
+// Retry(connect=, read=, status=, other=)). Values are pinned (they cross the
+// C ABI as MULLIGAN_RETRY_KIND_*); append only.
+enum class RetryKind : int {
+  // A transport failure before any byte was sent (refused, DNS, connect timeout).
+  kConnect = 0,
+  // A transport failure after the request was sent (reset, timeout, truncated).
+  kRead = 1,
+  // A retryable HTTP status or gRPC code the server answered.
+  kStatus = 2,
+  // Anything else (a failure the caller classified: a matching exception).
+  kOther = 3,
+};
+
+// Returns "connect", "read", "status" or "other" (or "unknown").
+const char* RetryKindName(RetryKind kind);
+// Returns the kind of a retryable `outcome`.
+RetryKind RetryKindOf(const Outcome& outcome);
+
 // Plain options; every default is DESIGN.md section 4's.
 struct RetryOptions {
-  // Total attempts including the first. Must be >= 1. Default 3.
+  // Total attempts including the first. Must be >= 1. Default 3. Ignored
+  // when `stop` is set.
   int max_attempts = 3;
   BackoffOptions backoff;
   // Total budget of one logical call, from the start of its first attempt.
@@ -76,6 +97,19 @@ struct RetryOptions {
   // seed, so a call's delays are reproducible; when unset each session draws a
   // fresh seed. Default: unset.
   std::optional<uint64_t> seed;
+  // A composed stop condition (stop.h) that replaces max_attempts: e.g.
+  // StopExpr::Any({AfterAttempts(5), AfterElapsed(30s)}), or Never() with a
+  // deadline for unlimited attempts. Its top-level after_elapsed terms also
+  // act as a deadline (see effective_deadline()). Default: unset
+  // (max_attempts decides). (Appended in 0.2.)
+  std::optional<StopExpr> stop;
+  // The most retries of each RetryKind, indexed by it (urllib3's connect,
+  // read, status and other counts), each bounded on its own inside
+  // max_attempts (or stop): a failure whose kind has used its count stops
+  // the call with kAttemptsExhausted. Each >= 0 when set; 0 means "never
+  // retry this kind". Default: unset (only the total bounds it). (Appended
+  // in 0.2.)
+  std::optional<int> max_kind_retries[4];
 };
 
 // Why a session stopped.
@@ -98,10 +132,16 @@ enum class StopReason : int {
   // A circuit breaker refused an attempt (the pipeline's Admit; never
   // retried).
   kCircuitOpen = 7,
+  // 8..11 are budget, throttled, bulkhead_full and rate_limited (the
+  // pipeline's gates).
+  // A stop condition's predicate said stop (RetryOptions::stop, a
+  // StopExpr::Predicate term; Python's mulligan.stop.when). (Appended in 0.2.)
+  kStopCondition = 12,
 };
 
 // Returns "none", "succeeded", "terminal", "attempts_exhausted", "deadline",
-// "retry_after_too_long", "not_replay_safe" or "circuit_open".
+// "retry_after_too_long", "not_replay_safe", "circuit_open" or
+// "stop_condition".
 const char* StopReasonName(StopReason reason);
 
 // The engine's answer to one outcome.
@@ -153,6 +193,9 @@ class RetryPolicy {
 
   const RetryOptions& options() const { return options_; }
   const Backoff& backoff() const { return backoff_; }
+  // The budget of one logical call: the least of options().deadline and the
+  // top-level after_elapsed terms of options().stop (nullopt: none).
+  const std::optional<Duration>& effective_deadline() const { return effective_deadline_; }
 
  private:
   RetryPolicy(const RetryOptions& options, const Backoff& backoff);
@@ -162,6 +205,7 @@ class RetryPolicy {
   std::bitset<600> retryable_status_bits_;
   uint32_t retryable_error_bits_ = 0;
   uint32_t retryable_grpc_bits_ = 0;
+  std::optional<Duration> effective_deadline_;
 };
 
 // The state of one logical call: attempts made, the previous delay, the jitter
@@ -180,8 +224,8 @@ class RetrySession {
   // attempt_timeout trimmed to the time left before the deadline, or nullopt
   // when neither is set. May be zero when the deadline has passed.
   std::optional<Duration> AttemptTimeout(TimePoint now) const;
-  // Returns the time left before the deadline at `now` (never negative), or
-  // nullopt without a deadline.
+  // Returns the time left before the effective deadline at `now` (never
+  // negative), or nullopt without one.
   std::optional<Duration> TimeLeft(TimePoint now) const;
 
   // Attempts whose outcome has been recorded.
@@ -200,9 +244,16 @@ class RetrySession {
   Duration previous_delay_;
   Random random_;
   int attempts_ = 0;
+  // Retries decided so far, by RetryKind.
+  int kind_retries_[4] = {0, 0, 0, 0};
   bool replay_safe_;
   bool finished_ = false;
   Decision last_decision_;
+
+  // Returns the stop decision's reason from options().stop or max_attempts
+  // for this failure (delay: nullopt before the wait is known), or nullopt.
+  std::optional<StopReason> StopBy(const Outcome& outcome, TimePoint now,
+                                   std::optional<Duration> delay) const;
 };
 
 }  // namespace v0
