@@ -333,9 +333,15 @@ def _resolve_retry_kwargs(name: str) -> dict[str, Any]:
 
 def _resolve_retry_extras(name: str) -> dict[str, Any]:
     """Returns the fields of policy `name` that reach ``@mulligan.retry``'s
-    engine policy without being arguments of it: ``respect_retry_after``.
-    Raises ValueError for an unknown name."""
-    return {"respect_retry_after": policy(name).respect_retry_after}
+    engine policy without being arguments of it: ``respect_retry_after`` and
+    the per-kind retry counts (``other_retries``... ; a decorated function's
+    exceptions are of the "other" kind). Raises ValueError for an unknown
+    name."""
+    p = policy(name)
+    extras: dict[str, Any] = {"respect_retry_after": p.respect_retry_after}
+    for kind, n in p._native.kind_retries.items():
+        extras[f"{kind}_retries"] = n
+    return extras
 
 
 def _resolve_breaker_kwargs(name: str) -> dict[str, Any]:

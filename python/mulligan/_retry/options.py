@@ -199,8 +199,10 @@ def _compile_policy(
         deadline=deadline,
         retry_after_max=retry_after_max,
         clamp_retry_after=_validate.flag(_OWNER, "clamp_retry_after", o["clamp_retry_after"]),
-        # Only a named policy sets it (the file's respect_retry_after).
+        # Only a named policy sets these (the file's respect_retry_after and
+        # per-kind counts).
         respect_retry_after=o.get("_extras", {}).get("respect_retry_after", True),
+        **{k: v for k, v in o.get("_extras", {}).items() if k.endswith("_retries")},
         seed=_validate.integer_or_none(_OWNER, "seed", o["seed"], 0, 2**64 - 1, range_text="[0, 2**64)"),
         wait=wait,
         min_delay=_validate.seconds(_OWNER, "min_delay", o["min_delay"]),

@@ -659,6 +659,90 @@ def test_permit_timeout(load: Any) -> None:
         assert got is admitted
 
 
+# --- composed waits, stops and per-kind counts (policy), method rules (client) --
+
+
+def test_min_delay(load: Any) -> None:
+    # 100 ms doubling: 0.1, 0.2; a 0.5 s floor lifts both.
+    fast = {"jitter": "none", "base_delay": "100ms"}
+    assert run_policy(load, {**fast, "min_delay": "0.5s"}) == ([0.5, 0.5], 3)
+    assert run_policy(load, fast) == ([0.1, 0.2], 3)  # default 0
+
+
+def test_wait(load: Any) -> None:
+    # linear start 1 s, increment 0.5 s: 1, 1.5, 2 s; a sum adds 0.25 s each.
+    four = {"max_attempts": 4}
+    linear = {"linear": {"start": "1s", "increment": "0.5s"}}
+    assert run_policy(load, {**four, "wait": linear}) == ([1.0, 1.5, 2.0], 4)
+    assert run_policy(load, {**four, "wait": {"sum": [linear, {"constant": "0.25s"}]}})[0] == [
+        1.25, 1.75, 2.25]
+    assert run_policy(load, {**four, **PLAIN})[0] == [1.0, 2.0, 4.0]  # the backoff fields
+
+
+def test_stop(load: Any) -> None:
+    # Waits 1, 2, 4, 8 s: attempts start at 0, 1, 3 and 7 s; the next wait
+    # would end at 15 s, past 8 s, so after_elapsed 8 s stops after 4 attempts.
+    assert run_policy(load, {**PLAIN, "stop": {"after_elapsed": "8s"}}) == ([1.0, 2.0, 4.0], 4)
+    assert run_policy(load, {**PLAIN, "stop": {"after_attempts": 2}}) == ([1.0], 2)
+    assert run_policy(load, PLAIN) == ([1.0, 2.0], 3)  # max_attempts' default
+
+
+def test_other_retries(load: Any) -> None:
+    # A decorated function's exceptions are the "other" kind.
+    assert run_policy(load, {**PLAIN, "max_attempts": 5, "other_retries": 1}) == ([1.0], 2)
+    assert run_policy(load, {**PLAIN, "max_attempts": 5}) == ([1.0, 2.0, 4.0, 8.0], 5)
+
+
+def kind_attempts(load: Any, url: str, policy: dict[str, Any]) -> int:
+    """Attempts of one GET of `url` by Client(policy="c"), policy "p" = `policy`."""
+    load({"policies": {"p": {"base_delay": 0, "max_attempts": 4, **policy}},
+          "clients": {"c": {"policy": "p"}}})
+    with mulligan.Client(policy="c") as c:
+        try:
+            return c.get(url).attempts
+        except mulligan.TransportError as e:
+            return e.attempts
+
+
+def test_connect_retries(load: Any) -> None:
+    url = refused_url()
+    assert kind_attempts(load, url, {"connect_retries": 1}) == 2
+    assert kind_attempts(load, url, {"status_retries": 0}) == 4  # another kind's count
+
+
+def test_read_retries(load: Any, server: Any) -> None:
+    # nginx's /reset closes the connection after reading the request: a read failure.
+    url = server.url("/reset")
+    assert kind_attempts(load, url, {"read_retries": 1}) == 2
+    assert kind_attempts(load, url, {"connect_retries": 0}) == 4
+
+
+def test_status_retries(load: Any, server: Any) -> None:
+    url = server.url("/down")
+    assert kind_attempts(load, url, {"status_retries": 2}) == 3
+    assert kind_attempts(load, url, {"read_retries": 0}) == 4
+
+
+def method_attempts(load: Any, server: Any, method: str, client: dict[str, Any]) -> int:
+    """Attempts of one unkeyed `method` /down by Client(policy="c")."""
+    load({"policies": {"p": {"base_delay": 0}}, "clients": {"c": {"policy": "p", **client}}})
+    with mulligan.Client(policy="c") as c:
+        return c.request(method, server.url("/down"), data=b"x").attempts
+
+
+def test_method_rule(load: Any, server: Any) -> None:
+    assert method_attempts(load, server, "PUT", {"method_rule": "strict"}) == 1
+    assert method_attempts(load, server, "PUT", {"method_rule": "safe"}) == 1
+    assert method_attempts(load, server, "PUT", {}) == 3  # idempotent: PUT is replayed
+
+
+def test_allowed_methods(load: Any, server: Any) -> None:
+    assert method_attempts(load, server, "POST", {"allowed_methods": ["POST"]}) == 3
+    assert method_attempts(load, server, "PUT", {"allowed_methods": ["POST"]}) == 1
+    assert method_attempts(load, server, "POST", {"allowed_methods": None}) == 3  # every method
+    assert method_attempts(load, server, "POST", {}) == 1  # an unkeyed POST is not replayed
+
+
 # --- the table, and the check that it covers the schema ---------------------
 
 FIELD_TESTS: dict[str, dict[str, Any]] = {
@@ -679,6 +763,13 @@ FIELD_TESTS: dict[str, dict[str, Any]] = {
         "retryable_errors": test_retryable_errors,
         "retryable_grpc_codes": test_retryable_grpc_codes,
         "seed": test_seed,
+        "min_delay": test_min_delay,
+        "wait": test_wait,
+        "stop": test_stop,
+        "connect_retries": test_connect_retries,
+        "read_retries": test_read_retries,
+        "status_retries": test_status_retries,
+        "other_retries": test_other_retries,
     },
     "breaker": {
         "failure_threshold": test_failure_threshold,
@@ -705,6 +796,8 @@ FIELD_TESTS: dict[str, dict[str, Any]] = {
         "verify_tls": test_verify_tls,
         "user_agent": test_user_agent,
         "breaker_key": test_breaker_key,
+        "method_rule": test_method_rule,
+        "allowed_methods": test_allowed_methods,
     },
 }
 
