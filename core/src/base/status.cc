@@ -17,6 +17,8 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kTransport: return "transport error";
     case StatusCode::kTimeout: return "timeout";
+    case StatusCode::kBudgetExhausted: return "budget exhausted";
+    case StatusCode::kThrottled: return "throttled";
   }
   return "unknown status";
 }

@@ -99,11 +99,15 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions& option
     }
   }
   parts.clock = options.clock;
+  parts.budget = options.budget.get();
+  parts.throttle = options.throttle.get();
   auto pipeline = std::make_unique<Pipeline>(parts);
   pipeline->name_ = options.name;
   pipeline->owned_policy_ = std::move(owned_policy);
   pipeline->owned_breaker_ = options.breaker;
   pipeline->owned_breakers_ = options.breakers;
+  pipeline->owned_budget_ = options.budget;
+  pipeline->owned_throttle_ = options.throttle;
   return pipeline;
 }
 
@@ -111,8 +115,12 @@ Pipeline::Pipeline(const Parts& parts) : parts_(parts) {
   if (parts_.clock == nullptr) parts_.clock = SystemClock::Default();
   if (parts_.metrics != nullptr) name_ = parts_.metrics->name();
   breaker_strategy_.Configure(parts_.breaker, parts_.breakers, parts_.breaker_per_attempt);
+  throttle_strategy_.Configure(parts_.throttle);
+  budget_strategy_.Configure(parts_.budget);
   // The fixed order (DESIGN.md section 2); strategies not configured are
   // left out, so they cost nothing.
+  if (throttle_strategy_.enabled()) strategies_[strategy_count_++] = &throttle_strategy_;
+  if (budget_strategy_.enabled()) strategies_[strategy_count_++] = &budget_strategy_;
   if (breaker_strategy_.enabled()) strategies_[strategy_count_++] = &breaker_strategy_;
 }
 
@@ -162,6 +170,7 @@ Call::Call(const Pipeline* pipeline, const RetryPolicy* policy, TimePoint now,
       state_, options.breaker_key.empty() ? options.key : options.breaker_key);
   metrics_ = pipeline->MetricsFor(options.key);
   if (metrics_ != nullptr) metrics_->CallStarted();
+  pipeline->budget_strategy_.Begin(now);
 }
 
 Call::Call(Call&& other) noexcept
@@ -316,6 +325,12 @@ Status Call::RefusalStatus() const {
     Admission refused;
     refused.retry_in = admission_.retry_in;
     return state_.breaker->OpenStatus(refused);
+  }
+  if (admission_.reason == StopReason::kThrottled) {
+    const AdaptiveThrottle* throttle = pipeline_->parts_.throttle;
+    std::string text = "throttled: adaptive throttling";
+    if (throttle != nullptr && !throttle->name().empty()) text += " '" + throttle->name() + "'";
+    return Status(StatusCode::kThrottled, text + " rejected the call locally");
   }
   return Status(StatusCode::kUnavailable,
                 std::string("refused: ") + StopReasonName(admission_.reason));

@@ -21,6 +21,8 @@ const char* StopReasonName(StopReason reason) {
     case StopReason::kNotReplaySafe: return "not_replay_safe";
     case StopReason::kCircuitOpen: return "circuit_open";
     case StopReason::kStopCondition: return "stop_condition";
+    case StopReason::kBudget: return "budget";
+    case StopReason::kThrottled: return "throttled";
   }
   return "unknown";
 }

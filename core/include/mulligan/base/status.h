@@ -45,6 +45,11 @@ enum class StatusCode : int {
   kTransport = 9,
   // An attempt did not finish within its timeout.
   kTimeout = 10,
+  // A retry budget refused a retry (a front door that reports a code for a
+  // budget stop; most keep the last failure instead). (Added in 0.3.)
+  kBudgetExhausted = 11,
+  // Adaptive throttling rejected the call locally; not retried. (Added in 0.3.)
+  kThrottled = 12,
 };
 
 // Returns static text naming `code` ("ok", "invalid argument", ...). Never null;

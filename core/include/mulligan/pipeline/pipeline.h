@@ -66,6 +66,12 @@ struct PipelineOptions {
   // Report calls, attempts, retries, successes, failures, fallbacks and
   // delays (telemetry/metrics.h). Default true.
   bool report_metrics = true;
+  // Strategy 4's gates (Added in 0.3.): a retry budget every retry must be
+  // granted by (budget/budget.h; shared by name through RetryBudget::Shared),
+  // and adaptive throttling asked before every attempt (budget/throttle.h).
+  // Default: none.
+  std::shared_ptr<RetryBudget> budget;
+  std::shared_ptr<AdaptiveThrottle> throttle;
   // Where names are looked up; null means MetricsRegistry::Default().
   // REQUIRES: outlives the pipeline.
   MetricsRegistry* metrics_registry = nullptr;
@@ -95,6 +101,9 @@ class Pipeline {
     Metrics* metrics = nullptr;
     MetricsRegistry* metrics_registry = nullptr;
     Clock* clock = nullptr;
+    // Strategy 4's gates (Added in 0.3.).
+    RetryBudget* budget = nullptr;
+    AdaptiveThrottle* throttle = nullptr;
   };
 
   // Validates `options` (the retry options as RetryPolicy::Create does; at
@@ -125,6 +134,9 @@ class Pipeline {
   CircuitBreaker* breaker() const { return parts_.breaker; }
   BreakerRegistry* breakers() const { return parts_.breakers; }
   bool breaker_per_attempt() const { return parts_.breaker_per_attempt; }
+  // The retry budget and the throttle, or null. (Added in 0.3.)
+  RetryBudget* budget() const { return parts_.budget; }
+  AdaptiveThrottle* throttle() const { return parts_.throttle; }
 
  private:
   friend class Call;
@@ -139,7 +151,11 @@ class Pipeline {
   std::shared_ptr<BreakerRegistry> owned_breakers_;
   // The strategies, in the pipeline's fixed order.
   internal::BreakerStrategy breaker_strategy_;
-  const internal::Strategy* strategies_[4] = {};
+  std::shared_ptr<RetryBudget> owned_budget_;
+  std::shared_ptr<AdaptiveThrottle> owned_throttle_;
+  internal::ThrottleStrategy throttle_strategy_;
+  internal::BudgetStrategy budget_strategy_;
+  const internal::Strategy* strategies_[8] = {};
   int strategy_count_ = 0;
 };
 

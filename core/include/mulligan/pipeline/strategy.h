@@ -25,6 +25,8 @@
 #include "mulligan/base/clock.h"
 #include "mulligan/base/outcome.h"
 #include "mulligan/breaker/circuit_breaker.h"
+#include "mulligan/budget/budget.h"
+#include "mulligan/budget/throttle.h"
 #include "mulligan/retry/policy.h"
 
 namespace mulligan {
@@ -46,6 +48,9 @@ struct CallState {
   CircuitBreaker* breaker = nullptr;
   std::shared_ptr<CircuitBreaker> breaker_owner;
   Permit permit;
+  // Strategy 4, retry budget: what the call's last retry took (-1: no retry
+  // was granted yet). (Added in 0.3.)
+  int64_t budget_cost = -1;
 };
 
 // The interface every strategy implements. Implementations are immutable
@@ -101,6 +106,51 @@ class BreakerStrategy final : public Strategy {
   class BreakerRegistry* registry_ = nullptr;
   bool per_attempt_ = false;
 };
+
+// Strategy 4's gates (Added in 0.3.): the retry budget and adaptive
+// throttling (budget/budget.h, budget/throttle.h).
+//   Budget: the first attempt is never asked; a retryable failure is told
+//   (A6 takes a token); a retry decision asks TryRetry, and a refusal turns
+//   it into a stop with kBudget (the failure stays the call's error). A
+//   success that needed no retry is counted lazily (AddSuccesses); one after
+//   retries refunds what the last retry took (AWS). Terminal failures are
+//   not told (A6 counts only retryable codes).
+class BudgetStrategy final : public Strategy {
+ public:
+  void Configure(RetryBudget* budget) { budget_ = budget; }
+  bool enabled() const { return budget_ != nullptr; }
+  // A call began (kRatio deposits).
+  void Begin(TimePoint now) const {
+    if (budget_ != nullptr) budget_->OnCallStarted(now);
+  }
+  void Admit(CallState&, TimePoint, AttemptAdmission&) const override {}
+  void Record(CallState& call, const Outcome& outcome, Decision& decision,
+              TimePoint now) const override;
+  void Release(CallState&, TimePoint) const override {}
+
+ private:
+  RetryBudget* budget_ = nullptr;
+};
+
+//   Throttle: asked before every attempt (retries are requests too, as the
+//   SRE book counts them); a rejection refuses with kThrottled; every
+//   recorded attempt that was not an overload answer counts an accept.
+class ThrottleStrategy final : public Strategy {
+ public:
+  void Configure(AdaptiveThrottle* throttle) { throttle_ = throttle; }
+  bool enabled() const { return throttle_ != nullptr; }
+  void Admit(CallState& call, TimePoint now, AttemptAdmission& admission) const override;
+  void Record(CallState& call, const Outcome& outcome, Decision& decision,
+              TimePoint now) const override;
+  void Release(CallState&, TimePoint) const override {}
+
+ private:
+  AdaptiveThrottle* throttle_ = nullptr;
+};
+
+// The budget failure kind of a retryable outcome: a timeout, an overload
+// answer (429, 503, RESOURCE_EXHAUSTED), or other.
+BudgetFailure BudgetFailureOf(const Outcome& outcome);
 
 }  // namespace internal
 }  // namespace v0

@@ -144,6 +144,17 @@ struct RetryCallOptions {
   // MetricsRegistry::Default().Get("payments"), looked up once and kept.
   // Borrowed; null (the default) reports nothing.
   Metrics* metrics = nullptr;
+
+  // A retry budget every retry must be granted by (budget/budget.h):
+  // a refusal ends the call with the last attempt's error and
+  // info->stop_reason kBudget. Borrowed; null (the default): none.
+  // (Added in 0.3.)
+  RetryBudget* budget = nullptr;
+  // Adaptive throttling asked before every attempt (budget/throttle.h): a
+  // rejection ends the call with a kThrottled status (never retried) and
+  // info->stop_reason kThrottled. Borrowed; null (the default): none.
+  // (Added in 0.3.)
+  AdaptiveThrottle* throttle = nullptr;
 };
 
 namespace internal {
@@ -225,6 +236,8 @@ inline Pipeline::Parts PartsOf(const RetryPolicy& policy, const RetryCallOptions
   parts.breaker_per_attempt = options.breaker_per_attempt || options.breaker_record_each_attempt;
   parts.metrics = options.metrics;
   parts.clock = clock;
+  parts.budget = options.budget;
+  parts.throttle = options.throttle;
   return parts;
 }
 
@@ -279,8 +292,12 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
   for (;;) {
     const AttemptAdmission admission = call.Admit(admit_at);
     if (admission.refused()) {
-      info.circuit_open = true;
-      info.retry_in = admission.retry_in;
+      if (admission.reason == StopReason::kCircuitOpen) {
+        info.circuit_open = true;
+        info.retry_in = admission.retry_in;
+      } else {
+        info.stop_reason = admission.reason;
+      }
       Status refused = call.RefusalStatus();
       if (std::optional<R> answer = finish(kHasFallback, refused)) return std::move(*answer);
       return R(std::move(refused));

@@ -132,16 +132,21 @@ enum class StopReason : int {
   // A circuit breaker refused an attempt (the pipeline's Admit; never
   // retried).
   kCircuitOpen = 7,
-  // 8..11 are budget, throttled, bulkhead_full and rate_limited (the
-  // pipeline's gates).
+  // A retry budget refused the retry (budget/budget.h); the last failure is
+  // kept as the call's error. (Added in 0.3.)
+  kBudget = 8,
+  // Adaptive throttling rejected the attempt locally (budget/throttle.h;
+  // never retried). (Added in 0.3.)
+  kThrottled = 9,
+  // 10..11 are bulkhead_full and rate_limited (the pipeline's gates).
   // A stop condition's predicate said stop (RetryOptions::stop, a
   // StopExpr::Predicate term; Python's mulligan.stop.when). (Appended in 0.2.)
   kStopCondition = 12,
 };
 
 // Returns "none", "succeeded", "terminal", "attempts_exhausted", "deadline",
-// "retry_after_too_long", "not_replay_safe", "circuit_open" or
-// "stop_condition".
+// "retry_after_too_long", "not_replay_safe", "circuit_open",
+// "stop_condition", "budget" or "throttled".
 const char* StopReasonName(StopReason reason);
 
 // The engine's answer to one outcome.
