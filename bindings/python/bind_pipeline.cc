@@ -36,8 +36,13 @@ namespace {
 // Not copyable or movable: the pipeline points at the members.
 struct PyPipeline {
   PyPipeline(const RetryPolicy& p, std::shared_ptr<CircuitBreaker> b, bool per_attempt,
-             Metrics* m)
-      : policy(p), breaker(std::move(b)), pipeline(Parts(per_attempt, m)) {}
+             Metrics* m, std::shared_ptr<RetryBudget> bu = nullptr,
+             std::shared_ptr<AdaptiveThrottle> th = nullptr)
+      : policy(p),
+        breaker(std::move(b)),
+        budget(std::move(bu)),
+        throttle(std::move(th)),
+        pipeline(Parts(per_attempt, m)) {}
   PyPipeline(const PyPipeline&) = delete;
   PyPipeline& operator=(const PyPipeline&) = delete;
 
@@ -47,11 +52,15 @@ struct PyPipeline {
     parts.breaker = breaker.get();
     parts.breaker_per_attempt = per_attempt;
     parts.metrics = metrics;
+    parts.budget = budget.get();
+    parts.throttle = throttle.get();
     return parts;
   }
 
   const RetryPolicy policy;
   const std::shared_ptr<CircuitBreaker> breaker;
+  const std::shared_ptr<RetryBudget> budget;        // (Added in 0.3.)
+  const std::shared_ptr<AdaptiveThrottle> throttle;  // (Added in 0.3.)
   const Pipeline pipeline;
 };
 
@@ -78,14 +87,16 @@ void BindPipelineClass(py::module_& m) {
   py::class_<PyPipeline>(m, "Pipeline",
                          "The composition every Python front door drives (immutable; shareable).")
       .def(py::init([](const RetryPolicy& policy, py::object breaker, bool per_attempt,
-                       Metrics* metrics) {
+                       Metrics* metrics, std::shared_ptr<RetryBudget> budget,
+                       std::shared_ptr<AdaptiveThrottle> throttle) {
              std::shared_ptr<CircuitBreaker> core_breaker;
              if (!breaker.is_none()) core_breaker = BreakerOf(breaker);
              return std::make_unique<PyPipeline>(policy, std::move(core_breaker), per_attempt,
-                                                 metrics);
+                                                 metrics, std::move(budget), std::move(throttle));
            }),
            py::arg("policy"), py::arg("breaker") = py::none(),
            py::arg("breaker_per_attempt") = false, py::arg("metrics") = nullptr,
+           py::arg("budget") = nullptr, py::arg("throttle") = nullptr,
            "Builds a pipeline over a RetryPolicy, an optional _core.CircuitBreaker and\n"
            "the _core.Metrics it reports to (None: none).")
       .def(
@@ -158,6 +169,12 @@ void BindCallClass(py::module_& m) {
           "breaker_name",
           [](const PyCall& c) {
             return c.call.breaker() != nullptr ? Utf8(c.call.breaker()->name()) : py::str("");
+          })
+      .def_property_readonly(
+          "throttle_name",
+          [](const PyCall& c) {
+            const PyPipeline& p = c.pipeline.cast<const PyPipeline&>();
+            return p.throttle != nullptr ? Utf8(p.throttle->name()) : py::str("");
           })
       .def_property_readonly("attempts", [](const PyCall& c) { return c.call.attempts(); })
       .def_property_readonly(

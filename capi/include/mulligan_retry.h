@@ -113,7 +113,13 @@ typedef enum mulligan_stop_reason {
    *  MULLIGAN_STOP_NONE with circuit_open = 1 for it, as in 0.1.
    *  @since 0.2 */
   MULLIGAN_STOP_CIRCUIT_OPEN = 7,
-  /* 8..11: budget, throttled, bulkhead full, rate limited (the pipeline's gates). */
+  /** A retry budget refused the retry; the last failure is kept as the
+   *  call's error. @since 0.3 */
+  MULLIGAN_STOP_BUDGET = 8,
+  /** Adaptive throttling rejected the attempt locally (never retried).
+   *  @since 0.3 */
+  MULLIGAN_STOP_THROTTLED = 9,
+  /* 10..11: bulkhead full, rate limited (the pipeline's gates). */
   /** A stop condition's predicate said stop (mulligan::StopExpr::Predicate;
    *  Python's mulligan.stop.when). @since 0.2 */
   MULLIGAN_STOP_STOP_CONDITION = 12

@@ -54,7 +54,11 @@ typedef enum mulligan_status {
   /** Transport failure: connection refused or reset, DNS failure, TLS error. */
   MULLIGAN_E_TRANSPORT = 9,
   /** An attempt did not finish within its timeout. */
-  MULLIGAN_E_TIMEOUT = 10
+  MULLIGAN_E_TIMEOUT = 10,
+  /** A retry budget refused a retry. @since 0.3 */
+  MULLIGAN_E_BUDGET_EXHAUSTED = 11,
+  /** Adaptive throttling rejected the call locally; not retried. @since 0.3 */
+  MULLIGAN_E_THROTTLED = 12
 } mulligan_status;
 
 /**

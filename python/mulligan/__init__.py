@@ -80,6 +80,9 @@ from ._config.policies import (
     reload_config,
 )
 from ._version import __version__
+# Overload protection (Added in 0.3.)
+from ._errors import ThrottledError
+from ._budget import AdaptiveThrottle, RetryBudget
 from . import stop, testing, wait
 
 __all__ = [
@@ -133,6 +136,9 @@ __all__ = [
     "TruncatedResponse",
     "WSGIIdempotencyMiddleware",
     "__version__",
+    "AdaptiveThrottle",
+    "RetryBudget",
+    "ThrottledError",
     "add_event_listener",
     "breaker_config",
     "breakers",

@@ -50,6 +50,7 @@ __all__ = [
     "TlsError",
     "TransportError",
     "TruncatedResponse",
+    "ThrottledError",
 ]
 
 
@@ -417,6 +418,7 @@ _DEADLINE_EXCEEDED = 6
 _CIRCUIT_OPEN = 7
 _TRANSPORT = 9
 _TIMEOUT = 10
+_THROTTLED = 12  # (Added in 0.3.)
 
 
 def _from_status(
@@ -433,6 +435,8 @@ def _from_status(
         return ValueError(message)
     if code == _CIRCUIT_OPEN:
         return CircuitOpenError(message, attempts=attempts or 0)
+    if code == _THROTTLED:
+        return ThrottledError(message, attempts=attempts or 0)
     if code in (_TRANSPORT, _TIMEOUT, _DEADLINE_EXCEEDED):
         if code == _DEADLINE_EXCEEDED:
             cls: type[TransportError] = DeadlineExceeded
@@ -451,3 +455,37 @@ def _from_status(
             idempotency_key=idempotency_key,
         )
     return MulliganError(message)
+
+
+# --- Overload protection: adaptive throttling (Added in 0.3.) ---------------
+
+
+class ThrottledError(MulliganError):
+    """Adaptive throttling (:class:`mulligan.AdaptiveThrottle`, the Google SRE
+    book's client-side throttling) rejected the call locally: the dependency
+    has been refusing requests (429/503, RESOURCE_EXHAUSTED/UNAVAILABLE) and
+    this client sheds load before sending. Never retried.
+
+    Attributes:
+        name: the throttle's name ("" when unnamed).
+        retry_in: None (a throttle gives no time; it rejects with a
+            probability that falls as the dependency accepts again).
+        attempts: attempts made before the rejection.
+
+    .. versionadded:: 0.3.0
+    """
+
+    def __init__(self, message: str, *, name: str = "", attempts: int = 0) -> None:
+        super().__init__(message)
+        self.name = name
+        self.retry_in: Optional[float] = None
+        self.attempts = attempts
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_throttled, (str(self), dict(self.__dict__)))
+
+
+def _rebuild_throttled(message: str, state: dict[str, Any]) -> ThrottledError:
+    exc = ThrottledError(message)
+    exc.__dict__.update(state)
+    return exc

@@ -95,7 +95,7 @@ async def _run_async(
 def wrap_async(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
     """Returns the retrying ``async def`` wrapper of coroutine function `fn`."""
     catch = cfg.catch
-    if cfg.breaker is not None:
+    if cfg.breaker is not None or cfg.throttle is not None:
         return _wrap_async_with_breaker(fn, cfg)
     if cfg.check is None and cfg.on_result is None and not cfg.timed:
 

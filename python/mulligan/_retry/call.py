@@ -22,7 +22,7 @@ import math
 from typing import Any, Optional
 
 from .. import _core
-from .._errors import AttemptOutcome, CircuitOpenError, RetriesExhausted, _circuit_open
+from .._errors import AttemptOutcome, CircuitOpenError, RetriesExhausted, ThrottledError, _circuit_open
 from .._text import format_seconds
 from .fallback import call_fallback
 from .hooks import RetryDetails, RetryStatistics, log_give_up, log_retry
@@ -100,6 +100,8 @@ def first_failure(
         if core is not None:
             core.abandon(STATE.now(), 1)
         return None
+    if cfg.budget is not None:
+        cfg.budget._flush()  # the successes counted since, before the failure
     if not STATE.active:
         if core is not None:
             core.record(_RETRYABLE_FAILURE, STATE.now())
@@ -107,8 +109,11 @@ def first_failure(
     return _Call(cfg, start, core)
 
 
-def refusal(core: Any, attempts: int) -> CircuitOpenError:
-    """The CircuitOpenError of a call its breaker refused after ``attempts`` attempts."""
+def refusal(core: Any, attempts: int) -> Any:
+    """The CircuitOpenError of a call its breaker refused after ``attempts``
+    attempts (ThrottledError when adaptive throttling rejected it)."""
+    if core.refusal_reason == "throttled":
+        return ThrottledError(core.refusal_message, name=core.throttle_name, attempts=attempts)
     refused = _circuit_open(core.breaker_name, core.retry_in, core.refusal_message)
     refused.attempts = attempts
     return refused
@@ -156,7 +161,7 @@ class _Call:
             start = core.start
         self.core = core
         self.start = start
-        self.guarded = cfg.breaker is not None
+        self.guarded = cfg.breaker is not None or cfg.throttle is not None
         self.attempt = 1  # the attempt that is running or just failed
         self.waited = 0.0
         self.outcomes: Optional[list[AttemptOutcome]] = [] if cfg.raise_on_give_up or cfg.fallback is not _MISSING else None
@@ -265,7 +270,7 @@ class _Call:
             return None
         refused = refusal(self.core, self.attempt - 1)
         self.attempt -= 1  # the refused attempt never ran: statistics count the attempts made
-        self.finish("circuit_open")
+        self.finish(self.core.refusal_reason)
         if self.core.use_fallback:
             return _Fallback(call_fallback(self.cfg.fallback, refused))
         raise refused from exc

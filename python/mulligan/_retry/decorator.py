@@ -45,6 +45,9 @@ from .options import _MISSING, _WAIT_REPLACES, ExceptionSpec, HookSpec, RetryOpt
 from .sync_driver import wrap_sync
 
 if TYPE_CHECKING:
+    from .._budget import AdaptiveThrottle, RetryBudget
+
+if TYPE_CHECKING:
     if sys.version_info >= (3, 11):
         from typing import Unpack
     else:
@@ -186,6 +189,8 @@ def retry(
     breaker: Optional[CircuitBreaker] = None,
     breaker_per_attempt: bool = False,
     fallback: Any = _MISSING,
+    budget: Optional[RetryBudget] = None,
+    throttle: Optional[AdaptiveThrottle] = None,
 ) -> RetryDecorator:
     """Retries a function, method or coroutine function when an attempt fails.
 
@@ -289,6 +294,14 @@ def retry(
             (gave up, or refused by the breaker). A callable is called with
             the final exception and its return value is returned; any other
             object is returned as is. Counted in the ``fallbacks`` metric.
+        budget: a :class:`mulligan.RetryBudget` every retry must be granted
+            by (the first attempt never asks it). A refused retry ends the
+            call as a give-up would, with the last failure and stop reason
+            ``"budget"``. Default None. .. versionadded:: 0.3.0
+        throttle: a :class:`mulligan.AdaptiveThrottle` asked before every
+            attempt; a local rejection raises :class:`mulligan.ThrottledError`
+            (or returns the fallback), never retried. Default None.
+            .. versionadded:: 0.3.0
 
     Returns:
         A :class:`RetryDecorator`.
@@ -339,6 +352,8 @@ def retry(
         "breaker": breaker,
         "breaker_per_attempt": breaker_per_attempt,
         "fallback": fallback,
+        "budget": budget,
+        "throttle": throttle,
     }
     _Config(options, "<validation>", report=False)  # validate now, at decoration time
     return RetryDecorator(options)

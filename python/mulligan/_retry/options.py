@@ -238,6 +238,8 @@ class _Config:
         "fallback",
         "pipeline",
         "stop_predicates",
+        "budget",
+        "throttle",
     )
 
     def __init__(self, options: dict[str, Any], name: str, *, report: bool = True) -> None:
@@ -276,6 +278,7 @@ class _Config:
         self.breaker_per_attempt = _validate.flag(_OWNER, "breaker_per_attempt", o["breaker_per_attempt"])
         self.raise_on_give_up = _validate.flag(_OWNER, "raise_on_give_up", o["raise_on_give_up"])
         self.fallback: Any = o["fallback"]
+        self._set_gates(o)
         policy, deadline, retry_after_max, predicates = _compile_policy(o)
         self.stop_predicates: tuple[Callable[[StopContext], Any], ...] = predicates
         self.policy: _core.RetryPolicy = policy
@@ -287,6 +290,16 @@ class _Config:
         if report:
             self.metrics = _metrics._metrics_for(name)
             self.tick = _metrics._success_ticker(name)
+            if self.budget is not None:
+                # A first-attempt success also earns for the budget: a
+                # second Python counter, still no native call.
+                metrics_tick, budget_tick = self.tick, self.budget._tick
+
+                def tick() -> None:
+                    metrics_tick()
+                    budget_tick()
+
+                self.tick = tick
         self.pipeline = self._make_pipeline(report)
         self.statistics: contextvars.ContextVar[Optional[RetryStatistics]] = contextvars.ContextVar(
             f"mulligan.statistics:{name}", default=None
@@ -301,7 +314,23 @@ class _Config:
             self.breaker._core if self.breaker is not None else None,
             self.breaker_per_attempt,
             self.metrics if report else None,
+            self.budget._core if self.budget is not None else None,
+            self.throttle._core if self.throttle is not None else None,
         )
+
+    def _set_gates(self, o: dict[str, Any]) -> None:
+        """Checks and sets ``budget=`` and ``throttle=`` (Added in 0.3.)."""
+        from .._budget import AdaptiveThrottle, RetryBudget
+
+        budget, throttle = o["budget"], o["throttle"]
+        if budget is not None and not isinstance(budget, RetryBudget):
+            raise TypeError(f"mulligan.retry: budget must be a mulligan.RetryBudget, got {budget!r}")
+        if throttle is not None and not isinstance(throttle, AdaptiveThrottle):
+            raise TypeError(
+                f"mulligan.retry: throttle must be a mulligan.AdaptiveThrottle, got {throttle!r}"
+            )
+        self.budget: Optional[RetryBudget] = budget
+        self.throttle: Optional[AdaptiveThrottle] = throttle
 
     def _set_callbacks(self, o: dict[str, Any]) -> None:
         """Checks and sets what decides retries (``on``, ``on_result``,
@@ -394,5 +423,8 @@ _DEFAULTS: dict[str, Any] = {
     "breaker": None,
     "breaker_per_attempt": False,
     "fallback": _MISSING,
+    # Overload protection (Added in 0.3.)
+    "budget": None,
+    "throttle": None,
 }
 

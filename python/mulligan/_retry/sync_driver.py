@@ -82,7 +82,7 @@ def _run_sync(
 def wrap_sync(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
     """Returns the retrying wrapper of the plain function `fn`."""
     catch = cfg.catch
-    if cfg.breaker is not None:
+    if cfg.breaker is not None or cfg.throttle is not None:
         return _wrap_sync_with_breaker(fn, cfg)
     if cfg.check is None and cfg.on_result is None and not cfg.timed:
         # The common case, kept minimal: exception types, no deadline.

@@ -24,7 +24,8 @@
 //
 // Randomness: each Admit draws u in [0, 1) from splitmix64 over an atomic
 // counter seeded with `seed` (lock-free; deterministic for one thread, so
-// tests are exact), and rejects when u < p. Unset seed: from the OS entropy.
+// tests are exact), and rejects when u < p; no draw is made while p is 0.
+// Unset seed: from the OS entropy.
 //
 // Hot path (DESIGN.md section 2): an accepted success is counted lazily (a
 // sharded counter) and folded into the window at the next Admit, dated then.

@@ -1,0 +1,211 @@
+"""Retry budgets and adaptive throttling (:class:`RetryBudget`,
+:class:`AdaptiveThrottle`), over the core's ``mulligan/budget/``.
+
+A budget is shared by every decorated function given the same object; a
+name makes it process-wide: a constructor called with a name already in use
+returns the first object (its options win). Successes that needed no retry
+are counted on the hot path without a native call (the bound ``__next__``
+of an :class:`itertools.count`, atomic under the GIL) and handed to the
+engine when the budget is next asked (a failure, :meth:`RetryBudget.tokens`):
+the ordering approximation of DESIGN.md section 2, documented in
+``core/include/mulligan/budget/budget.h``.
+
+.. versionadded:: 0.3.0
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any, Callable, Optional
+
+from .. import _core
+from .._retry.state import STATE
+
+__all__ = ["AdaptiveThrottle", "RetryBudget"]
+
+_lock = threading.Lock()
+_budgets: dict[str, "RetryBudget"] = {}
+_throttles: dict[str, "AdaptiveThrottle"] = {}
+
+
+class RetryBudget:
+    """A retry budget: how many retries calls may make, shared by every
+    function (and client) that holds it. The first attempt of a call is never
+    refused; a refused retry ends the call with its last failure (raised or
+    returned as a give-up after the last attempt would be) and stop reason
+    ``"budget"``. Build one with a constructor per kind:
+
+    * :meth:`token_bucket` (gRPC A6 ``retryThrottling``),
+    * :meth:`quota` (the AWS SDKs' standard-mode retry quota, 2020 numbers),
+    * :meth:`ratio` (Finagle's ``RetryBudget``, Envoy's ``retry_budget``).
+
+    Thread-safety: safe to share between threads and event loops.
+
+    .. versionadded:: 0.3.0
+    """
+
+    __slots__ = ("_core", "_tick", "_reads", "_flushed", "__weakref__")
+
+    def __init__(self, core: Any) -> None:
+        """Private: use a constructor per kind."""
+        self._core = core
+        self._tick: Callable[[], int] = itertools.count().__next__
+        self._reads = 0
+        self._flushed = 0
+
+    @staticmethod
+    def _named(name: str, make: Callable[[], Any]) -> "RetryBudget":
+        if not isinstance(name, str):
+            raise TypeError(f"RetryBudget: name must be a str, got {name!r}")
+        if not name:
+            return RetryBudget(make())
+        with _lock:
+            found = _budgets.get(name)
+            if found is None:
+                found = RetryBudget(make())
+                _budgets[name] = found
+            return found
+
+    @classmethod
+    def token_bucket(
+        cls, max_tokens: float = 100.0, token_ratio: float = 0.5, *, name: str = ""
+    ) -> "RetryBudget":
+        """gRPC A6 ``retryThrottling``: tokens start at ``max_tokens`` (in (0,
+        1000]); a retryable failure takes 1, a success adds ``token_ratio``
+        (>= 0.001; 3 decimal places kept), clamped to [0, max_tokens]; a retry
+        is allowed only while tokens > max_tokens / 2. ValueError names a bad
+        field."""
+        return cls._named(name, lambda: _core.RetryBudget.token_bucket(
+            float(max_tokens), float(token_ratio), name))
+
+    @classmethod
+    def quota(
+        cls,
+        capacity: int = 500,
+        retry_cost: int = 5,
+        timeout_cost: int = 10,
+        throttling_cost: int = 5,
+        no_retry_increment: int = 1,
+        *,
+        name: str = "",
+    ) -> "RetryBudget":
+        """The AWS SDKs' standard retry mode quota (2020 numbers, the default
+        of botocore, the Java SDK v2, aws-sdk-js-v3 and aws-sdk-go-v2): a
+        retry takes ``retry_cost``, after a timeout ``timeout_cost``, after a
+        throttling answer (429, 503) ``throttling_cost``; refused when less
+        capacity is left; a success refunds its last retry's cost, or adds
+        ``no_retry_increment`` when it needed none. The 2026 revision (opt-in
+        through AWS_NEW_RETRIES_2026): ``retry_cost=14, timeout_cost=14,
+        throttling_cost=5``. ``capacity`` > 0, costs >= 0."""
+        return cls._named(name, lambda: _core.RetryBudget.quota(
+            int(capacity), int(retry_cost), int(timeout_cost), int(throttling_cost),
+            int(no_retry_increment), name))
+
+    @classmethod
+    def ratio(
+        cls,
+        ttl: float = 10.0,
+        percent: float = 0.2,
+        min_retries_per_second: float = 10.0,
+        *,
+        name: str = "",
+    ) -> "RetryBudget":
+        """Finagle's ``RetryBudget``: retries at most ``percent`` (in [0, 1])
+        of the calls seen in the last ``ttl`` seconds (in [1, 60]), plus a
+        floor of ``min_retries_per_second`` (>= 0)."""
+        return cls._named(name, lambda: _core.RetryBudget.ratio(
+            float(ttl), float(percent), float(min_retries_per_second), name, STATE.now()))
+
+    def _flush(self) -> None:
+        """Hands the successes counted since the last flush to the engine."""
+        total = self._tick() - self._reads
+        self._reads += 1
+        if total > self._flushed:
+            self._core.add_successes(total - self._flushed)
+            self._flushed = total
+
+    def tokens(self) -> float:
+        """The room left now: tokens (token bucket), capacity (quota), or
+        retries available (ratio)."""
+        self._flush()
+        return float(self._core.tokens(STATE.now()))
+
+    @property
+    def kind(self) -> str:
+        """``"token_bucket"``, ``"quota"`` or ``"ratio"``."""
+        return str(self._core.kind)
+
+    @property
+    def name(self) -> str:
+        return str(self._core.name)
+
+    @property
+    def refused(self) -> int:
+        """Retries refused so far."""
+        return int(self._core.refused)
+
+    @property
+    def allowed(self) -> int:
+        """Retries granted so far."""
+        return int(self._core.allowed)
+
+    def __repr__(self) -> str:
+        return f"<mulligan.RetryBudget {self.kind} name={self.name!r}>"
+
+
+class AdaptiveThrottle:
+    """Client-side adaptive throttling (Google SRE book, "Handling
+    Overload"): over the last ``window`` seconds (default 120) the client
+    counts requests (every attempt, retries and its own rejections included)
+    and accepts (every answer that is not an overload answer: a 429 or 503,
+    gRPC RESOURCE_EXHAUSTED or UNAVAILABLE, a refused connection), and
+    rejects a new attempt locally with probability
+    ``max(0, (requests - k * accepts) / (requests + 1))``. ``k`` >= 1
+    (default 2). A rejection raises :class:`mulligan.ThrottledError` (never
+    retried). ``seed`` makes the draws reproducible.
+
+    Thread-safety: safe to share between threads and event loops.
+
+    .. versionadded:: 0.3.0
+    """
+
+    __slots__ = ("_core", "__weakref__")
+
+    def __new__(
+        cls, window: float = 120.0, k: float = 2.0, *, seed: Optional[int] = None, name: str = ""
+    ) -> "AdaptiveThrottle":
+        if not isinstance(name, str):
+            raise TypeError(f"AdaptiveThrottle: name must be a str, got {name!r}")
+        with _lock:
+            found = _throttles.get(name) if name else None
+            if found is not None:
+                return found
+            self = super().__new__(cls)
+            self._core = _core.AdaptiveThrottle(float(window), float(k), seed, name)
+            if name:
+                _throttles[name] = self
+            return self
+
+    def probability(self) -> float:
+        """The rejection probability now."""
+        return float(self._core.probability(STATE.now()))
+
+    @property
+    def name(self) -> str:
+        return str(self._core.name)
+
+    @property
+    def rejected(self) -> int:
+        """Attempts rejected so far."""
+        return int(self._core.rejected)
+
+    def __repr__(self) -> str:
+        return f"<mulligan.AdaptiveThrottle name={self.name!r}>"
+
+
+def _clear() -> None:
+    """Forgets every named budget and throttle (mulligan.testing)."""
+    with _lock:
+        _budgets.clear()
+        _throttles.clear()

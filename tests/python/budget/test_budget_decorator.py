@@ -1,0 +1,150 @@
+"""@mulligan.retry(budget=..., throttle=...): a refused retry keeps the last
+failure with stop reason "budget"; a throttled call raises ThrottledError and
+is never retried; bad options are refused naming the field."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import mulligan
+from mulligan import _budget
+from mulligan.testing import FakeClock, set_clock
+
+
+@pytest.fixture(autouse=True)
+def _clock() -> object:
+    _budget._clear()
+    clock = FakeClock()
+    with set_clock(clock):
+        yield clock
+    _budget._clear()
+
+
+class Down(Exception):
+    pass
+
+
+def test_a6_budget_stops_retries_and_keeps_the_last_failure() -> None:
+    # max 10: see budget_test.cc's RetryCall case: 3, 2, 1, 1 attempts.
+    budget = mulligan.RetryBudget.token_bucket(10, 0.1)
+    attempts: list[int] = []
+    reasons: list[str] = []
+
+    @mulligan.retry(on=Down, attempts=3, base_delay=0, budget=budget,
+                    on_give_up=lambda d: reasons.append(d.stop_reason))
+    def call() -> None:
+        attempts[-1] += 1
+        raise Down(f"down {attempts[-1]}")
+
+    for _ in range(4):
+        attempts.append(0)
+        with pytest.raises(Down) as info:
+            call()
+        assert str(info.value) == f"down {attempts[-1]}"
+    assert attempts == [3, 2, 1, 1]
+    assert reasons == ["attempts_exhausted", "budget", "budget", "budget"]
+    assert budget.tokens() == pytest.approx(3.0)
+    assert budget.refused == 3
+
+
+def test_successes_earn_lazily() -> None:
+    budget = mulligan.RetryBudget.token_bucket(10, 0.5)
+
+    @mulligan.retry(on=Down, attempts=2, base_delay=0, budget=budget)
+    def fail() -> None:
+        raise Down()
+
+    @mulligan.retry(on=Down, budget=budget)
+    def ok() -> int:
+        return 1
+
+    for _ in range(4):
+        with pytest.raises(Down):
+            fail()
+    # Tokens 10: call 1 leaves 8 (retry granted at 9), call 2 leaves 6 (granted
+    # at 7), calls 3 and 4 are refused at 5 and 4. Then 4 successes add 0.5 each.
+    tokens = budget.tokens()
+    assert tokens == pytest.approx(4.0)
+    for _ in range(4):
+        assert ok() == 1
+    assert budget.tokens() == pytest.approx(min(10.0, tokens + 2.0))
+
+
+def test_named_budgets_are_shared() -> None:
+    a = mulligan.RetryBudget.quota(name="payments")
+    b = mulligan.RetryBudget.quota(capacity=7, name="payments")
+    assert a is b and a.tokens() == 500.0 and a.kind == "quota"
+
+
+@pytest.mark.parametrize(
+    "make, field",
+    [
+        (lambda: mulligan.RetryBudget.token_bucket(0, 0.1), "token_bucket.max_tokens"),
+        (lambda: mulligan.RetryBudget.token_bucket(10, -1), "token_bucket.token_ratio"),
+        (lambda: mulligan.RetryBudget.quota(capacity=0), "quota.capacity"),
+        (lambda: mulligan.RetryBudget.quota(retry_cost=-5), "quota.retry_cost"),
+        (lambda: mulligan.RetryBudget.ratio(percent=1.5), "ratio.percent"),
+        (lambda: mulligan.RetryBudget.ratio(ttl=0.5), "ratio.ttl"),
+        (lambda: mulligan.RetryBudget.ratio(min_retries_per_second=-1), "ratio.min_retries_per_second"),
+        (lambda: mulligan.AdaptiveThrottle(k=0), "k must be >= 1"),
+        (lambda: mulligan.AdaptiveThrottle(window=0), "window"),
+    ],
+)
+def test_bad_options_name_the_field(make: object, field: str) -> None:
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        make()  # type: ignore[operator]
+
+
+def test_wrong_types_are_refused() -> None:
+    with pytest.raises(TypeError, match="budget must be a mulligan.RetryBudget"):
+        mulligan.retry(on=Down, budget=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="throttle must be a mulligan.AdaptiveThrottle"):
+        mulligan.retry(on=Down, throttle="x")  # type: ignore[arg-type]
+
+
+def test_throttle_rejects_locally_and_never_retries(_clock: FakeClock) -> None:
+    throttle = mulligan.AdaptiveThrottle(seed=3, name="api")
+    # Fill the window with overload answers through the core.
+    for _ in range(1000):
+        throttle._core.admit(_clock.monotonic())
+        throttle._core.record(False)
+    assert throttle.probability() > 0.99
+    runs = []
+
+    @mulligan.retry(on=Down, attempts=3, base_delay=0, throttle=throttle)
+    def call() -> None:
+        runs.append(1)
+        raise Down()
+
+    rejected = 0
+    for _ in range(20):
+        try:
+            call()
+        except mulligan.ThrottledError as e:
+            rejected += 1
+            assert e.name == "api" and isinstance(e, mulligan.MulliganError)
+        except Down:
+            pass
+    assert rejected >= 18
+    assert len(runs) <= 3 * (20 - rejected) + 2
+
+
+def test_async_decorator_honours_the_budget() -> None:
+    budget = mulligan.RetryBudget.token_bucket(10, 0.1)
+    counts = []
+
+    @mulligan.retry(on=Down, attempts=3, base_delay=0, budget=budget)
+    async def call() -> None:
+        counts[-1] += 1
+        raise Down()
+
+    async def main() -> None:
+        for _ in range(3):
+            counts.append(0)
+            with pytest.raises(Down):
+                await call()
+
+    asyncio.run(main())
+    assert counts == [3, 2, 1]
