@@ -39,7 +39,7 @@ from .._retry.fallback import call_fallback
 from .._retry.state import STATE
 from .._validate import UNSET
 
-__all__ = ["AdapterConfig", "RequestCall", "IDEMPOTENT_METHODS", "KINDS"]
+__all__ = ["AdapterConfig", "RequestCall", "IDEMPOTENT_METHODS", "KINDS", "new_key"]
 
 # RFC 9110 section 9.2.2; requests of other methods get a generated key
 # with ``idempotency_key=True``.
@@ -59,6 +59,11 @@ KINDS: dict[str, Any] = {
 }
 _OUTCOMES = {name: _core.Outcome.transport(kind) for name, kind in KINDS.items()}
 _TERMINAL = _core.Outcome.failure(False)
+
+
+def new_key() -> str:
+    """A fresh Idempotency-Key: a UUID v4 from the OS's CSPRNG (the engine's)."""
+    return str(_core.new_idempotency_key())
 
 
 def wall_now() -> float:

@@ -52,8 +52,7 @@ except ImportError as _missing:  # pragma: no cover - exercised without aiohttp 
     ) from _missing
 
 from .. import _errors
-from .._adapter.flow import IDEMPOTENT_METHODS, AdapterConfig, RequestCall
-from .._http.request import _idempotency_key
+from .._adapter.flow import IDEMPOTENT_METHODS, AdapterConfig, RequestCall, new_key
 from .._retry.async_driver import sleep as async_sleep
 
 __all__ = ["CircuitOpenError", "Middleware", "RetriesExhausted"]
@@ -180,9 +179,9 @@ class Middleware:
         """
         cfg = self._cfg
         method = request.method
-        key = request.headers.get("Idempotency-Key")
+        key: Optional[str] = request.headers.get("Idempotency-Key")
         if key is None and cfg.idempotency_key and method not in IDEMPOTENT_METHODS:
-            key = _idempotency_key(True)
+            key = new_key()
             request.headers["Idempotency-Key"] = key
         replayable = not isinstance(request.body, aiohttp.payload.AsyncIterablePayload)
         call = cfg.begin(method, str(request.url), key, replayable)

@@ -51,8 +51,7 @@ except ImportError as _missing:  # pragma: no cover - exercised without httpx
     raise ImportError("mulligan.adapters.httpx needs httpx: pip install 'mulligan[httpx]'") from _missing
 
 from .. import _errors
-from .._adapter.flow import IDEMPOTENT_METHODS, AdapterConfig, RequestCall, sleep, trimmed
-from .._http.request import _idempotency_key
+from .._adapter.flow import IDEMPOTENT_METHODS, AdapterConfig, RequestCall, new_key, sleep, trimmed
 from .._retry.async_driver import sleep as async_sleep
 
 __all__ = ["AsyncTransport", "CircuitOpenError", "RetriesExhausted", "Transport"]
@@ -70,7 +69,7 @@ class CircuitOpenError(_errors.CircuitOpenError, httpx.TransportError):
     """
 
 
-class RetriesExhausted(_errors.RetriesExhausted, httpx.HTTPStatusError):
+class RetriesExhausted(_errors.RetriesExhausted, httpx.HTTPStatusError):  # type: ignore[misc]
     """The retries gave up on a retryable status (raised only with
     ``raise_on_give_up=True``; the fallback receives it too).
 
@@ -126,9 +125,9 @@ def _kind(exc: httpx.TransportError) -> Optional[str]:
 
 def _begin(cfg: AdapterConfig, request: httpx.Request) -> RequestCall:
     method = request.method
-    key = request.headers.get("Idempotency-Key")
+    key: Optional[str] = request.headers.get("Idempotency-Key")
     if key is None and cfg.idempotency_key and method not in IDEMPOTENT_METHODS:
-        key = _idempotency_key(True)
+        key = new_key()
         request.headers["Idempotency-Key"] = key
     replayable = isinstance(request.stream, httpx.ByteStream)
     return cfg.begin(method, str(request.url), key, replayable)

@@ -57,8 +57,7 @@ except ImportError as _missing:  # pragma: no cover - exercised without requests
     ) from _missing
 
 from .. import _errors
-from .._adapter.flow import IDEMPOTENT_METHODS, AdapterConfig, RequestCall, sleep, trimmed
-from .._http.request import _idempotency_key
+from .._adapter.flow import IDEMPOTENT_METHODS, AdapterConfig, RequestCall, new_key, sleep, trimmed
 
 __all__ = ["Adapter", "CircuitOpenError", "RetriesExhausted"]
 
@@ -75,7 +74,7 @@ class CircuitOpenError(_errors.CircuitOpenError, _rexc.RequestException):
     """
 
 
-class RetriesExhausted(_errors.RetriesExhausted, _rexc.RetryError):
+class RetriesExhausted(_errors.RetriesExhausted, _rexc.RetryError):  # type: ignore[misc]
     """The retries gave up on a retryable status (raised only with
     ``raise_on_give_up=True``; the fallback receives it too).
 
@@ -227,7 +226,7 @@ class Adapter(requests.adapters.HTTPAdapter):
             pool_block=pool_block,
         )
 
-    def send(  # type: ignore[override]
+    def send(
         self,
         request: requests.PreparedRequest,
         stream: bool = False,
@@ -252,13 +251,16 @@ class Adapter(requests.adapters.HTTPAdapter):
         """
         cfg = self._mulligan
         method = (request.method or "GET").upper()
-        key = request.headers.get("Idempotency-Key")
+        given = request.headers.get("Idempotency-Key")
+        key: Optional[str] = given.decode("latin-1") if isinstance(given, bytes) else given
         if key is None and cfg.idempotency_key and method not in IDEMPOTENT_METHODS:
-            key = _idempotency_key(True)
+            key = new_key()
             request.headers["Idempotency-Key"] = key
         replayable = _replayable(request)
         call = cfg.begin(method, request.url or "", key, replayable)
-        return self._run(call, request, stream, timeout, verify, cert, proxies, replayable)
+        return self._run(  # type: ignore[no-any-return]
+            call, request, stream, timeout, verify, cert, proxies, replayable
+        )
 
     def _run(
         self, call: RequestCall, request: requests.PreparedRequest, stream: bool, timeout: _Timeout,
