@@ -59,6 +59,22 @@ double RetryIn(Duration d) {
   return d == Duration::max() ? std::numeric_limits<double>::infinity() : DurationToSeconds(d);
 }
 
+// The origin of `url`: HttpOrigin parses the URL with libcurl (about 4 µs),
+// so the last URL and its origin are kept per thread, as Exchange does; an
+// adapter mostly calls the same few URLs.
+const std::string& OriginOf(const std::string& url) {
+  thread_local std::string last_url;
+  thread_local std::string last_origin;
+  thread_local bool valid = false;
+  if (!valid || url != last_url) {
+    std::optional<std::string> origin = HttpOrigin(url);
+    last_url = url;
+    last_origin = origin ? *origin : std::string();
+    valid = true;
+  }
+  return last_origin;
+}
+
 std::unique_ptr<PyAdapterCall> Begin(py::object self, double now, const std::string& method,
                                      const std::string& url, bool keyed, bool body_replayable,
                                      const std::string& breaker_key, std::optional<bool> strict,
@@ -91,7 +107,7 @@ std::unique_ptr<PyAdapterCall> Begin(py::object self, double now, const std::str
   options.max_attempts = max_attempts < 0 ? 0 : max_attempts;
   options.no_wait = no_wait;
   // Breakers and metrics by origin, as Exchange::Begin keys them.
-  if (std::optional<std::string> origin = HttpOrigin(url)) out->key = *origin;
+  out->key = OriginOf(url);
   options.key = out->key;
   std::optional<std::string> chosen;
   if (s.options.breakers) {
