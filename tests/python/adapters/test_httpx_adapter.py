@@ -215,3 +215,11 @@ def test_wrapped_transport_is_used(server: Any, clock: Any) -> None:
 def test_bad_options_raise_at_construction(cls: Any, options: dict[str, Any], field: str) -> None:
     with pytest.raises((ValueError, TypeError), match=field):
         cls(**options)
+
+
+def test_keyed_409_with_retry_after_is_waited_out(make: Any, server: Any, clock: Any) -> None:
+    url, call_id = script(server, "409:3,201")
+    r = make(attempts=3, **FAST).send("POST", url, headers={"Idempotency-Key": "k-409"})
+    assert r.status_code == 201
+    assert clock.sleeps == [3.0]
+    assert [line["idempotency_key"] for line in lines(server, call_id, 2)] == ["k-409", "k-409"]

@@ -294,3 +294,20 @@ def test_unknown_option_is_a_type_error() -> None:
 
 def test_timedelta_durations() -> None:
     Adapter(deadline=datetime.timedelta(seconds=3), base_delay=datetime.timedelta(milliseconds=5))
+
+
+def test_keyed_409_with_retry_after_is_waited_out(server: Any, clock: Any) -> None:
+    # An idempotency store's "the first request with this key still runs".
+    url, call_id = script(server, "409:2,201")
+    with session(attempts=3, idempotency_key=True, **FAST) as s:
+        assert s.post(url, timeout=5).status_code == 201
+    assert clock.sleeps == [2.0]
+    assert len({line["idempotency_key"] for line in lines(server, call_id, 2)}) == 1
+
+
+def test_unkeyed_409_is_an_answer(server: Any, clock: Any) -> None:
+    url, call_id = script(server, "409:2,201")
+    with session(attempts=3, **FAST) as s:
+        assert s.get(url, timeout=5).status_code == 409
+    assert clock.sleeps == []
+    assert len(lines(server, call_id, 1)) == 1
