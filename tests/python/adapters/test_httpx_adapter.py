@@ -9,6 +9,7 @@ attempts, waits (the FakeClock's record), keys and errors.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, Callable
 
 import pytest
@@ -223,3 +224,11 @@ def test_keyed_409_with_retry_after_is_waited_out(make: Any, server: Any, clock:
     assert r.status_code == 201
     assert clock.sleeps == [3.0]
     assert [line["idempotency_key"] for line in lines(server, call_id, 2)] == ["k-409", "k-409"]
+
+
+def test_deadline_trims_the_attempt_and_stops_the_retries(make: Any, server: Any, clock: Any) -> None:
+    started = time.monotonic()
+    with pytest.raises(httpx.ReadTimeout):
+        make(attempts=5, deadline=0.3, **FAST).send("GET", server.url("/slow?s=2"))
+    assert time.monotonic() - started < 1.5
+    assert clock.sleeps == []

@@ -8,6 +8,7 @@ access log; the FakeClock records every wait, so nothing sleeps.
 from __future__ import annotations
 
 import datetime
+import time
 from typing import Any
 
 import pytest
@@ -311,3 +312,22 @@ def test_unkeyed_409_is_an_answer(server: Any, clock: Any) -> None:
         assert s.get(url, timeout=5).status_code == 409
     assert clock.sleeps == []
     assert len(lines(server, call_id, 1)) == 1
+
+
+def test_deadline_trims_the_attempt_and_stops_the_retries(server: Any, clock: Any) -> None:
+    started = time.monotonic()
+    with session(attempts=5, deadline=0.3, **FAST) as s:
+        with pytest.raises(requests.exceptions.ReadTimeout) as info:
+            s.get(server.url("/slow?s=2"), timeout=5)  # trimmed to the 0.3 s left
+    assert time.monotonic() - started < 1.5
+    assert clock.sleeps == []  # a 0.5 s wait would cross the deadline
+    if hasattr(BaseException, "add_note"):
+        assert info.value.__notes__ == ["mulligan: gave up after 1 attempt (deadline)"]
+
+
+def test_breaker_key_by_path(server: Any, clock: Any) -> None:
+    with session(attempts=1, breaker={"failure_threshold": 1, "key": "path"}) as s:
+        assert s.get(server.url("/down"), timeout=5).status_code == 503
+        with pytest.raises(CircuitOpenError):
+            s.get(server.url("/down"), timeout=5)
+        assert s.get(server.url("/ok"), timeout=5).status_code == 200  # another breaker
