@@ -196,7 +196,9 @@ class RequestCall:
         """Records an attempt that got a response: the engine's Decision."""
         self.kind = None
         self.status = status
-        outcome = _core.http_response_outcome(status, retry_after, self.key is not None, wall_now())
+        # The wall clock matters only to a Retry-After HTTP-date.
+        now = wall_now() if retry_after is not None else 0.0
+        outcome = _core.http_response_outcome(status, retry_after, self.key is not None, now)
         return self.core.record(outcome, STATE.now())
 
     def error(self, kind: str) -> Any:
