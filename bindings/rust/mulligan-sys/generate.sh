@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 INC=$(pkg-config --variable=includedir mulligan)
-bindgen "$INC/mulligan.h" -o src/bindings.rs \
+bindgen "$INC/mulligan.h" -o "${MULLIGAN_BINDINGS_OUT:-src/bindings.rs}" \
   --allowlist-function 'mulligan_.*' --allowlist-type 'mulligan_.*' --allowlist-var 'MULLIGAN_.*' \
   --no-prepend-enum-name --no-doc-comments --no-layout-tests \
   --use-core --ctypes-prefix core::ffi \
