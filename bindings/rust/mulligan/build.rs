@@ -4,8 +4,6 @@
 //! (or an rpath in their RUSTFLAGS): cargo gives no way to pass one on.
 fn main() {
     if let Ok(dir) = std::env::var("DEP_MULLIGAN_LIBDIR") {
-        println!("cargo:rustc-link-arg-tests=-Wl,-rpath,{dir}");
-        println!("cargo:rustc-link-arg-examples=-Wl,-rpath,{dir}");
-        println!("cargo:rustc-link-arg-benches=-Wl,-rpath,{dir}");
+        println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}");
     }
 }
