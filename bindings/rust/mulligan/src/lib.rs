@@ -623,7 +623,7 @@ impl PolicyBuilder {
         Ok(Policy {
             pipeline,
             clock: self.clock.clone(),
-            fast: !self.has_breaker && !(self.named && self.report_metrics),
+            fast: !(self.has_breaker || (self.named && self.report_metrics)),
             system: self.clock.is_system(),
         })
     }
