@@ -463,6 +463,7 @@ pub struct PolicyBuilder {
     first_error: Option<Error>,
     clock: Arc<dyn Clock>,
     has_breaker: bool,
+    has_deadline: bool,
     named: bool,
     report_metrics: bool,
 }
@@ -527,9 +528,14 @@ impl PolicyBuilder {
     retry_setter!(
         /// The spread of proportional jitter, in [0, 1].
         jitter_fraction, f64, mulligan_retry_options_set_jitter_fraction, |f| f);
-    retry_setter!(
-        /// The total time budget of one logical call, from the start of its first attempt (> 0).
-        deadline, Duration, mulligan_retry_options_set_deadline_ms, |d| ms(d));
+    /// The total time budget of one logical call, from the start of its first attempt (> 0).
+    pub fn deadline(mut self, d: Duration) -> Self {
+        // SAFETY: valid handle.
+        let rc = unsafe { sys::mulligan_retry_options_set_deadline_ms(self.retry, ms(d)) };
+        self.note(rc);
+        self.has_deadline = rc == 0;
+        self
+    }
     retry_setter!(
         /// The bound on one attempt (> 0), trimmed to the deadline. mulligan does not
         /// interrupt a closure: the bound is for operations that can take one.
@@ -625,6 +631,8 @@ impl PolicyBuilder {
             clock: self.clock.clone(),
             fast: !(self.has_breaker || (self.named && self.report_metrics)),
             system: self.clock.is_system(),
+            has_breaker: self.has_breaker,
+            has_deadline: self.has_deadline,
         })
     }
 }
@@ -638,6 +646,8 @@ pub struct Policy {
     clock: Arc<dyn Clock>,
     fast: bool,
     system: bool,
+    has_breaker: bool,
+    has_deadline: bool,
 }
 
 // SAFETY: mulligan_pipeline.h: "A pipeline is immutable and may be shared by
@@ -673,6 +683,7 @@ impl Policy {
             first_error: None,
             clock: Arc::new(SystemClock),
             has_breaker: false,
+            has_deadline: false,
             named: false,
             report_metrics: true,
         };
@@ -777,8 +788,9 @@ impl<'p> Call<'p> {
     fn now(&self) -> f64 {
         self.policy.clock.now_ms()
     }
-    /// Ok(()) to go; Err for a refusal (circuit open).
-    fn admit(&mut self) -> Result<(), Error> {
+    /// Ok(()) to go; Err for a refusal (circuit open). `now`: a reading of
+    /// the policy's clock, reused from the last step when no time passed.
+    fn admit(&mut self, mut now: f64) -> Result<(), Error> {
         let mut a = sys::mulligan_admission {
             struct_size: std::mem::size_of::<sys::mulligan_admission>() as u32,
             action: sys::MULLIGAN_ADMISSION_REFUSE as i32,
@@ -791,9 +803,10 @@ impl<'p> Call<'p> {
         };
         loop {
             // SAFETY: valid call and struct.
-            let rc = unsafe { sys::mulligan_call_admit(self.raw.as_ptr(), self.now(), &mut a) };
+            let rc = unsafe { sys::mulligan_call_admit(self.raw.as_ptr(), now, &mut a) };
             if rc == 0 && a.action == sys::MULLIGAN_ADMISSION_WAIT as i32 {
                 self.policy.clock.sleep(from_ms(a.delay_ms));
+                now = self.now();
                 continue;
             }
             if rc == 0 {
@@ -808,7 +821,7 @@ impl<'p> Call<'p> {
             return Err(e);
         }
     }
-    fn record(&mut self, outcome: &sys::mulligan_outcome) -> Result<Step, Error> {
+    fn record(&mut self, outcome: &sys::mulligan_outcome, now: f64) -> Result<Step, Error> {
         let mut d = sys::mulligan_decision {
             struct_size: std::mem::size_of::<sys::mulligan_decision>() as u32,
             action: sys::MULLIGAN_ACTION_STOP as i32,
@@ -819,7 +832,7 @@ impl<'p> Call<'p> {
             from_retry_after: 0,
         };
         // SAFETY: valid call and structs.
-        check(unsafe { sys::mulligan_call_record(self.raw.as_ptr(), outcome, self.now(), &mut d) })?;
+        check(unsafe { sys::mulligan_call_record(self.raw.as_ptr(), outcome, now, &mut d) })?;
         Ok(if d.action == sys::MULLIGAN_ACTION_RETRY as i32 {
             Step::Retry(from_ms(d.delay_ms))
         } else {
@@ -862,9 +875,10 @@ impl Mark {
             Mark::Ms(policy.clock.now_ms())
         }
     }
-    fn ms(&self, policy: &Policy) -> f64 {
+    /// The mark as a reading of the policy's clock, given a reading `now`.
+    fn ms(&self, _policy: &Policy, now: f64) -> f64 {
         match self {
-            Mark::At(i) => policy.clock.now_ms() - i.elapsed().as_secs_f64() * 1000.0,
+            Mark::At(i) => now - i.elapsed().as_secs_f64() * 1000.0,
             Mark::Ms(m) => *m,
         }
     }
@@ -899,42 +913,61 @@ where
     F: FnMut() -> Result<T, E>,
     C: Fn(&E) -> Failure,
 {
+    let clock = &*policy.clock;
     let mut call;
     let mut err;
+    let mut now;
     if policy.fast {
-        // The hot path: no C call unless the first attempt fails.
-        let mark = Mark::take(policy);
+        // The hot path: no C call, and no clock read unless a deadline needs
+        // the start time, until the first attempt fails.
+        let mark = policy.has_deadline.then(|| Mark::take(policy));
         match op() {
             Ok(v) => return Ok(v),
             Err(e) => err = e,
         }
-        call = Call::begin(policy, mark.ms(policy)).map_err(Error::cast)?;
+        now = clock.now_ms();
+        let begin = mark.map_or(now, |m| m.ms(policy, now));
+        call = Call::begin(policy, begin).map_err(Error::cast)?;
     } else {
-        call = Call::begin(policy, policy.clock.now_ms()).map_err(Error::cast)?;
-        call.admit().map_err(Error::cast)?;
+        now = clock.now_ms();
+        call = Call::begin(policy, now).map_err(Error::cast)?;
+        call.admit(now).map_err(Error::cast)?;
         match guarded(&mut call, &mut op) {
             Ok(v) => {
-                call.record(&outcome_init()).map_err(Error::cast)?;
+                call.record(&outcome_init(), clock.now_ms()).map_err(Error::cast)?;
                 return Ok(v);
             }
-            Err(e) => err = e,
+            Err(e) => {
+                err = e;
+                now = clock.now_ms();
+            }
         }
     }
     loop {
-        match call.record(&classify(&err).outcome()).map_err(Error::cast)? {
+        match call.record(&classify(&err).outcome(), now).map_err(Error::cast)? {
             Step::Stop(reason) => return Err(call.gave_up(reason, err)),
-            Step::Retry(d) => policy.clock.sleep(d),
+            Step::Retry(d) => {
+                clock.sleep(d);
+                if !d.is_zero() {
+                    now = clock.now_ms(); // no time passed otherwise: reuse the reading
+                }
+            }
         }
-        if let Err(mut refused) = call.admit().map_err(Error::cast) {
-            refused.last = Some(err);
-            return Err(refused);
+        if policy.has_breaker {
+            if let Err(mut refused) = call.admit(now).map_err(Error::cast) {
+                refused.last = Some(err);
+                return Err(refused);
+            }
         }
         match guarded(&mut call, &mut op) {
             Ok(v) => {
-                call.record(&outcome_init()).map_err(Error::cast)?;
+                call.record(&outcome_init(), clock.now_ms()).map_err(Error::cast)?;
                 return Ok(v);
             }
-            Err(e) => err = e,
+            Err(e) => {
+                err = e;
+                now = clock.now_ms();
+            }
         }
     }
 }
@@ -976,41 +1009,57 @@ where
     S: AsyncSleep,
     C: Fn(&E) -> Failure,
 {
+    let clock = &*policy.clock;
     let mut call;
     let mut err;
+    let mut now;
     if policy.fast {
-        let mark = Mark::take(policy);
+        let mark = policy.has_deadline.then(|| Mark::take(policy));
         match op().await {
             Ok(v) => return Ok(v),
             Err(e) => err = e,
         }
-        call = Call::begin(policy, mark.ms(policy)).map_err(Error::cast)?;
+        now = clock.now_ms();
+        let begin = mark.map_or(now, |m| m.ms(policy, now));
+        call = Call::begin(policy, begin).map_err(Error::cast)?;
     } else {
-        call = Call::begin(policy, policy.clock.now_ms()).map_err(Error::cast)?;
-        call.admit().map_err(Error::cast)?;
+        now = clock.now_ms();
+        call = Call::begin(policy, now).map_err(Error::cast)?;
+        call.admit(now).map_err(Error::cast)?;
         match guarded_async(&mut call, op()).await {
             Ok(v) => {
-                call.record(&outcome_init()).map_err(Error::cast)?;
+                call.record(&outcome_init(), clock.now_ms()).map_err(Error::cast)?;
                 return Ok(v);
             }
-            Err(e) => err = e,
+            Err(e) => {
+                err = e;
+                now = clock.now_ms();
+            }
         }
     }
     loop {
-        match call.record(&classify(&err).outcome()).map_err(Error::cast)? {
+        match call.record(&classify(&err).outcome(), now).map_err(Error::cast)? {
             Step::Stop(reason) => return Err(call.gave_up(reason, err)),
-            Step::Retry(d) => sleep.sleep(d).await,
+            Step::Retry(d) => {
+                sleep.sleep(d).await;
+                now = clock.now_ms();
+            }
         }
-        if let Err(mut refused) = call.admit().map_err(Error::cast) {
-            refused.last = Some(err);
-            return Err(refused);
+        if policy.has_breaker {
+            if let Err(mut refused) = call.admit(now).map_err(Error::cast) {
+                refused.last = Some(err);
+                return Err(refused);
+            }
         }
         match guarded_async(&mut call, op()).await {
             Ok(v) => {
-                call.record(&outcome_init()).map_err(Error::cast)?;
+                call.record(&outcome_init(), clock.now_ms()).map_err(Error::cast)?;
                 return Ok(v);
             }
-            Err(e) => err = e,
+            Err(e) => {
+                err = e;
+                now = clock.now_ms();
+            }
         }
     }
 }
