@@ -277,3 +277,49 @@ fn a_deadline_stops_before_a_wait_would_cross_it() {
     assert_eq!(e.code(), Code::DeadlineExceeded);
     assert_eq!(n, 3);
 }
+
+/// A clock that must not be read: the hot path reads none (and begins no
+/// engine call) when the first attempt succeeds.
+struct UntouchableClock;
+impl mulligan::Clock for UntouchableClock {
+    fn now_ms(&self) -> f64 {
+        panic!("the success path read the clock")
+    }
+    fn sleep(&self, _: Duration) {
+        panic!("the success path waited")
+    }
+}
+
+#[test]
+fn the_success_path_stays_in_rust() {
+    let policy = Policy::builder().clock(UntouchableClock).build().unwrap();
+    assert_eq!(mulligan::retry(&policy, || Ok::<_, MyError>(5)).unwrap(), 5);
+    let v = futures::executor::block_on(mulligan::retry_async(&policy, |_| std::future::ready(()), || async {
+        Ok::<_, MyError>(6)
+    }));
+    assert_eq!(v.unwrap(), 6);
+}
+
+#[test]
+fn retry_async_futures_are_send() {
+    fn is_send<T: Send>(_: &T) {}
+    let clock = FakeClock::new();
+    let policy = fast_policy(&clock);
+    let fut = mulligan::retry_async(&policy, clock.clone(), || async { Ok::<_, MyError>(1) });
+    is_send(&fut);
+    assert_eq!(futures::executor::block_on(fut).unwrap(), 1);
+}
+
+#[test]
+fn null_handles_at_the_c_boundary_are_errors_not_crashes() {
+    // The safe API has no null handles (every handle is built by a builder);
+    // below it, the C ABI answers NULL with MULLIGAN_E_INVALID_ARGUMENT.
+    unsafe {
+        let mut a: mulligan_sys::mulligan_admission = std::mem::zeroed();
+        a.struct_size = std::mem::size_of_val(&a) as u32;
+        let rc = mulligan_sys::mulligan_call_admit(std::ptr::null_mut(), 0.0, &mut a);
+        assert_eq!(mulligan::Code::from_raw(rc), Some(Code::InvalidArgument));
+        let rc = mulligan_sys::mulligan_pipeline_create(std::ptr::null_mut(), std::ptr::null());
+        assert_eq!(mulligan::Code::from_raw(rc), Some(Code::InvalidArgument));
+    }
+}
