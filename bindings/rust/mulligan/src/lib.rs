@@ -43,6 +43,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod breaker;
+pub mod http;
 pub use breaker::{Breaker, BreakerBuilder, BreakerCounts, BreakerState, CallResult, Permit, Window};
 
 // ---------------------------------------------------------------------------
@@ -626,7 +627,15 @@ impl PolicyBuilder {
             check(sys::mulligan_pipeline_create(&mut out, self.opts))?;
         }
         let pipeline = NonNull::new(out).ok_or_else(|| Error::from_status(sys::MULLIGAN_E_INTERNAL as i32))?;
+        let mut rp = ptr::null_mut();
+        // SAFETY: valid options, copied. (The HTTP client takes a retry policy.)
+        if let Err(e) = check(unsafe { sys::mulligan_retry_policy_create(&mut rp, self.retry) }) {
+            // SAFETY: created above, no call begun.
+            unsafe { sys::mulligan_pipeline_destroy(pipeline.as_ptr()) };
+            return Err(e);
+        }
         Ok(Policy {
+            retry_policy: NonNull::new(rp).unwrap(),
             pipeline,
             clock: self.clock.clone(),
             fast: !(self.has_breaker || (self.named && self.report_metrics)),
@@ -643,6 +652,7 @@ impl PolicyBuilder {
 /// immutable and may be shared by any number of threads).
 pub struct Policy {
     pipeline: NonNull<sys::mulligan_pipeline>,
+    retry_policy: NonNull<sys::mulligan_retry_policy>,
     clock: Arc<dyn Clock>,
     fast: bool,
     system: bool,
@@ -658,7 +668,10 @@ unsafe impl Sync for Policy {}
 impl Drop for Policy {
     fn drop(&mut self) {
         // SAFETY: every call borrows the Policy, so none outlives it.
-        unsafe { sys::mulligan_pipeline_destroy(self.pipeline.as_ptr()) }
+        unsafe {
+            sys::mulligan_pipeline_destroy(self.pipeline.as_ptr());
+            sys::mulligan_retry_policy_destroy(self.retry_policy.as_ptr());
+        }
     }
 }
 
