@@ -957,7 +957,17 @@ where
         }
     }
     loop {
-        match call.record(&classify(&err).outcome(), now).map_err(Error::cast)? {
+        let step = match call.record(&classify(&err).outcome(), now) {
+            Ok(step) => step,
+            Err(bad) => {
+                // An invalid outcome from the classifier (an HTTP status outside
+                // 100..=599): the engine's InvalidArgument, the user's error kept.
+                let mut bad: Error<E> = bad.cast();
+                bad.last = Some(err);
+                return Err(bad);
+            }
+        };
+        match step {
             Step::Stop(reason) => return Err(call.gave_up(reason, err)),
             Step::Retry(d) => {
                 clock.sleep(d);
@@ -1051,7 +1061,17 @@ where
         }
     }
     loop {
-        match call.record(&classify(&err).outcome(), now).map_err(Error::cast)? {
+        let step = match call.record(&classify(&err).outcome(), now) {
+            Ok(step) => step,
+            Err(bad) => {
+                // An invalid outcome from the classifier (an HTTP status outside
+                // 100..=599): the engine's InvalidArgument, the user's error kept.
+                let mut bad: Error<E> = bad.cast();
+                bad.last = Some(err);
+                return Err(bad);
+            }
+        };
+        match step {
             Step::Stop(reason) => return Err(call.gave_up(reason, err)),
             Step::Retry(d) => {
                 sleep.sleep(d).await;

@@ -323,3 +323,16 @@ fn null_handles_at_the_c_boundary_are_errors_not_crashes() {
         assert_eq!(mulligan::Code::from_raw(rc), Some(Code::InvalidArgument));
     }
 }
+
+#[test]
+fn an_invalid_outcome_from_the_classifier_is_an_error() {
+    let clock = FakeClock::new();
+    let policy = fast_policy(&clock);
+    let e = mulligan::retry_classified(&policy, |_: &MyError| Failure::Http { status: 42, retry_after: None }, || -> Result<(), _> {
+        Err(MyError("odd"))
+    })
+    .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(!e.message().is_empty());
+    assert_eq!(e.last_error(), Some(&MyError("odd")));
+}
