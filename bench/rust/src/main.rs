@@ -82,6 +82,24 @@ fn main() {
         black_box(mulligan::retry(&guarded, || Ok::<_, &str>(black_box(1))).unwrap());
     })));
 
+    // Where the failure path's time goes (the C calls it makes), with --probe.
+    if std::env::args().any(|a| a == "--probe") {
+        let p = mulligan::Clock::now_ms(&mulligan::SystemClock);
+        let _ = p;
+        println!("clock read (mulligan_clock_now_ms): {:.1} ns", time_ns(|| {
+            black_box(mulligan::Clock::now_ms(&mulligan::SystemClock));
+        }));
+        println!("Instant::now: {:.1} ns", time_ns(|| {
+            black_box(Instant::now());
+        }));
+        let noname = mulligan::Policy::builder().max_attempts(3).report_metrics(false)
+            .backoff(mulligan::Backoff::Constant).base_delay(Duration::ZERO).jitter(mulligan::Jitter::None).build().unwrap();
+        let mut n = 0;
+        println!("2 failures + success, metrics off: {:.1} ns", time_ns(|| {
+            black_box(mulligan::retry(&noname, || flaky(&mut n)).unwrap());
+        }));
+    }
+
     println!("| path | library | ns/op | vs fastest peer |");
     println!("| --- | --- | ---: | ---: |");
     for (path, lib, ns) in &rows {
