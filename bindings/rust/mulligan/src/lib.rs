@@ -467,6 +467,7 @@ pub struct PolicyBuilder {
     has_deadline: bool,
     named: bool,
     report_metrics: bool,
+    replay_safe: bool,
 }
 
 impl Drop for PolicyBuilder {
@@ -584,6 +585,14 @@ impl PolicyBuilder {
         }
         self
     }
+    /// false for operations that must not be repeated once sent (a POST
+    /// without an idempotency key): only failures before anything was sent
+    /// ([`Failure::Error`] of a refused connection, a DNS failure, a connect
+    /// timeout) are then retried. Default true.
+    pub fn replay_safe(mut self, on: bool) -> Self {
+        self.replay_safe = on;
+        self
+    }
     /// Whether calls report metrics (default true; only named policies report).
     pub fn report_metrics(mut self, on: bool) -> Self {
         // SAFETY: valid handle.
@@ -642,6 +651,7 @@ impl PolicyBuilder {
             system: self.clock.is_system(),
             has_breaker: self.has_breaker,
             has_deadline: self.has_deadline,
+            replay_safe: self.replay_safe,
         })
     }
 }
@@ -658,6 +668,7 @@ pub struct Policy {
     system: bool,
     has_breaker: bool,
     has_deadline: bool,
+    replay_safe: bool,
 }
 
 // SAFETY: mulligan_pipeline.h: "A pipeline is immutable and may be shared by
@@ -697,6 +708,7 @@ impl Policy {
             clock: Arc::new(SystemClock),
             has_breaker: false,
             has_deadline: false,
+            replay_safe: true,
             named: false,
             report_metrics: true,
         };
@@ -728,6 +740,11 @@ pub enum Failure {
     /// A retryable failure with a Retry-After hint, which replaces the backoff
     /// delay (a hint longer than retry_after_max stops the call).
     RetryAfter(Duration),
+    /// A transport failure of the given kind: the engine classifies it (refused,
+    /// reset, DNS, timeouts, truncated and other transport errors retryable by
+    /// default; TLS and a malformed URL terminal). Refused, DNS and connect
+    /// timeout sent nothing, so even a non-replay-safe call retries them.
+    Error(ErrorKind),
     /// An HTTP response: the engine classifies the status.
     Http {
         /// The status code, 100..=599.
@@ -747,6 +764,7 @@ impl Failure {
                 o.error_kind = sys::MULLIGAN_ERROR_RETRYABLE as i32;
                 o.retry_after_ms = ms(d);
             }
+            Failure::Error(kind) => o.error_kind = kind as i32,
             Failure::Http { status, retry_after } => {
                 o.http_status = status as i32;
                 if let Some(d) = retry_after {
@@ -756,6 +774,31 @@ impl Failure {
         }
         o
     }
+}
+
+/// The kind of a transport failure (`mulligan_error_kind`; values pinned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[repr(i32)]
+pub enum ErrorKind {
+    /// Nothing listened at the address; nothing was sent.
+    ConnectionRefused = sys::MULLIGAN_ERROR_CONNECTION_REFUSED as i32,
+    /// The peer reset or closed the connection mid-exchange.
+    ConnectionReset = sys::MULLIGAN_ERROR_CONNECTION_RESET as i32,
+    /// The host name did not resolve; nothing was sent.
+    DnsFailure = sys::MULLIGAN_ERROR_DNS_FAILURE as i32,
+    /// No connection within the connect timeout; nothing was sent.
+    ConnectTimeout = sys::MULLIGAN_ERROR_CONNECT_TIMEOUT as i32,
+    /// The attempt did not finish within its timeout.
+    Timeout = sys::MULLIGAN_ERROR_TIMEOUT as i32,
+    /// TLS handshake or verification failed (terminal by default).
+    Tls = sys::MULLIGAN_ERROR_TLS as i32,
+    /// Malformed URL or unsupported scheme (terminal).
+    InvalidUrl = sys::MULLIGAN_ERROR_INVALID_URL as i32,
+    /// Any other transport failure.
+    Transport = sys::MULLIGAN_ERROR_TRANSPORT as i32,
+    /// The response ended early.
+    Truncated = sys::MULLIGAN_ERROR_TRUNCATED as i32,
 }
 
 fn outcome_init() -> sys::mulligan_outcome {
@@ -794,8 +837,17 @@ impl Drop for Call<'_> {
 impl<'p> Call<'p> {
     fn begin(policy: &'p Policy, now_ms: f64) -> Result<Call<'p>, Error> {
         let mut out = ptr::null_mut();
-        // SAFETY: valid pipeline; NULL options mean every default.
-        check(unsafe { sys::mulligan_call_begin(&mut out, policy.pipeline.as_ptr(), now_ms, ptr::null()) })?;
+        let opts = sys::mulligan_call_options {
+            struct_size: std::mem::size_of::<sys::mulligan_call_options>() as u32,
+            key: ptr::null(),
+            replay_safe: policy.replay_safe as i32,
+            attempt_timeout_ms: -1.0,
+            fallback: 0,
+            max_attempts: 0,
+            no_wait: 0,
+        };
+        // SAFETY: valid pipeline and options (MULLIGAN_CALL_OPTIONS_INIT but replay_safe).
+        check(unsafe { sys::mulligan_call_begin(&mut out, policy.pipeline.as_ptr(), now_ms, &opts) })?;
         Ok(Call { raw: NonNull::new(out).unwrap(), policy })
     }
     fn now(&self) -> f64 {

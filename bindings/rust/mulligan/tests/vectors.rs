@@ -408,3 +408,100 @@ fn pipeline_vectors() {
         }
     }
 }
+
+/// deadline.json: outcomes reported at `at` seconds after the first attempt
+/// started, through `retry_classified` on a fake clock (the waits advance
+/// it; an attempt advances it the rest of the way to its `at`).
+#[test]
+fn deadline_vectors() {
+    use mulligan::ErrorKind;
+    let v = vectors("deadline.json");
+    let cases = v["cases"].as_array().unwrap();
+    assert!(cases.len() >= 10);
+    for c in cases {
+        for door in [Door::Sync, Door::Async] {
+            let ctx = format!("{} ({door:?})", c["name"]);
+            let clock = Recording::new();
+            let p = &c["policy"];
+            let mut b = Policy::builder().clock(clock.clone());
+            if let Some(v) = p.get("max_attempts") { b = b.max_attempts(v.as_u64().unwrap() as u32) }
+            if let Some(v) = p.get("backoff") { b = b.backoff(backoff(v.as_str().unwrap())) }
+            if let Some(v) = p.get("base_delay") { b = b.base_delay(secs(v)) }
+            if let Some(v) = p.get("multiplier") { b = b.multiplier(v.as_f64().unwrap()) }
+            if let Some(v) = p.get("max_delay") { b = b.max_delay(secs(v)) }
+            if let Some(v) = p.get("jitter") { b = b.jitter(jitter(v.as_str().unwrap())) }
+            if let Some(v) = p.get("deadline") { b = b.deadline(secs(v)) }
+            if let Some(v) = p.get("retry_after_max") { b = b.retry_after_max(secs(v)) }
+            if let Some(v) = p.get("retry_after_clamp") { b = b.retry_after_clamp(v.as_bool().unwrap()) }
+            if let Some(v) = c.get("replay_safe") { b = b.replay_safe(v.as_bool().unwrap()) }
+            let policy = b.build().unwrap();
+            let steps = c["steps"].as_array().unwrap().clone();
+            let start = clock.now_ms();
+            let used = std::cell::Cell::new(0usize);
+            let next = || -> Result<(), Failure> {
+                let i = used.get();
+                used.set(i + 1);
+                if i == steps.len() {
+                    // the script ended on a retry decision: end the call
+                    return Err(Failure::Terminal);
+                }
+                let s = &steps[i];
+                let at_ms = start + s["at"].as_f64().unwrap() * 1000.0;
+                let now = clock.now_ms();
+                assert!(at_ms + 1e-6 >= now, "{ctx}: step {i} at {at_ms} before now {now}");
+                if at_ms > now {
+                    clock.fake.advance(Duration::from_secs_f64((at_ms - now) / 1000.0));
+                }
+                let o = &s["outcome"];
+                let retry_after = o.get("retry_after").map(secs);
+                if let Some(kind) = o.get("error").and_then(Value::as_str) {
+                    return Err(match kind {
+                        "retryable" => retry_after.map_or(Failure::Retryable, Failure::RetryAfter),
+                        "terminal" => Failure::Terminal,
+                        "connection_refused" => Failure::Error(ErrorKind::ConnectionRefused),
+                        "connection_reset" => Failure::Error(ErrorKind::ConnectionReset),
+                        "tls_error" => Failure::Error(ErrorKind::Tls),
+                        "timeout" => Failure::Error(ErrorKind::Timeout),
+                        other => panic!("{ctx}: unknown error {other}"),
+                    });
+                }
+                match o.get("http_status").and_then(Value::as_u64) {
+                    Some(st) if !(200..300).contains(&st) => Err(Failure::Http { status: st as u16, retry_after }),
+                    _ => Ok(()),
+                }
+            };
+            let result = match door {
+                Door::Sync => mulligan::retry_classified(&policy, |f: &Failure| *f, next),
+                Door::Async => futures::executor::block_on(mulligan::retry_async_classified(
+                    &policy,
+                    |d: Duration| {
+                        clock.sleep(d);
+                        std::future::ready(())
+                    },
+                    |f: &Failure| *f,
+                    || std::future::ready(next()),
+                )),
+            };
+            // every step is one attempt (one more to end a script that ends
+            // on a retry); every retry step's delay was waited
+            let last = &steps.last().unwrap()["expect"];
+            let open_end = last["action"] == "retry";
+            assert_eq!(used.get(), steps.len() + open_end as usize, "{ctx}: attempts");
+            let waits = clock.take();
+            let retries: Vec<&Value> = steps.iter().filter(|s| s["expect"]["action"] == "retry").collect();
+            assert_eq!(waits.len(), retries.len(), "{ctx}: waits {waits:?}");
+            for (w, s) in waits.iter().zip(&retries) {
+                if let Some(d) = s["expect"].get("delay").and_then(Value::as_f64) {
+                    assert!((w.as_secs_f64() - d).abs() < 1e-9, "{ctx}: wait {w:?} != {d}");
+                }
+            }
+            let reason = match &result {
+                Ok(()) => "succeeded",
+                Err(e) => stop_name(e.stop_reason().unwrap()),
+            };
+            if let (false, Some(want)) = (open_end, last.get("reason").and_then(Value::as_str)) {
+                assert_eq!(reason, want, "{ctx}: stop reason");
+            }
+        }
+    }
+}
