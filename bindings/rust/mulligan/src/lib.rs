@@ -44,6 +44,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod breaker;
 pub mod http;
+mod wait;
+pub use wait::Wait;
 pub use breaker::{Breaker, BreakerBuilder, BreakerCounts, BreakerState, CallResult, Permit, Window};
 
 // ---------------------------------------------------------------------------
@@ -551,6 +553,20 @@ impl PolicyBuilder {
     retry_setter!(
         /// The seed of the jitter's generator (reproducible delays; default: random).
         seed, u64, mulligan_retry_options_set_seed, |s| s);
+
+    /// Replaces the backoff and jitter with a composed [`Wait`] (copied).
+    pub fn wait(mut self, wait: &Wait) -> Self {
+        // SAFETY: valid handles; the wait is copied.
+        let rc = unsafe { sys::mulligan_retry_options_set_wait(self.retry, wait.raw()) };
+        self.note(rc);
+        self
+    }
+    retry_setter!(
+        /// The least delay of every backoff (default 0), applied after jitter.
+        min_delay, Duration, mulligan_retry_options_set_min_delay_ms, |d| ms(d));
+    retry_setter!(
+        /// Unlimited attempts (needs a deadline: build refuses it otherwise).
+        unlimited_attempts, bool, mulligan_retry_options_set_unlimited_attempts, |b| b as i32);
 
     /// Guards every attempt with `breaker` (asked before each attempt; a
     /// refusal ends the call with [`Code::CircuitOpen`], never retried).

@@ -505,3 +505,44 @@ fn deadline_vectors() {
         }
     }
 }
+
+fn wait_of(w: &Value) -> mulligan::Wait {
+    use mulligan::Wait;
+    let ns = |k: &str| w.get(k).map(|v| Duration::from_nanos(v.as_u64().unwrap()));
+    let terms = || -> Vec<Wait> { w["terms"].as_array().unwrap().iter().map(wait_of).collect() };
+    match w["kind"].as_str().unwrap() {
+        "constant" => Wait::constant(ns("delay_ns").or(ns("start_ns")).unwrap()),
+        "linear" => Wait::linear(ns("start_ns").unwrap(), ns("increment_ns").unwrap(), ns("max_ns")),
+        "exponential" => Wait::exponential(ns("base_ns").unwrap(), w["multiplier"].as_f64().unwrap(), ns("max_ns")),
+        "uniform" => Wait::uniform(ns("low_ns").unwrap(), ns("high_ns").unwrap()),
+        "jitter" => Wait::jitter(ns("max_ns").unwrap()),
+        "sum" => Wait::sum(&terms().iter().collect::<Vec<_>>()),
+        "chain" => Wait::chain(&terms().iter().collect::<Vec<_>>()),
+        other => panic!("unknown wait {other}"),
+    }
+    .unwrap()
+}
+
+#[test]
+fn waits_vectors() {
+    let v = vectors("waits.json");
+    let cases = v["cases"].as_array().unwrap();
+    assert!(cases.len() >= 5);
+    for c in cases {
+        let clock = Recording::new();
+        let count = c["count"].as_u64().unwrap() as usize;
+        let policy = Policy::builder()
+            .wait(&wait_of(&c["wait"]))
+            .min_delay(Duration::from_nanos(c["min_delay_ns"].as_u64().unwrap()))
+            .max_delay(Duration::from_nanos(c["max_delay_ns"].as_u64().unwrap()))
+            .seed(c["seed"].as_u64().unwrap())
+            .max_attempts(count as u32 + 1)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let _ = mulligan::retry(&policy, || Err::<(), _>("down"));
+        let got: Vec<u64> = clock.take().iter().map(|d| d.as_nanos() as u64).collect();
+        let want: Vec<u64> = c["expected_ns"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+        assert_eq!(got, want, "waits vector {}", c["name"]);
+    }
+}
