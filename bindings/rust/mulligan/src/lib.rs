@@ -1232,6 +1232,33 @@ pub mod metrics {
         pub waiting_to_retry: i64,
     }
 
+    type Writer = unsafe extern "C" fn(*mut core::ffi::c_char, usize, *mut usize) -> core::ffi::c_int;
+
+    fn text(write: Writer) -> Result<String, Error> {
+        let mut size = 4096usize;
+        loop {
+            let mut buf = vec![0u8; size];
+            let mut needed = 0usize;
+            // SAFETY: buf holds size bytes; the library NUL-terminates.
+            check(unsafe { write(buf.as_mut_ptr().cast(), size, &mut needed) })?;
+            if needed <= size {
+                buf.truncate(needed.saturating_sub(1));
+                return Ok(String::from_utf8_lossy(&buf).into_owned());
+            }
+            size = needed + needed / 4; // it may grow between calls: slack
+        }
+    }
+
+    /// Every name's metrics as Prometheus text exposition.
+    pub fn prometheus() -> Result<String, Error> {
+        text(sys::mulligan_metrics_prometheus)
+    }
+
+    /// Every name's metrics as one JSON object ({"metrics": [...], "totals": {...}}).
+    pub fn json() -> Result<String, Error> {
+        text(sys::mulligan_metrics_json)
+    }
+
     /// The totals reported under `name` so far (zeros for an unknown name).
     pub fn get(name: &str) -> Result<Snapshot, Error> {
         let c = CString::new(name).map_err(|_| Error {

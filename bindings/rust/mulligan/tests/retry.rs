@@ -336,3 +336,24 @@ fn an_invalid_outcome_from_the_classifier_is_an_error() {
     assert!(!e.message().is_empty());
     assert_eq!(e.last_error(), Some(&MyError("odd")));
 }
+
+#[test]
+fn metrics_of_a_named_policy() {
+    let clock = FakeClock::new();
+    let policy = Policy::builder()
+        .name("rust-metrics-test")
+        .max_attempts(3)
+        .jitter(Jitter::None)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let mut n = 0;
+    mulligan::retry(&policy, || { n += 1; if n < 2 { Err(MyError("x")) } else { Ok(()) } }).unwrap();
+    mulligan::retry(&policy, || Ok::<_, MyError>(())).unwrap(); // counted: a named policy enters the engine
+    let m = mulligan::metrics::get("rust-metrics-test").unwrap();
+    assert_eq!((m.calls, m.attempts, m.retries, m.successes, m.failures), (2, 3, 1, 2, 0));
+    let json = mulligan::metrics::json().unwrap();
+    assert!(json.starts_with('{') && json.contains("rust-metrics-test"), "{json}");
+    let prom = mulligan::metrics::prometheus().unwrap();
+    assert!(prom.contains("rust-metrics-test"), "{prom}");
+}
