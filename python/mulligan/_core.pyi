@@ -615,6 +615,7 @@ class FakeClock:
 # Overload protection (Added in 0.3.): bindings/python/bind_budget.cc
 
 class RetryBudget:
+    def __init__(self, *args: Any, **kwargs: Any) -> None: ...
     @staticmethod
     def token_bucket(max_tokens: float, token_ratio: float, name: str = "") -> RetryBudget: ...
     @staticmethod

@@ -103,6 +103,8 @@ PUBLIC_NAMES = [
     "policy", "post", "prometheus_text", "put", "redact_url", "redaction", "reload_config",
     "remove_event_listener", "request", "retry", "retrying", "set_redaction", "start_dashboard",
     "status", "stop", "testing", "wait",
+    # Overload protection (Added in 0.3.)
+    "AdaptiveThrottle", "RetryBudget", "ThrottledError",
 ]
 
 # Public modules besides the package itself.

@@ -171,6 +171,7 @@ class AdaptiveThrottle:
     """
 
     __slots__ = ("_core", "__weakref__")
+    _core: Any
 
     def __new__(
         cls, window: float = 120.0, k: float = 2.0, *, seed: Optional[int] = None, name: str = ""

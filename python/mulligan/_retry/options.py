@@ -295,9 +295,9 @@ class _Config:
                 # second Python counter, still no native call.
                 metrics_tick, budget_tick = self.tick, self.budget._tick
 
-                def tick() -> None:
-                    metrics_tick()
+                def tick() -> int:
                     budget_tick()
+                    return metrics_tick()
 
                 self.tick = tick
         self.pipeline = self._make_pipeline(report)
