@@ -27,7 +27,12 @@ static void test_status_text(void) {
   CHECK_STR(mulligan_status_str(MULLIGAN_E_TRANSPORT), "transport error");
   CHECK_STR(mulligan_status_str(MULLIGAN_E_TIMEOUT), "timeout");
   CHECK_STR(mulligan_status_str(-1), "unknown status");
-  CHECK_STR(mulligan_status_str(11), "unknown status");
+  CHECK_STR(mulligan_status_str(99), "unknown status");
+  /* Appended in 0.3 (issue 14): the budget and throttling codes. */
+  CHECK_INT(MULLIGAN_E_BUDGET_EXHAUSTED, 11);
+  CHECK_INT(MULLIGAN_E_THROTTLED, 12);
+  CHECK_STR(mulligan_status_str(MULLIGAN_E_BUDGET_EXHAUSTED), "budget exhausted");
+  CHECK_STR(mulligan_status_str(MULLIGAN_E_THROTTLED), "throttled");
   for (code = MULLIGAN_OK; code <= MULLIGAN_E_TIMEOUT; ++code) {
     CHECK(mulligan_status_str(code) != NULL);
     CHECK(strcmp(mulligan_status_str(code), "unknown status") != 0);
@@ -54,7 +59,12 @@ static void test_status_text(void) {
   CHECK_STR(mulligan_stop_reason_str(MULLIGAN_STOP_NOT_REPLAY_SAFE), "not_replay_safe");
   CHECK_INT(MULLIGAN_STOP_CIRCUIT_OPEN, 7); /* pinned: appended in 0.2 */
   CHECK_STR(mulligan_stop_reason_str(MULLIGAN_STOP_CIRCUIT_OPEN), "circuit_open");
-  CHECK_STR(mulligan_stop_reason_str(8), "unknown");
+  CHECK_STR(mulligan_stop_reason_str(99), "unknown");
+  /* Appended in 0.3 (issue 14). */
+  CHECK_INT(MULLIGAN_STOP_BUDGET, 8);
+  CHECK_INT(MULLIGAN_STOP_THROTTLED, 9);
+  CHECK_STR(mulligan_stop_reason_str(MULLIGAN_STOP_BUDGET), "budget");
+  CHECK_STR(mulligan_stop_reason_str(MULLIGAN_STOP_THROTTLED), "throttled");
   CHECK(mulligan_last_error() != NULL);
 }
 
