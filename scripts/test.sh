@@ -48,3 +48,9 @@ scripts/fuzz.sh "$FUZZ_SECONDS"
 
 "$PYTHON" -m pip install --quiet --disable-pip-version-check ".[test]"
 "$PYTHON" -m pytest -q
+
+# Go binding (issue 17): libmulligan installed with mulligan.pc into
+# .tools/prefix (reusing build/), then go vet and the race-checked tests,
+# which run the shared vectors through cgo.
+eval "$(scripts/install_capi.sh)"
+(cd bindings/go && go vet ./... && go test -race -count=1 ./...)
