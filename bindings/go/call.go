@@ -4,16 +4,36 @@ package mulligan
 #include <stdlib.h>
 #include <mulligan.h>
 
-typedef struct { mulligan_call *call; int rc; } go_begin_result;
+#include <string.h>
 
-static go_begin_result go_call_begin(const mulligan_pipeline *p, double now, const char *key,
+// Steps return their status and, on failure, a copy of the thread's error
+// text, so that no OS-thread pinning is needed around them.
+// On failure text is a malloc'ed copy (the Go side frees it); NULL on success.
+typedef struct { char *text; } go_msg;
+
+static void go_copy_msg(go_msg *m, int rc) {
+  m->text = NULL;
+  if (rc != MULLIGAN_OK) {
+    const char *t = mulligan_last_error();
+    size_t n = strlen(t) + 1;
+    m->text = (char *)malloc(n);
+    if (m->text != NULL) memcpy(m->text, t, n);
+  }
+}
+
+typedef struct { mulligan_call *call; int rc; go_msg msg; } go_begin_result;
+
+// Each step reads the pipeline's clock itself (one cgo crossing per step).
+static go_begin_result go_call_begin(const mulligan_pipeline *p, const char *key,
                                      int replay_safe) {
+  double now = mulligan_pipeline_now_ms(p);
   go_begin_result r;
   mulligan_call_options o = MULLIGAN_CALL_OPTIONS_INIT;
   o.key = key;
   o.replay_safe = replay_safe;
   r.call = NULL;
   r.rc = mulligan_call_begin(&r.call, p, now, &o);
+  go_copy_msg(&r.msg, r.rc);
   return r;
 }
 
@@ -23,10 +43,11 @@ static mulligan_admission go_call_admit(mulligan_call *c, double now, int *rc) {
   return a;
 }
 
-typedef struct { mulligan_decision d; int rc; } go_record_result;
+typedef struct { mulligan_decision d; int rc; go_msg msg; } go_record_result;
 
-static go_record_result go_call_record(mulligan_call *c, int kind, int status, double ra,
-                                       int sent, double now) {
+static go_record_result go_call_record(mulligan_call *c, const mulligan_pipeline *p, int kind,
+                                       int status, double ra, int sent) {
+  double now = mulligan_pipeline_now_ms(p);
   go_record_result r;
   mulligan_outcome o = MULLIGAN_OUTCOME_INIT;
   mulligan_decision d = MULLIGAN_DECISION_INIT;
@@ -36,22 +57,33 @@ static go_record_result go_call_record(mulligan_call *c, int kind, int status, d
   o.request_sent = sent;
   r.rc = mulligan_call_record(c, &o, now, &d);
   r.d = d;
+  go_copy_msg(&r.msg, r.rc);
   return r;
 }
 
-typedef struct { mulligan_admission a; int rc; } go_admit_result;
+typedef struct { mulligan_admission a; int rc; go_msg msg; } go_admit_result;
 
-static go_admit_result go_call_admit2(mulligan_call *c, double now) {
+static go_admit_result go_call_admit2(mulligan_call *c, const mulligan_pipeline *p) {
+  double now = mulligan_pipeline_now_ms(p);
   go_admit_result r;
   r.a = go_call_admit(c, now, &r.rc);
+  go_copy_msg(&r.msg, r.rc);
   return r;
+}
+
+static go_msg go_call_abandon(mulligan_call *c, const mulligan_pipeline *p, int in_flight,
+                              int *rc) {
+  double now = mulligan_pipeline_now_ms(p);
+  go_msg m;
+  *rc = mulligan_call_abandon(c, now, in_flight);
+  go_copy_msg(&m, *rc);
+  return m;
 }
 */
 import "C"
 
 import (
 	"context"
-	"runtime"
 	"time"
 	"unsafe"
 )
@@ -108,22 +140,13 @@ func (p *Policy) begin(pipe *C.mulligan_pipeline, key string, replaySafe bool) (
 		ck = C.CString(key)
 		defer C.free(unsafe.Pointer(ck))
 	}
-	defer lockThread()()
-	r := C.go_call_begin(pipe, p.nowMs(pipe), ck, cbool(replaySafe))
+	r := C.go_call_begin(pipe, ck, cbool(replaySafe))
 	if r.rc != C.MULLIGAN_OK {
-		return nil, cerr("Begin", C.int(r.rc))
+		return nil, msgErr("Begin", r.rc, &r.msg)
 	}
 	return &Call{p: p, ptr: r.call, pipe: pipe}, nil
 }
 
-func (p *Policy) nowMs(pipe *C.mulligan_pipeline) C.double {
-	if p.clock != nil {
-		v := C.mulligan_clock_now_ms(p.clock.ptr)
-		runtime.KeepAlive(p.clock)
-		return v
-	}
-	return C.mulligan_pipeline_now_ms(pipe)
-}
 
 // Admit asks the pipeline whether the next attempt may run now. A breaker's
 // refusal returns an *Error with CodeCircuitOpen (errors.Is ErrCircuitOpen)
@@ -132,10 +155,9 @@ func (c *Call) Admit() (Admission, error) {
 	if c == nil || c.ptr == nil {
 		return Admission{}, invalid("Call.Admit", "nil or closed call")
 	}
-	defer lockThread()()
-	r := C.go_call_admit2(c.ptr, c.p.nowMs(c.pipe))
+	r := C.go_call_admit2(c.ptr, c.pipe)
 	if r.rc != C.MULLIGAN_OK {
-		e := cerr("Call.Admit", C.int(r.rc)).(*Error)
+		e := msgErr("Call.Admit", r.rc, &r.msg)
 		if Code(r.rc) == CodeCircuitOpen {
 			e.Reason = StopCircuitOpen
 			e.RetryIn = durOf(r.a.retry_in_ms)
@@ -164,10 +186,9 @@ func (c *Call) Record(o Outcome) (Decision, error) {
 	if o.RetryAfter >= 0 {
 		ra = msOf(o.RetryAfter)
 	}
-	defer lockThread()()
-	r := C.go_call_record(c.ptr, C.int(o.Kind), C.int(o.HTTPStatus), ra, C.int(o.RequestSent), c.p.nowMs(c.pipe))
+	r := C.go_call_record(c.ptr, c.pipe, C.int(o.Kind), C.int(o.HTTPStatus), ra, C.int(o.RequestSent))
 	if r.rc != C.MULLIGAN_OK {
-		return Decision{}, cerr("Call.Record", C.int(r.rc))
+		return Decision{}, msgErr("Call.Record", r.rc, &r.msg)
 	}
 	c.admitted = false
 	d := r.d
@@ -190,8 +211,12 @@ func (c *Call) Abandon(inFlight int) error {
 	if c == nil || c.ptr == nil {
 		return invalid("Call.Abandon", "nil or closed call")
 	}
-	defer lockThread()()
-	return cerr("Call.Abandon", C.mulligan_call_abandon(c.ptr, c.p.nowMs(c.pipe), C.int(inFlight)))
+	var rc C.int
+	m := C.go_call_abandon(c.ptr, c.pipe, C.int(inFlight), &rc)
+	if rc != C.MULLIGAN_OK {
+		return msgErr("Call.Abandon", rc, &m)
+	}
+	return nil
 }
 
 // Attempts returns the attempts recorded so far.
@@ -249,4 +274,13 @@ func (c *Call) closeKeep() {
 		C.mulligan_call_destroy(c.ptr)
 		c.ptr = nil
 	}
+}
+
+func msgErr(op string, rc C.int, m *C.go_msg) *Error {
+	msg := ""
+	if m.text != nil {
+		msg = C.GoString(m.text)
+		C.free(unsafe.Pointer(m.text))
+	}
+	return &Error{Code: Code(rc), Op: op, Msg: msg}
 }

@@ -1,7 +1,6 @@
 package mulligan
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -208,25 +207,37 @@ type ErrorKindOf interface {
 // every other error is retryable unless the policy's RetryIf says no.
 func outcomeOf(err error, retryIf func(error) bool) Outcome {
 	o := Outcome{Kind: ErrorRetryable, RetryAfter: -1, RequestSent: -1}
-	var ra *retryAfter
-	if errors.As(err, &ra) {
-		o.RetryAfter = ra.d
-	}
-	var hs *HTTPStatusError
-	var ek ErrorKindOf
-	var pe *permanent
-	switch {
-	case errors.As(err, &pe):
-		o.Kind = ErrorTerminal
-	case errors.As(err, &hs):
-		o.Kind = ErrorNone
-		o.HTTPStatus = hs.Status
-		if o.RetryAfter < 0 {
-			o.RetryAfter = hs.RetryAfter
+	classified := false
+	// Walks the chain by hand (errors.As costs reflection on every failure).
+	for e := err; e != nil; {
+		switch x := e.(type) {
+		case *retryAfter:
+			if o.RetryAfter < 0 {
+				o.RetryAfter = x.d
+			}
+		case *permanent:
+			if !classified {
+				o.Kind, classified = ErrorTerminal, true
+			}
+		case *HTTPStatusError:
+			if !classified {
+				o.Kind, o.HTTPStatus, classified = ErrorNone, x.Status, true
+				if o.RetryAfter < 0 {
+					o.RetryAfter = x.RetryAfter
+				}
+			}
+		case ErrorKindOf:
+			if !classified {
+				o.Kind, classified = x.MulliganErrorKind(), true
+			}
 		}
-	case errors.As(err, &ek):
-		o.Kind = ek.MulliganErrorKind()
-	case retryIf != nil && !retryIf(err):
+		u, ok := e.(interface{ Unwrap() error })
+		if !ok {
+			break
+		}
+		e = u.Unwrap()
+	}
+	if !classified && retryIf != nil && !retryIf(err) {
 		o.Kind = ErrorTerminal
 	}
 	return o
