@@ -70,6 +70,8 @@ type Error struct {
 	sentinel bool
 }
 
+// Error formats the code, the operation, the engine's text, the attempts
+// and stop reason, and the user's last error.
 func (e *Error) Error() string {
 	if e == nil {
 		return "<nil>"
@@ -192,6 +194,7 @@ type HTTPStatusError struct {
 	RetryAfter time.Duration
 }
 
+// Error says "HTTP status N".
 func (h *HTTPStatusError) Error() string { return fmt.Sprintf("HTTP status %d", h.Status) }
 
 // ErrorKindOf is implemented by errors that name their mulligan error kind
