@@ -147,7 +147,6 @@ func (p *Policy) begin(pipe *C.mulligan_pipeline, key string, replaySafe bool) (
 	return &Call{p: p, ptr: r.call, pipe: pipe}, nil
 }
 
-
 // Admit asks the pipeline whether the next attempt may run now. A breaker's
 // refusal returns an *Error with CodeCircuitOpen (errors.Is ErrCircuitOpen)
 // and RetryIn, and ends the call.
