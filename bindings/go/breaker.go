@@ -257,7 +257,7 @@ func NewCircuitBreaker(opts ...BreakerOption) (*CircuitBreaker, error) {
 	}
 	h := &breakerHandle{ptr: ptr}
 	b := &CircuitBreaker{h: h, clock: c.clock}
-	runtime.AddCleanup(b, func(h *breakerHandle) { h.close() }, h)
+	runtime.SetFinalizer(b, func(b *CircuitBreaker) { b.h.close() })
 	return b, nil
 }
 
@@ -469,12 +469,18 @@ type BreakerCallEvent struct {
 // and dropped (it cannot cross the C library). Returns a function that
 // removes the listener.
 func (b *CircuitBreaker) OnTransition(fn func(Transition)) (remove func(), err error) {
+	if fn == nil {
+		return nil, invalid("CircuitBreaker.OnTransition", "nil listener")
+	}
 	return b.addListener("OnTransition", fn, true)
 }
 
 // OnCall adds a listener of every recorded result and refused acquire (see
 // OnTransition for the calling rules).
 func (b *CircuitBreaker) OnCall(fn func(BreakerCallEvent)) (remove func(), err error) {
+	if fn == nil {
+		return nil, invalid("CircuitBreaker.OnCall", "nil listener")
+	}
 	return b.addListener("OnCall", fn, false)
 }
 

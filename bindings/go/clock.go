@@ -32,7 +32,7 @@ func NewFakeClock() (*FakeClock, error) {
 		return nil, err
 	}
 	c := &FakeClock{ptr: p}
-	runtime.AddCleanup(c, func(p *C.mulligan_clock) { C.mulligan_clock_destroy(p) }, p)
+	runtime.SetFinalizer(c, func(c *FakeClock) { C.mulligan_clock_destroy(c.ptr) })
 	return c, nil
 }
 

@@ -328,6 +328,9 @@ func TestBreakerListeners(t *testing.T) {
 	}
 	remove()
 	remove()
+	if _, err := b.OnTransition(nil); !errors.Is(err, mulligan.ErrInvalidArgument) {
+		t.Fatal(err)
+	}
 	_ = b.Reset()
 	if len(got) != 1 {
 		t.Fatal("removed listener still called")

@@ -1,6 +1,7 @@
 package mulligan
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -105,25 +106,24 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Is reports whether target is the sentinel of e's Code (ErrCircuitOpen...).
+// Is reports whether target is the sentinel of e's Code (ErrCircuitOpen...),
+// or matches the context's error when a context ended the call.
 func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.sentinel && e != nil && t.Code == e.Code
+	if e == nil {
+		return false
+	}
+	if t, ok := target.(*Error); ok && t.sentinel && t.Code == e.Code {
+		return true
+	}
+	return e.ctxErr != nil && errors.Is(e.ctxErr, target)
 }
 
-// Unwrap returns the user's last error and the context's error, those set.
-func (e *Error) Unwrap() []error {
+// Unwrap returns the user's last error (nil when there is none).
+func (e *Error) Unwrap() error {
 	if e == nil {
 		return nil
 	}
-	var out []error
-	if e.Err != nil {
-		out = append(out, e.Err)
-	}
-	if e.ctxErr != nil {
-		out = append(out, e.ctxErr)
-	}
-	return out
+	return e.Err
 }
 
 func sentinel(c Code) *Error { return &Error{Code: c, sentinel: true} }

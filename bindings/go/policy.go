@@ -326,7 +326,7 @@ func NewPolicy(opts ...Option) (*Policy, error) {
 		retryIf: c.retryIf,
 		onRetry: c.onRetry,
 	}
-	runtime.AddCleanup(p, func(h *pipeHandle) { h.close() }, h)
+	runtime.SetFinalizer(p, func(p *Policy) { p.h.close() })
 	return p, nil
 }
 
