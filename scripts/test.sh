@@ -52,5 +52,9 @@ scripts/fuzz.sh "$FUZZ_SECONDS"
 # Go binding (issue 17): libmulligan installed with mulligan.pc into
 # .tools/prefix (reusing build/), then go vet and the race-checked tests,
 # which run the shared vectors through cgo.
+# Go comes from setup.sh (the machine's /usr/local/go, else Debian's golang-go).
 eval "$(scripts/install_capi.sh)"
+if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then
+  export PATH="$PATH:/usr/local/go/bin"
+fi
 (cd bindings/go && go vet ./... && go test -race -count=1 ./...)
