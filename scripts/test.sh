@@ -58,3 +58,10 @@ if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then
   export PATH="$PATH:/usr/local/go/bin"
 fi
 (cd bindings/go && go vet ./... && go test -race -count=1 ./...)
+
+# Rust binding (issue 17): libmulligan installed with mulligan.pc (reusing
+# build/), then the cargo workspace in bindings/rust: mulligan-sys, the safe
+# mulligan crate (shared vectors included) and the ABI check of the committed
+# declarations against the installed headers; clippy with warnings as errors.
+eval "$(scripts/install_capi.sh)"
+(cd bindings/rust && cargo test && cargo clippy --all-targets -- -D warnings)
