@@ -26,6 +26,7 @@ type policyConfig struct {
 	name     string
 	deadline bool
 	timeout  bool
+	metrics  *bool
 	retryIf  func(error) bool
 	onRetry  func(RetryEvent)
 }
@@ -162,6 +163,16 @@ func WithName(name string) Option {
 		c.name = name
 		return rcOpt("name", C.mulligan_pipeline_options_set_name(c.pipe, cs))
 	}
+}
+
+// WithReportMetrics chooses whether calls report into the process-wide
+// metrics and emit events (mulligan_pipeline_options_set_report_metrics).
+// Default: on when the policy has a name (WithName), off without one: an
+// unnamed policy has nothing to report under through Do, and the engine's
+// reporting costs even then. Turn it on for calls begun with a key
+// (BeginWith(CallOptions{Key: ...})) on an unnamed policy.
+func WithReportMetrics(on bool) Option {
+	return func(c *policyConfig) error { c.metrics = &on; return nil }
 }
 
 // WithBreaker guards every attempt with b, asked before each attempt; a
@@ -309,6 +320,13 @@ func NewPolicy(opts ...Option) (*Policy, error) {
 	}
 	if c.breaker != nil && c.breaker.clock != c.clock {
 		return nil, invalid("NewPolicy", "the breaker and the policy must read the same clock (WithClock and BreakerClock)")
+	}
+	report := c.name != ""
+	if c.metrics != nil {
+		report = *c.metrics
+	}
+	if err := rcOpt("report metrics", C.mulligan_pipeline_options_set_report_metrics(c.pipe, cbool(report))); err != nil {
+		return nil, err
 	}
 	if err := rcOpt("retry", C.mulligan_pipeline_options_set_retry(c.pipe, c.retry)); err != nil {
 		return nil, err
