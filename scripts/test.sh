@@ -49,6 +49,16 @@ scripts/fuzz.sh "$FUZZ_SECONDS"
 "$PYTHON" -m pip install --quiet --disable-pip-version-check ".[test]"
 "$PYTHON" -m pytest -q
 
+# Go binding (issue 17): libmulligan installed with mulligan.pc into
+# .tools/prefix (reusing build/), then go vet and the race-checked tests,
+# which run the shared vectors through cgo.
+# Go comes from setup.sh (the machine's /usr/local/go, else Debian's golang-go).
+eval "$(scripts/install_capi.sh)"
+if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then
+  export PATH="$PATH:/usr/local/go/bin"
+fi
+(cd bindings/go && go vet ./... && go test -race -count=1 ./...)
+
 # Rust binding (issue 17): libmulligan installed with mulligan.pc (reusing
 # build/), then the cargo workspace in bindings/rust: mulligan-sys, the safe
 # mulligan crate (shared vectors included) and the ABI check of the committed

@@ -1,0 +1,208 @@
+package mulligan
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Do runs fn until it succeeds or the policy stops, waiting between attempts
+// for the delays the engine decides (a time.Timer, or the policy's
+// FakeClock). It returns nil when an attempt succeeded, else an *Error:
+//
+//   - ErrRetriesExhausted: every attempt failed retryably (attempts used up,
+//     a Retry-After hint too long, ...); Reason says which.
+//   - ErrUnavailable: an attempt failed terminally (Permanent, a 404, RetryIf
+//     false), not retried.
+//   - ErrDeadlineExceeded: the policy's deadline, or ctx's deadline, ended
+//     the call (for ctx, errors.Is(err, context.DeadlineExceeded) too). A
+//     wait that would cross ctx's deadline is not started.
+//   - ErrCallback: ctx was cancelled (errors.Is(err, context.Canceled)).
+//   - ErrCircuitOpen: the policy's breaker refused an attempt (RetryIn).
+//   - ErrInvalidArgument: a nil ctx, policy or fn, or a closed policy.
+//
+// The last error fn returned is the *Error's Err: errors.Is(err, yours) and
+// errors.As work through it. Each attempt gets ctx (with the attempt's
+// timeout when the policy sets one).
+//
+// Success path: when the policy has no breaker, no metrics name, no deadline
+// and no attempt timeout, fn runs first and Do enters the engine only if it
+// failed (DESIGN.md section 2), so a first-attempt success costs no cgo call.
+//
+// Panics: if fn (or an OnRetry hook) panics, the call is abandoned in the
+// engine (a breaker permit is freed, the call counted as failed) and the
+// panic continues, unchanged, to Do's caller. No Go panic crosses C.
+//
+// Do is safe for concurrent use with the same policy.
+func Do(ctx context.Context, p *Policy, fn func(context.Context) error) error {
+	if ctx == nil || p == nil || fn == nil {
+		return invalid("Do", "nil context, policy or function")
+	}
+	if p.fast {
+		if err := ctx.Err(); err != nil {
+			return ctxError(err, nil, 0)
+		}
+		err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		return p.run(ctx, fn, err)
+	}
+	return p.run(ctx, fn, nil)
+}
+
+// DoValue is Do for a function that returns a value: the value of the
+// successful attempt, or T's zero value with the error.
+func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	if ctx == nil || p == nil || fn == nil {
+		return zero, invalid("DoValue", "nil context, policy or function")
+	}
+	if p.fast {
+		if err := ctx.Err(); err != nil {
+			return zero, ctxError(err, nil, 0)
+		}
+		v, err := fn(ctx)
+		if err == nil {
+			return v, nil
+		}
+		var out T
+		err = p.run(ctx, func(c context.Context) error {
+			var e error
+			out, e = fn(c)
+			return e
+		}, err)
+		if err != nil {
+			return zero, err
+		}
+		return out, nil
+	}
+	var out T
+	err := p.run(ctx, func(c context.Context) error {
+		var e error
+		out, e = fn(c)
+		return e
+	}, nil)
+	if err != nil {
+		return zero, err
+	}
+	return out, nil
+}
+
+func ctxError(err, last error, attempts int) error {
+	e := &Error{Code: CodeCallback, Op: "Do", Msg: "the context was cancelled", Reason: StopTerminal,
+		Attempts: attempts, Err: last, ctxErr: err}
+	if errors.Is(err, context.DeadlineExceeded) {
+		e.Code, e.Msg, e.Reason = CodeDeadlineExceeded, "the context's deadline", StopDeadline
+	}
+	return e
+}
+
+// run is the slow path: the loop over the step API. first is the error of
+// a first attempt that already ran unguarded (the fast path), or nil.
+func (p *Policy) run(ctx context.Context, fn func(context.Context) error, first error) (result error) {
+	if p.h == nil {
+		return invalid("Do", "nil policy")
+	}
+	pipe := p.h.acquire()
+	if pipe == nil {
+		return invalid("Do", "the policy is closed")
+	}
+	defer p.h.release()
+	c, err := p.begin(pipe, "", true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Runs on return and while a panic of fn unwinds (no recover: the
+		// panic goes on unchanged). Destroy abandons an unfinished call
+		// with the admitted attempt in flight.
+		if !c.Finished() {
+			inFlight := 0
+			if c.admitted {
+				inFlight = 1
+			}
+			_ = c.Abandon(inFlight)
+		}
+		c.closeKeep()
+	}()
+	err = first
+	ran := first != nil
+	var last error
+	for {
+		if !ran {
+			if cerr := ctx.Err(); cerr != nil {
+				return ctxError(cerr, last, c.Attempts())
+			}
+			a, aerr := c.Admit()
+			if aerr != nil {
+				e := aerr.(*Error)
+				e.Op, e.Err, e.Attempts = "Do", last, c.Attempts()
+				return e
+			}
+			for a.Wait > 0 {
+				if werr := p.wait(ctx, a.Wait); werr != nil {
+					return ctxError(werr, last, c.Attempts())
+				}
+				if a, aerr = c.Admit(); aerr != nil {
+					e := aerr.(*Error)
+					e.Op, e.Err, e.Attempts = "Do", last, c.Attempts()
+					return e
+				}
+			}
+			actx := ctx
+			var cancel context.CancelFunc
+			if a.Timeout >= 0 {
+				actx, cancel = context.WithTimeout(ctx, a.Timeout)
+			}
+			err = fn(actx)
+			if cancel != nil {
+				cancel()
+			}
+		}
+		ran = false
+		o := SuccessOutcome()
+		if err != nil {
+			last = err
+			o = outcomeOf(err, p.retryIf)
+		}
+		d, rerr := c.Record(o)
+		if rerr != nil {
+			e := rerr.(*Error)
+			e.Op, e.Err = "Do", last
+			return e
+		}
+		if !d.Retry {
+			return stopError(d, err, c.Attempts())
+		}
+		if p.onRetry != nil {
+			p.onRetry(RetryEvent{Attempt: d.Attempt, Delay: d.Delay, FromRetryAfter: d.FromRetryAfter, Err: err})
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d.Delay && d.Delay > 0 {
+			return ctxError(context.DeadlineExceeded, last, c.Attempts())
+		}
+		if werr := p.wait(ctx, d.Delay); werr != nil {
+			return ctxError(werr, last, c.Attempts())
+		}
+	}
+}
+
+// stopError maps a stop decision to Do's result (as mulligan_retry_call's
+// status codes: DESIGN.md section 6).
+func stopError(d Decision, err error, attempts int) error {
+	var code Code
+	msg := ""
+	switch d.Reason {
+	case StopSucceeded:
+		return err // nil, or an error the engine judged a success (HTTP < 400)
+	case StopTerminal:
+		code, msg = CodeUnavailable, "the outcome was terminal, not retried"
+	case StopDeadline:
+		code, msg = CodeDeadlineExceeded, "the policy's deadline"
+	case StopRetryAfterTooLong:
+		code, msg = CodeRetriesExhausted, "the Retry-After hint exceeds the maximum"
+	default:
+		code, msg = CodeRetriesExhausted, "gave up"
+	}
+	return &Error{Code: code, Op: "Do", Msg: msg, Reason: d.Reason, Attempts: attempts, Err: err}
+}
