@@ -114,6 +114,12 @@ typedef enum mulligan_stop_reason {
    *  @since 0.2 */
   MULLIGAN_STOP_CIRCUIT_OPEN = 7,
   /* 8..11: budget, throttled, bulkhead full, rate limited (the pipeline's gates). */
+  /** A bulkhead refused the call (mulligan_limits.h; never retried).
+   *  @since 0.3 */
+  MULLIGAN_STOP_BULKHEAD_FULL = 10,
+  /** A rate limiter refused the call (mulligan_limits.h; never retried).
+   *  @since 0.3 */
+  MULLIGAN_STOP_RATE_LIMITED = 11,
   /** A stop condition's predicate said stop (mulligan::StopExpr::Predicate;
    *  Python's mulligan.stop.when). @since 0.2 */
   MULLIGAN_STOP_STOP_CONDITION = 12

@@ -54,7 +54,14 @@ typedef enum mulligan_status {
   /** Transport failure: connection refused or reset, DNS failure, TLS error. */
   MULLIGAN_E_TRANSPORT = 9,
   /** An attempt did not finish within its timeout. */
-  MULLIGAN_E_TIMEOUT = 10
+  MULLIGAN_E_TIMEOUT = 10,
+  /* 11, 12: budget exhausted, throttled (the overload issue). */
+  /** A bulkhead refused the call: every slot busy, and no room or time to
+   *  wait (mulligan_limits.h). Never retried. @since 0.3 */
+  MULLIGAN_E_BULKHEAD_FULL = 13,
+  /** A rate limiter refused the call: the wait would exceed its max_wait or
+   *  the deadline (mulligan_limits.h). Never retried. @since 0.3 */
+  MULLIGAN_E_RATE_LIMITED = 14
 } mulligan_status;
 
 /**

@@ -132,6 +132,8 @@ MULLIGAN_SAME(MULLIGAN_E_CIRCUIT_OPEN, StatusCode::kCircuitOpen);
 MULLIGAN_SAME(MULLIGAN_E_UNAVAILABLE, StatusCode::kUnavailable);
 MULLIGAN_SAME(MULLIGAN_E_TRANSPORT, StatusCode::kTransport);
 MULLIGAN_SAME(MULLIGAN_E_TIMEOUT, StatusCode::kTimeout);
+MULLIGAN_SAME(MULLIGAN_E_BULKHEAD_FULL, StatusCode::kBulkheadFull);
+MULLIGAN_SAME(MULLIGAN_E_RATE_LIMITED, StatusCode::kRateLimited);
 
 #undef MULLIGAN_SAME
 
@@ -162,6 +164,8 @@ const char* mulligan_status_str(int status) {
     case MULLIGAN_E_UNAVAILABLE: return "unavailable";
     case MULLIGAN_E_TRANSPORT: return "transport error";
     case MULLIGAN_E_TIMEOUT: return "timeout";
+    case MULLIGAN_E_BULKHEAD_FULL: return "bulkhead full";
+    case MULLIGAN_E_RATE_LIMITED: return "rate limited";
     default: return "unknown status";
   }
   MULLIGAN_CAPI_END_RETURN("unknown status")

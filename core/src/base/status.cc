@@ -17,6 +17,8 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kTransport: return "transport error";
     case StatusCode::kTimeout: return "timeout";
+    case StatusCode::kBulkheadFull: return "bulkhead full";
+    case StatusCode::kRateLimited: return "rate limited";
   }
   return "unknown status";
 }

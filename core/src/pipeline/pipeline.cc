@@ -99,11 +99,17 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions& option
     }
   }
   parts.clock = options.clock;
+  parts.bulkhead = options.bulkhead.get();
+  parts.bulkhead_per_attempt = options.bulkhead_per_attempt;
+  parts.rate_limiter = options.rate_limiter.get();
+  parts.rate_limit_per_attempt = options.rate_limit_per_attempt;
   auto pipeline = std::make_unique<Pipeline>(parts);
   pipeline->name_ = options.name;
   pipeline->owned_policy_ = std::move(owned_policy);
   pipeline->owned_breaker_ = options.breaker;
   pipeline->owned_breakers_ = options.breakers;
+  pipeline->owned_bulkhead_ = options.bulkhead;
+  pipeline->owned_rate_limiter_ = options.rate_limiter;
   return pipeline;
 }
 
@@ -111,8 +117,11 @@ Pipeline::Pipeline(const Parts& parts) : parts_(parts) {
   if (parts_.clock == nullptr) parts_.clock = SystemClock::Default();
   if (parts_.metrics != nullptr) name_ = parts_.metrics->name();
   breaker_strategy_.Configure(parts_.breaker, parts_.breakers, parts_.breaker_per_attempt);
+  limits_strategy_.Configure(parts_.bulkhead, parts_.bulkhead_per_attempt, parts_.rate_limiter,
+                             parts_.rate_limit_per_attempt);
   // The fixed order (DESIGN.md section 2); strategies not configured are
   // left out, so they cost nothing.
+  if (limits_strategy_.enabled()) strategies_[strategy_count_++] = &limits_strategy_;
   if (breaker_strategy_.enabled()) strategies_[strategy_count_++] = &breaker_strategy_;
 }
 
@@ -162,6 +171,7 @@ Call::Call(const Pipeline* pipeline, const RetryPolicy* policy, TimePoint now,
       state_, options.breaker_key.empty() ? options.key : options.breaker_key);
   metrics_ = pipeline->MetricsFor(options.key);
   if (metrics_ != nullptr) metrics_->CallStarted();
+  if (pipeline->parts_.rate_limiter != nullptr) state_.limiter_key.assign(options.key);
 }
 
 Call::Call(Call&& other) noexcept
@@ -216,13 +226,22 @@ AttemptAdmission Call::Admit(TimePoint now) {
   admission.attempt = session_.attempts() + 1;
   state_.attempt = admission.attempt;
   state_.attempt_start = now;
-  if (metrics_ != nullptr) metrics_->AttemptStarted(admission.attempt);
   const int count = pipeline_->strategy_count_;
+  if (pipeline_->limits_strategy_.enabled()) state_.time_left = session_.TimeLeft(now);
   for (int i = 0; i < count; ++i) {
     pipeline_->strategies_[i]->Admit(state_, now, admission);
-    if (admission.refused()) break;
+    if (!admission.go()) break;
   }
+  if (admission.wait()) {
+    // Strategy 2 queues the call or spaces it: no attempt starts yet.
+    phase_ = Phase::kReady;
+    admission_ = admission;
+    return admission;
+  }
+  if (metrics_ != nullptr) metrics_->AttemptStarted(admission.attempt);
   if (admission.refused()) {
+    // What earlier strategies hold (a bulkhead slot) is freed.
+    for (int i = count - 1; i >= 0; --i) pipeline_->strategies_[i]->Release(state_, now);
     admission.use_fallback = fallback_;
     admission_ = admission;
     Finish(false, admission.reason, session_.attempts(), now, admission.use_fallback);
@@ -316,6 +335,12 @@ Status Call::RefusalStatus() const {
     Admission refused;
     refused.retry_in = admission_.retry_in;
     return state_.breaker->OpenStatus(refused);
+  }
+  if (admission_.reason == StopReason::kBulkheadFull && pipeline_->parts_.bulkhead != nullptr) {
+    return pipeline_->parts_.bulkhead->FullStatus();
+  }
+  if (admission_.reason == StopReason::kRateLimited && pipeline_->parts_.rate_limiter != nullptr) {
+    return pipeline_->parts_.rate_limiter->LimitedStatus(admission_.retry_in);
   }
   return Status(StatusCode::kUnavailable,
                 std::string("refused: ") + StopReasonName(admission_.reason));

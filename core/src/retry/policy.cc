@@ -21,6 +21,8 @@ const char* StopReasonName(StopReason reason) {
     case StopReason::kNotReplaySafe: return "not_replay_safe";
     case StopReason::kCircuitOpen: return "circuit_open";
     case StopReason::kStopCondition: return "stop_condition";
+    case StopReason::kBulkheadFull: return "bulkhead_full";
+    case StopReason::kRateLimited: return "rate_limited";
   }
   return "unknown";
 }
