@@ -47,7 +47,9 @@ void BindEnums(py::module_& m) {
       .value("RETRY_AFTER_TOO_LONG", StopReason::kRetryAfterTooLong)
       .value("NOT_REPLAY_SAFE", StopReason::kNotReplaySafe)
       .value("CIRCUIT_OPEN", StopReason::kCircuitOpen)
-      .value("STOP_CONDITION", StopReason::kStopCondition);
+      .value("STOP_CONDITION", StopReason::kStopCondition)
+      .value("BULKHEAD_FULL", StopReason::kBulkheadFull)
+      .value("RATE_LIMITED", StopReason::kRateLimited);
 
   py::enum_<Classification>(m, "Classification", "A policy's verdict on an outcome.")
       .value("SUCCESS", Classification::kSuccess)

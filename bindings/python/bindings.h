@@ -38,6 +38,7 @@ void BindMetrics(py::module_& m);
 void BindIdempotency(py::module_& m);
 void BindPipeline(py::module_& m);
 void BindRedact(py::module_& m);
+void BindLimits(py::module_& m);  // bind_limits.cc (Added in 0.3.)
 
 // The one Status -> Python exception helper. Builds the exception with
 // mulligan._errors._from_status (imported at call time, so _errors never needs

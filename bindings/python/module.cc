@@ -19,4 +19,5 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindIdempotency(m);
   mulligan::python::BindPipeline(m);
   mulligan::python::BindRedact(m);
+  mulligan::python::BindLimits(m);  // (Added in 0.3.)
 }
