@@ -48,3 +48,10 @@ scripts/fuzz.sh "$FUZZ_SECONDS"
 
 "$PYTHON" -m pip install --quiet --disable-pip-version-check ".[test]"
 "$PYTHON" -m pytest -q
+
+# Rust binding (issue 17): libmulligan installed with mulligan.pc (reusing
+# build/), then the cargo workspace in bindings/rust: mulligan-sys, the safe
+# mulligan crate (shared vectors included) and the ABI check of the committed
+# declarations against the installed headers; clippy with warnings as errors.
+eval "$(scripts/install_capi.sh)"
+(cd bindings/rust && cargo test && cargo clippy --all-targets -- -D warnings)

@@ -685,3 +685,67 @@ class RateLimiter:
     def refused(self) -> int: ...
     @property
     def key_count(self) -> int: ...
+
+
+class HttpPipeline:
+    def __init__(
+        self,
+        *,
+        policy: Optional[RetryPolicy] = None,
+        strict: bool = False,
+        breaker_failure_threshold: Optional[int] = None,
+        breaker_reset_timeout: float = 30.0,
+        breaker_per_attempt: bool = False,
+        breaker_key: str = "origin",
+        breaker_key_templates: list[str] = ...,
+        breaker_options: Optional[dict[str, Any]] = None,
+        methods: str = "idempotent",
+        allowed_methods: list[str] = ...,
+    ) -> None: ...
+    def begin(
+        self,
+        now: float,
+        method: str,
+        url: str,
+        keyed: bool,
+        body_replayable: bool = True,
+        breaker_key: str = "",
+        strict: Optional[bool] = None,
+        policy: Optional[RetryPolicy] = None,
+        fallback: bool = False,
+        max_attempts: int = 0,
+        no_wait: bool = False,
+    ) -> AdapterCall: ...
+    @property
+    def policy(self) -> RetryPolicy: ...
+
+class AdapterCall:
+    def admit(self, now: float) -> bool: ...
+    @property
+    def attempt_timeout(self) -> Optional[float]: ...
+    def record(self, outcome: Outcome, now: float) -> Decision: ...
+    def abandon(self, now: float, in_flight: int = 0) -> None: ...
+    @property
+    def refused(self) -> bool: ...
+    @property
+    def retry_in(self) -> float: ...
+    @property
+    def refusal_message(self) -> str: ...
+    @property
+    def use_fallback(self) -> bool: ...
+    @property
+    def breaker_name(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def start(self) -> float: ...
+    @property
+    def total_delay(self) -> float: ...
+    @property
+    def finished(self) -> bool: ...
+
+def http_response_outcome(
+    status: int, retry_after: Optional[str], keyed: bool, wall_now: float
+) -> Outcome: ...

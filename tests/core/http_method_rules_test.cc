@@ -3,6 +3,8 @@
 // allowed_methods, written out by hand.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,31 @@ TEST(HttpMethodRules, TruthTable) {
               r.allowed);
   }
   EXPECT_STREQ(HttpMethodRuleName(HttpMethodRule::kSafe), "safe");
+}
+
+// The response outcome every front door builds (HttpClient, the async
+// engine, the Python adapters): Retry-After parsed at the given wall time,
+// and a keyed 409 with Retry-After turned into a retryable failure.
+TEST(HttpResponseOutcome, RetryAfterAndTheKeyed409Rule) {
+  const WallTime now = WallTime(std::chrono::seconds(784111657));
+  Outcome plain = HttpResponseOutcome(503, std::nullopt, false, now);
+  EXPECT_EQ(plain.http_status, 503);
+  EXPECT_FALSE(plain.retry_after.has_value());
+  Outcome hinted = HttpResponseOutcome(429, "7", false, now);
+  ASSERT_TRUE(hinted.retry_after.has_value());
+  EXPECT_EQ(*hinted.retry_after, std::chrono::seconds(7));
+  Outcome dated = HttpResponseOutcome(503, "Sun, 06 Nov 1994 08:49:37 GMT", false, now);
+  ASSERT_TRUE(dated.retry_after.has_value());
+  EXPECT_EQ(*dated.retry_after, std::chrono::seconds(120));
+  EXPECT_FALSE(HttpResponseOutcome(503, "soon", false, now).retry_after.has_value());
+  Outcome conflict = HttpResponseOutcome(409, "2", false, now);
+  EXPECT_EQ(conflict.http_status, 409);
+  EXPECT_EQ(conflict.error, ErrorKind::kNone);
+  Outcome in_flight = HttpResponseOutcome(409, "2", true, now);
+  EXPECT_EQ(in_flight.error, ErrorKind::kRetryable);
+  ASSERT_TRUE(in_flight.retry_after.has_value());
+  EXPECT_EQ(*in_flight.retry_after, std::chrono::seconds(2));
+  EXPECT_EQ(HttpResponseOutcome(409, std::nullopt, true, now).error, ErrorKind::kNone);
 }
 
 TEST(HttpMethodRules, CreateRefusesBadMethods) {

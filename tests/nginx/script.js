@@ -8,6 +8,7 @@
 // then 200". The count of each id lives in a file of the server's work
 // directory; nginx runs one worker process (nginx.conf.in), so requests are
 // counted one at a time. Ids are [A-Za-z0-9_-]{1,64}; anything else is 400.
+// A request's Idempotency-Key comes back as Echo-Idempotency-Key.
 
 var fs = require('fs');
 
@@ -34,6 +35,11 @@ function answer(r) {
     }
     if (step.length > 1) {
         r.headersOut['Retry-After'] = step[1];
+    }
+    // What the client sent as its Idempotency-Key, echoed back (the adapter
+    // tests read it per attempt; the access log has it too).
+    if (r.headersIn['Idempotency-Key'] !== undefined) {
+        r.headersOut['Echo-Idempotency-Key'] = r.headersIn['Idempotency-Key'];
     }
     r.return(status, 'step ' + (seen + 1) + ' of ' + id + ': ' + status + '\n');
 }

@@ -372,19 +372,10 @@ Outcome Exchange::MakeOutcome() {
                       : "the connection closed inside the response's header block";
   }
   if (last_.code == CURLE_OK && last_.status > 0) {
-    std::optional<Duration> hint;
-    if (std::optional<std::string> value = FindHeader(last_.transfer.headers, "Retry-After")) {
-      hint = ParseRetryAfter(*value, clock_->WallNow());
-    }
-    Outcome outcome = Outcome::Http(last_.status, hint);
-    // An idempotency store answers 409 with Retry-After while the first
-    // request with this key is still running (DESIGN.md section 5): for a
-    // keyed request that means "try again after the hint", not a conflict.
-    if (last_.status == 409 && hint && !key_.empty()) {
-      outcome = Outcome::Failure(/*retryable=*/true);
-      outcome.retry_after = hint;
-    }
-    return outcome;
+    const std::optional<std::string> value = FindHeader(last_.transfer.headers, "Retry-After");
+    return HttpResponseOutcome(
+        last_.status, value ? std::optional<std::string_view>(*value) : std::nullopt,
+        !key_.empty(), clock_->WallNow());
   }
   if (last_.code == CURLE_OK) {
     last_.code = CURLE_GOT_NOTHING;  // no status line: treat as an empty reply

@@ -10,12 +10,15 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 
 #include "internal/ascii.h"
 #include "mulligan/http/redact.h"
 #include "mulligan/idempotency/store.h"
+#include "mulligan/retry/retry_after.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -238,6 +241,21 @@ bool HttpMethodReplaySafe(HttpMethodRule rule, const std::vector<std::string>& a
       return false;
   }
   return false;
+}
+
+Outcome HttpResponseOutcome(int status, std::optional<std::string_view> retry_after, bool keyed,
+                            WallTime now) {
+  std::optional<Duration> hint;
+  if (retry_after) hint = ParseRetryAfter(*retry_after, now);
+  Outcome outcome = Outcome::Http(status, hint);
+  // An idempotency store answers 409 with Retry-After while the first
+  // request with this key is still running (DESIGN.md section 5): for a
+  // keyed request that means "try again after the hint", not a conflict.
+  if (status == 409 && hint && keyed) {
+    outcome = Outcome::Failure(/*retryable=*/true);
+    outcome.retry_after = hint;
+  }
+  return outcome;
 }
 
 bool IsIdempotentMethod(std::string_view method) {

@@ -78,6 +78,18 @@ const char* HttpMethodRuleName(HttpMethodRule rule);
 bool HttpMethodReplaySafe(HttpMethodRule rule, const std::vector<std::string>& allowed,
                           std::string_view method, bool keyed);
 
+// Returns the outcome of an attempt that got a final HTTP response with
+// `status`: its Retry-After field value `retry_after` (nullopt when absent)
+// parsed against the wall time `now` (an unparsable value is no hint), and
+// the idempotency-store rule of DESIGN.md section 5: a 409 carrying
+// Retry-After on a `keyed` request (one with an Idempotency-Key) is "the
+// first request with this key still runs": a retryable failure after the
+// hint, not a conflict. HttpClient, HttpAsyncEngine and the Python adapters
+// (mulligan.adapters: requests, httpx, aiohttp) all build their response
+// outcomes here. Thread-safety: thread-safe (pure). (Appended in 0.3.)
+Outcome HttpResponseOutcome(int status, std::optional<std::string_view> retry_after, bool keyed,
+                            WallTime now);
+
 // Returns a fresh idempotency key: a random (version 4) UUID in its canonical
 // 36-character lower-case form (RFC 9562 section 5.4), drawn from the
 // operating system's CSPRNG (getrandom(2)).

@@ -1,0 +1,246 @@
+// bindings/python/bind_adapter.cc — the HTTP pipeline of the client
+// adapters (mulligan.adapters: requests, httpx, aiohttp) for mulligan._core.
+//
+//   p = _core.HttpPipeline(policy=..., breaker_failure_threshold=..., ...)
+//                                   # the HttpClient options, validated once
+//   call = p.begin(now, method, url, keyed, body_replayable, breaker_key, strict, policy,
+//                  fallback, max_attempts, no_wait)
+//   call.admit(now) -> bool; call.attempt_timeout; call.record(outcome, now)
+//   _core.http_response_outcome(status, retry_after, keyed, wall_now) -> Outcome
+//
+// An adapter's attempts run in another library (requests, httpx, aiohttp), so
+// it cannot use HttpClient; it steps the same pipeline HttpClient's Exchange
+// steps, built by the same internal::MakeSettings from the same options: the
+// breakers per origin (or the client's breaker key), the metrics by origin,
+// and the method rule (HttpMethodReplaySafe) are worked out here exactly as
+// Exchange::Init and Exchange::Begin do, and a response's outcome (its
+// Retry-After, the keyed-409 rule) by HttpResponseOutcome, which Exchange
+// calls too. The Python side only maps its library's exceptions to an
+// ErrorKind and waits. Nothing here blocks, so the GIL is held throughout.
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "http/exchange.h"
+#include "http_common.h"
+#include "mulligan/http/breaker_key.h"
+#include "mulligan/http/client.h"
+#include "mulligan/pipeline/call.h"
+#include "mulligan/retry/policy.h"
+
+namespace mulligan {
+namespace python {
+namespace {
+
+// The validated settings (options, default policy, pipeline) of one adapter.
+// Immutable after construction: begin() may be called from many threads.
+struct PyHttpPipeline {
+  std::unique_ptr<internal::Settings> settings;
+};
+
+// One logical call through an adapter's pipeline (not thread-safe). Keeps its
+// pipeline and its own policy (when the request has one) alive.
+struct PyAdapterCall {
+  std::optional<Call> call;
+  py::object owner;
+  py::object policy;
+  std::string key;
+  AttemptAdmission admission;
+};
+
+double RetryIn(Duration d) {
+  return d == Duration::max() ? std::numeric_limits<double>::infinity() : DurationToSeconds(d);
+}
+
+// The origin of `url`: HttpOrigin parses the URL with libcurl (about 4 µs),
+// so the last URL and its origin are kept per thread, as Exchange does; an
+// adapter mostly calls the same few URLs.
+const std::string& OriginOf(const std::string& url) {
+  thread_local std::string last_url;
+  thread_local std::string last_origin;
+  thread_local bool valid = false;
+  if (!valid || url != last_url) {
+    std::optional<std::string> origin = HttpOrigin(url);
+    last_url = url;
+    last_origin = origin ? *origin : std::string();
+    valid = true;
+  }
+  return last_origin;
+}
+
+std::unique_ptr<PyAdapterCall> Begin(py::object self, double now, const std::string& method,
+                                     const std::string& url, bool keyed, bool body_replayable,
+                                     const std::string& breaker_key, std::optional<bool> strict,
+                                     py::object policy, bool fallback, int max_attempts,
+                                     bool no_wait) {
+  const internal::Settings& s = *self.cast<const PyHttpPipeline&>().settings;
+  // The method rule, as Exchange::Init works it out.
+  HttpMethodRule rule = s.options.strict_methods ? HttpMethodRule::kStrict : s.options.method_rule;
+  if (strict) {
+    if (*strict) {
+      rule = HttpMethodRule::kStrict;
+    } else if (rule == HttpMethodRule::kStrict) {
+      rule = HttpMethodRule::kIdempotent;
+    }
+  }
+  auto out = std::make_unique<PyAdapterCall>();
+  out->owner = self;
+  CallOptions options;
+  if (!policy.is_none()) {
+    options.policy = policy.cast<const RetryPolicy*>();
+    out->policy = policy;
+  }
+  // A body that cannot be sent twice (a generator) makes any request unsafe
+  // to replay once sent; failures before sending are still retried.
+  options.replay_safe =
+      body_replayable && HttpMethodReplaySafe(rule, s.options.allowed_methods, method, keyed);
+  // No default attempt timeout: the adapted library's own timeout bounds an
+  // attempt; the policy's attempt_timeout and the deadline trim it.
+  options.fallback = fallback;
+  options.max_attempts = max_attempts < 0 ? 0 : max_attempts;
+  options.no_wait = no_wait;
+  // Breakers and metrics by origin, as Exchange::Begin keys them.
+  out->key = OriginOf(url);
+  options.key = out->key;
+  std::optional<std::string> chosen;
+  if (s.options.breakers) {
+    if (!breaker_key.empty()) {
+      options.breaker_key = breaker_key;
+    } else if (s.options.breaker_key.kind != BreakerKeyKind::kOrigin) {
+      chosen = HttpBreakerKey(s.options.breaker_key, method, url);
+      if (chosen) options.breaker_key = *chosen;
+    }
+  }
+  out->call.emplace(s.pipeline.Begin(MonotonicToTimePoint(now), options));
+  return out;
+}
+
+void BindHttpPipelineClass(py::module_& m) {
+  py::class_<PyHttpPipeline>(
+      m, "HttpPipeline",
+      "The pipeline of an HTTP client adapter: HttpClient's options, validated once\n"
+      "(immutable; begin() from any thread).")
+      .def(py::init([](const RetryPolicy* policy, bool strict,
+                       std::optional<int> breaker_failure_threshold, double breaker_reset_timeout,
+                       bool breaker_per_attempt, const std::string& breaker_key,
+                       std::vector<std::string> breaker_key_templates,
+                       const py::object& breaker_options, const std::string& methods,
+                       std::vector<std::string> allowed_methods) {
+             HttpClientOptions options =
+                 MakeOptions(policy, 30.0, 10.0, true, "mulligan", false, 10, "", strict,
+                             breaker_failure_threshold, breaker_reset_timeout, breaker_per_attempt);
+             SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
+             SetBreakerOptions(options, breaker_options, breaker_per_attempt);
+             SetMethodRule(options, methods, std::move(allowed_methods));
+             auto p = std::make_unique<PyHttpPipeline>();
+             p->settings = Unwrap(internal::MakeSettings(options));
+             return p;
+           }),
+           py::kw_only(), py::arg("policy") = py::none(), py::arg("strict") = false,
+           py::arg("breaker_failure_threshold") = py::none(),
+           py::arg("breaker_reset_timeout") = 30.0, py::arg("breaker_per_attempt") = false,
+           py::arg("breaker_key") = "origin",
+           py::arg("breaker_key_templates") = std::vector<std::string>(),
+           py::arg("breaker_options") = py::none(), py::arg("methods") = "idempotent",
+           py::arg("allowed_methods") = std::vector<std::string>(),
+           "Validates the options as HttpClient() does: ValueError naming the bad one.")
+      .def("begin", &Begin, py::arg("now"), py::arg("method"), py::arg("url"),
+           py::arg("keyed"), py::arg("body_replayable") = true, py::arg("breaker_key") = "", py::arg("strict") = py::none(),
+           py::arg("policy") = py::none(), py::arg("fallback") = false,
+           py::arg("max_attempts") = 0, py::arg("no_wait") = false,
+           "Begins one logical request at `now` (seconds): an AdapterCall. `keyed`: it\n"
+           "carries an Idempotency-Key (the method rule replays it then).")
+      .def_property_readonly(
+          "policy", [](const PyHttpPipeline& p) { return p.settings->policy; },
+          "The default RetryPolicy (a copy).");
+}
+
+void BindAdapterCallClass(py::module_& m) {
+  py::class_<PyAdapterCall, std::unique_ptr<PyAdapterCall>>(
+      m, "AdapterCall", "One logical request through an HttpPipeline (not thread-safe).")
+      .def(
+          "admit",
+          [](PyAdapterCall& c, double now) {
+            c.admission = c.call->Admit(MonotonicToTimePoint(now));
+            return c.admission.go();
+          },
+          py::arg("now"), "Asks before the next attempt; False: refused (circuit open).")
+      .def_property_readonly(
+          "attempt_timeout",
+          [](const PyAdapterCall& c) -> std::optional<double> {
+            if (!c.admission.timeout) return std::nullopt;
+            return DurationToSeconds(*c.admission.timeout);
+          },
+          "The admitted attempt's bound in seconds (the policy's attempt_timeout trimmed\n"
+          "to the deadline), or None.")
+      .def(
+          "record",
+          [](PyAdapterCall& c, const Outcome& outcome, double now) {
+            return c.call->Record(outcome, MonotonicToTimePoint(now));
+          },
+          py::arg("outcome"), py::arg("now"), "Records the attempt's outcome: the Decision.")
+      .def(
+          "abandon",
+          [](PyAdapterCall& c, double now, int in_flight) {
+            c.call->Abandon(MonotonicToTimePoint(now), in_flight);
+          },
+          py::arg("now"), py::arg("in_flight") = 0,
+          "Ends a call its caller stopped (cancelled, interrupted).")
+      .def_property_readonly("refused",
+                             [](const PyAdapterCall& c) { return c.admission.refused(); })
+      .def_property_readonly(
+          "retry_in", [](const PyAdapterCall& c) { return RetryIn(c.admission.retry_in); },
+          "After a refusal: seconds until the breaker admits a probe (inf: forced open).")
+      .def_property_readonly(
+          "refusal_message",
+          [](const PyAdapterCall& c) { return Utf8(c.call->RefusalStatus().message()); })
+      .def_property_readonly(
+          "use_fallback",
+          [](const PyAdapterCall& c) {
+            return c.admission.refused() ? c.admission.use_fallback
+                                         : c.call->last_decision().use_fallback;
+          },
+          "The call ended on a failure its fallback answers.")
+      .def_property_readonly(
+          "breaker_name",
+          [](const PyAdapterCall& c) {
+            return c.call->breaker() != nullptr ? Utf8(c.call->breaker()->name()) : py::str("");
+          })
+      .def_property_readonly("key", [](const PyAdapterCall& c) { return Utf8(c.key); },
+                             "The request's origin (scheme://host:port), or ''.")
+      .def_property_readonly("attempts", [](const PyAdapterCall& c) { return c.call->attempts(); })
+      .def_property_readonly(
+          "start", [](const PyAdapterCall& c) { return TimePointToMonotonic(c.call->start()); })
+      .def_property_readonly(
+          "total_delay",
+          [](const PyAdapterCall& c) { return DurationToSeconds(c.call->total_delay()); })
+      .def_property_readonly("finished",
+                             [](const PyAdapterCall& c) { return c.call->finished(); });
+}
+
+}  // namespace
+
+void BindAdapter(py::module_& m) {
+  BindHttpPipelineClass(m);
+  BindAdapterCallClass(m);
+  m.def(
+      "http_response_outcome",
+      [](int status, std::optional<std::string> retry_after, bool keyed, double wall_now) {
+        std::optional<std::string_view> value;
+        if (retry_after) value = *retry_after;
+        return HttpResponseOutcome(status, value, keyed, UnixToWallTime(wall_now));
+      },
+      py::arg("status"), py::arg("retry_after"), py::arg("keyed"), py::arg("wall_now"),
+      "The Outcome of a response with `status` and its Retry-After value (None: absent),\n"
+      "read at `wall_now` (Unix seconds): HttpClient's rule, 409 on a keyed request included.");
+}
+
+}  // namespace python
+}  // namespace mulligan

@@ -1,0 +1,336 @@
+"""mulligan for httpx: a sync and an async transport with mulligan's retries.
+
+::
+
+    import httpx
+    from mulligan.adapters.httpx import AsyncTransport, Transport
+
+    client = httpx.Client(transport=Transport(attempts=4, breaker=True))
+    r = client.get("https://api.example.com/orders")
+
+    async with httpx.AsyncClient(transport=AsyncTransport(attempts=4)) as client:
+        r = await client.get("https://api.example.com/orders")
+
+Each wraps httpx's own ``HTTPTransport`` / ``AsyncHTTPTransport`` (made with
+their defaults, ``retries=0``), or any transport you pass
+(``Transport(httpx.HTTPTransport(http2=True), ...)``). Needs httpx
+(``pip install 'mulligan[httpx]'``); without it, importing this module
+raises ImportError naming the extra.
+
+What is retried: an attempt ends when the wrapped transport returns the
+response head, which is when the status and Retry-After are judged. A
+response that will be retried is read and closed first (its connection
+goes back to the pool). The body of the response returned is read by the
+client after the transport returns (or by you, with ``stream()``), so a
+body that fails while being read is not retried (httpx's own transport
+``retries=`` retries connection failures only). A request body that cannot
+be sent twice (a generator) makes the request unsafe to replay once sent.
+
+Exception mapping: when the retries give up on a transport failure, the last
+attempt's own httpx exception is raised (``httpx.ConnectError``,
+``httpx.ReadTimeout``...) with a note ``mulligan: gave up after N attempts
+(reason)``; a give-up on a retryable status returns the last response (with
+``raise_on_give_up=True``, :class:`RetriesExhausted`, an
+``httpx.HTTPStatusError``); an open breaker raises :class:`CircuitOpenError`,
+both a ``mulligan.CircuitOpenError`` and an ``httpx.TransportError``, without
+sending anything.
+
+.. versionadded:: 0.3.0
+"""
+
+from __future__ import annotations
+
+import inspect
+import socket
+import ssl
+from typing import Any, Optional
+
+try:
+    import httpx
+except ImportError as _missing:  # pragma: no cover - exercised without httpx
+    raise ImportError("mulligan.adapters.httpx needs httpx: pip install 'mulligan[httpx]'") from _missing
+
+from .. import _errors
+from .._adapter.flow import IDEMPOTENT_METHODS, AdapterConfig, RequestCall, new_key, sleep, trimmed
+from .._retry.async_driver import sleep as async_sleep
+
+__all__ = ["AsyncTransport", "CircuitOpenError", "RetriesExhausted", "Transport"]
+
+
+class CircuitOpenError(_errors.CircuitOpenError, httpx.TransportError):
+    """The origin's circuit breaker refused the request; nothing was sent.
+
+    Both a :class:`mulligan.CircuitOpenError` (``.key`` the origin,
+    ``.retry_in`` seconds until the next probe, ``.attempts``) and an
+    ``httpx.TransportError`` (``.request`` is the refused request). Never
+    retried.
+
+    .. versionadded:: 0.3.0
+    """
+
+
+class RetriesExhausted(_errors.RetriesExhausted, httpx.HTTPStatusError):  # type: ignore[misc]
+    """The retries gave up on a retryable status (raised only with
+    ``raise_on_give_up=True``; the fallback receives it too).
+
+    Both a :class:`mulligan.RetriesExhausted` (``.attempts``,
+    ``.stop_reason``) and an ``httpx.HTTPStatusError`` (``.request``,
+    ``.response``: the last ``httpx.Response``, read and closed).
+
+    .. versionadded:: 0.3.0
+    """
+
+    def __init__(self, message: str, *, attempts: int, stop_reason: str, response: Any = None) -> None:
+        Exception.__init__(self, message)
+        self.attempts = attempts
+        self.stop_reason = stop_reason
+        self.response = response
+        self.request = response.request
+        self.outcomes = ()
+
+
+def _caused_by(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> bool:
+    seen = 0
+    cur: Optional[BaseException] = exc
+    while cur is not None and seen < 16:
+        if isinstance(cur, kinds):
+            return True
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    return False
+
+
+def _kind(exc: httpx.TransportError) -> Optional[str]:
+    """The engine's failure kind of an exception the wrapped transport
+    raised; None for one that is no transport failure (an unsupported
+    scheme, a request httpx itself refuses): terminal, raised as it is."""
+    if isinstance(exc, (httpx.UnsupportedProtocol, httpx.LocalProtocolError)):
+        return None
+    if isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)):
+        return "connect_timeout"  # nothing was sent
+    if isinstance(exc, httpx.TimeoutException):
+        return "timeout"
+    if isinstance(exc, httpx.ConnectError):
+        if _caused_by(exc, (ssl.SSLError, ssl.CertificateError)):
+            return "tls_error"
+        if _caused_by(exc, (socket.gaierror,)):
+            return "dns_failure"
+        return "connection_refused"  # nothing was sent
+    if isinstance(exc, httpx.ProxyError):
+        return "transport"
+    if isinstance(exc, (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)):
+        return "connection_reset"
+    return "transport"
+
+
+def _begin(cfg: AdapterConfig, request: httpx.Request) -> RequestCall:
+    method = request.method
+    key: Optional[str] = request.headers.get("Idempotency-Key")
+    if key is None and cfg.idempotency_key and method not in IDEMPOTENT_METHODS:
+        key = new_key()
+        request.headers["Idempotency-Key"] = key
+    replayable = isinstance(request.stream, httpx.ByteStream)
+    return cfg.begin(method, str(request.url), key, replayable)
+
+
+def _bound(request: httpx.Request, bound: Optional[float]) -> None:
+    """Trims the request's httpx timeouts to the engine's attempt bound."""
+    if bound is None:
+        return
+    given = request.extensions.get("timeout") or {}
+    request.extensions = {
+        **request.extensions,
+        "timeout": {k: trimmed(given.get(k), bound) for k in ("connect", "read", "write", "pool")},
+    }
+
+
+def _refusal(call: RequestCall, request: httpx.Request, cause: Optional[BaseException]) -> Any:
+    try:
+        return call.refused(CircuitOpenError, cause)
+    except CircuitOpenError as exc:
+        exc.request = request
+        raise
+
+
+
+
+class Transport(httpx.BaseTransport):
+    """An httpx transport whose retries are mulligan's (``httpx.Client(transport=...)``).
+
+    Every decision is the engine's, as for :class:`mulligan.Client`: the
+    retried failures and statuses (408, 429, 500, 502, 503, 504), the
+    backoff, Retry-After, the deadline, the method rules and the
+    Idempotency-Key rule, the breakers per origin, the metrics by origin and
+    the fallback. Waits use ``time.sleep`` (mulligan.testing's FakeClock
+    replaces it).
+
+    Thread-safety: as safe to share between threads as the wrapped
+    transport (httpx's is); the options are immutable.
+
+    Args:
+        transport: the transport each attempt goes through. Default: httpx's
+            own, made with its defaults.
+        attempts, timeout, deadline, backoff, base_delay, multiplier,
+            max_delay, jitter, jitter_fraction, wait, stop, min_delay,
+            connect_retries, read_retries, status_retries, other_retries,
+            retry_after_max, retry_on, strict, method_rule, allowed_methods,
+            breaker, breaker_per_attempt, on_retry, idempotency_key,
+            fallback, raise_on_give_up: as for
+            :class:`mulligan.adapters.requests.Adapter` (and
+            :class:`mulligan.Client`): durations in seconds or
+            ``datetime.timedelta``; ``timeout`` bounds each attempt on top of
+            the client's httpx timeouts (the smaller wins; trimmed to the
+            deadline); a fallback returns an ``httpx.Response``.
+
+    Raises:
+        ValueError, TypeError: a bad option, naming it (at construction).
+
+    .. versionadded:: 0.3.0
+    """
+
+    def __init__(self, transport: Optional[httpx.BaseTransport] = None, **options: Any) -> None:
+        self._cfg = AdapterConfig("mulligan.adapters.httpx.Transport", **options)
+        self._transport = transport if transport is not None else httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Sends ``request`` as one logical call (see the class).
+
+        Returns:
+            The final response (also a 4xx/5xx one), or the fallback's answer.
+
+        Raises:
+            httpx.TransportError: the last attempt's own exception when the
+                retries gave up on it, or a terminal one at once.
+            CircuitOpenError: the origin's breaker is open (nothing sent).
+            RetriesExhausted: with ``raise_on_give_up=True`` only.
+        """
+        call = _begin(self._cfg, request)
+        last: Optional[BaseException] = None
+        in_flight = 0
+        try:
+            while True:
+                if not call.admit():
+                    return _refusal(call, request, last)  # type: ignore[no-any-return]
+                _bound(request, call.attempt_timeout)
+                in_flight = 1
+                try:
+                    response = self._transport.handle_request(request)
+                except httpx.TransportError as exc:
+                    in_flight = 0
+                    kind = _kind(exc)
+                    if kind is None:
+                        call.terminal()
+                        raise
+                    decision = call.error(kind)
+                    if not decision.retry:
+                        return call.gave_up_on_error(decision, exc)  # type: ignore[no-any-return]
+                    last = exc
+                else:
+                    in_flight = 0
+                    decision = call.response(response.status_code, response.headers.get("Retry-After"))
+                    if not decision.retry:
+                        response.request = request
+                        if decision.use_fallback or call.cfg.raise_on_give_up:
+                            _drain(response)
+                        return call.gave_up_on_status(decision, response, RetriesExhausted)  # type: ignore[no-any-return]
+                    _drain(response)
+                    last = None
+                call.report(decision)
+                sleep(decision.delay)
+        except BaseException:
+            call.abandon(in_flight)  # nothing once the call has ended
+            raise
+
+    def close(self) -> None:
+        """Closes the wrapped transport."""
+        self._transport.close()
+
+
+def _drain(response: httpx.Response) -> None:
+    """Reads and closes a response that will not be returned."""
+    try:
+        response.read()
+    except httpx.HTTPError:
+        pass
+    finally:
+        response.close()
+
+
+async def _adrain(response: httpx.Response) -> None:
+    try:
+        await response.aread()
+    except httpx.HTTPError:
+        pass
+    finally:
+        await response.aclose()
+
+
+class AsyncTransport(httpx.AsyncBaseTransport):
+    """The asyncio twin of :class:`Transport` (``httpx.AsyncClient(transport=...)``).
+
+    The same decisions; waits are ``asyncio.sleep`` (cancelling the task
+    cancels the wait at once), or mulligan.testing's FakeClock. A coroutine
+    ``on_retry`` hook is awaited.
+
+    Thread-safety: one event loop, like the wrapped transport.
+
+    Args:
+        transport: the transport each attempt goes through. Default: httpx's
+            own ``AsyncHTTPTransport``, made with its defaults.
+        options: the keyword arguments of :class:`Transport`.
+
+    Raises:
+        ValueError, TypeError: a bad option, naming it (at construction).
+
+    .. versionadded:: 0.3.0
+    """
+
+    def __init__(self, transport: Optional[httpx.AsyncBaseTransport] = None, **options: Any) -> None:
+        self._cfg = AdapterConfig("mulligan.adapters.httpx.AsyncTransport", **options)
+        self._transport = transport if transport is not None else httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Sends ``request`` as one logical call; see :meth:`Transport.handle_request`."""
+        call = _begin(self._cfg, request)
+        last: Optional[BaseException] = None
+        in_flight = 0
+        try:
+            while True:
+                if not call.admit():
+                    return _refusal(call, request, last)  # type: ignore[no-any-return]
+                _bound(request, call.attempt_timeout)
+                in_flight = 1
+                try:
+                    response = await self._transport.handle_async_request(request)
+                except httpx.TransportError as exc:
+                    in_flight = 0
+                    kind = _kind(exc)
+                    if kind is None:
+                        call.terminal()
+                        raise
+                    decision = call.error(kind)
+                    if not decision.retry:
+                        return call.gave_up_on_error(decision, exc)  # type: ignore[no-any-return]
+                    last = exc
+                else:
+                    in_flight = 0
+                    decision = call.response(response.status_code, response.headers.get("Retry-After"))
+                    if not decision.retry:
+                        response.request = request
+                        if decision.use_fallback or call.cfg.raise_on_give_up:
+                            await _adrain(response)
+                        return call.gave_up_on_status(decision, response, RetriesExhausted)  # type: ignore[no-any-return]
+                    await _adrain(response)
+                    last = None
+                hooked = call.report(decision)
+                if inspect.isawaitable(hooked):
+                    await hooked
+                if decision.delay > 0:
+                    await async_sleep(decision.delay)
+        except BaseException:
+            call.abandon(in_flight)  # nothing once the call has ended
+            raise
+
+    async def aclose(self) -> None:
+        """Closes the wrapped transport."""
+        await self._transport.aclose()

@@ -1,0 +1,309 @@
+"""mulligan for requests: a transport adapter replacing urllib3's ``Retry``.
+
+::
+
+    import requests
+    from mulligan.adapters.requests import Adapter
+
+    session = requests.Session()
+    adapter = Adapter(attempts=4, deadline=20.0, breaker=True)
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    r = session.get("https://api.example.com/orders", timeout=5)
+
+Needs requests (``pip install 'mulligan[requests]'``); without it, importing
+this module raises ImportError naming the extra.
+
+Exception mapping (what a requests user catches, kept as requests raises it):
+
+============================================  =======================================
+what ended the call                           raised
+============================================  =======================================
+retries gave up on a connection failure       the last attempt's own requests
+(refused, reset, DNS, timeouts)               exception (``ConnectionError``,
+                                              ``ConnectTimeout``, ``ReadTimeout``...),
+                                              with a note ``mulligan: gave up after
+                                              N attempts (reason)``
+retries gave up on a retryable status         the last response is returned (as with
+(503 ...)                                     ``Retry(raise_on_status=False)``);
+                                              with ``raise_on_give_up=True``,
+                                              :class:`RetriesExhausted`, a
+                                              ``requests.exceptions.RetryError``
+                                              (urllib3's ``raise_on_status=True``)
+the origin's breaker is open                  :class:`CircuitOpenError`, both a
+                                              ``mulligan.CircuitOpenError`` and a
+                                              ``requests.exceptions.RequestException``;
+                                              nothing is sent
+a terminal failure (TLS verification, a bad   requests' own exception, at once
+URL, an unknown exception)
+============================================  =======================================
+
+.. versionadded:: 0.3.0
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+try:
+    import requests
+    import requests.adapters
+    import requests.exceptions as _rexc
+    import requests.utils
+    import urllib3.exceptions as _uexc
+except ImportError as _missing:  # pragma: no cover - exercised without requests
+    raise ImportError(
+        "mulligan.adapters.requests needs requests: pip install 'mulligan[requests]'"
+    ) from _missing
+
+from .. import _errors
+from .._adapter.flow import IDEMPOTENT_METHODS, AdapterConfig, RequestCall, new_key, sleep, trimmed
+
+__all__ = ["Adapter", "CircuitOpenError", "RetriesExhausted"]
+
+
+class CircuitOpenError(_errors.CircuitOpenError, _rexc.RequestException):
+    """The origin's circuit breaker refused the request; nothing was sent.
+
+    Both a :class:`mulligan.CircuitOpenError` (``.key`` the origin,
+    ``.retry_in`` seconds until the next probe, ``.attempts``) and a
+    ``requests.exceptions.RequestException``, so ``except
+    requests.RequestException`` handlers keep working. Never retried.
+
+    .. versionadded:: 0.3.0
+    """
+
+
+class RetriesExhausted(_errors.RetriesExhausted, _rexc.RetryError):  # type: ignore[misc]
+    """The retries gave up on a retryable status (raised only with
+    ``raise_on_give_up=True``; the fallback receives it too).
+
+    Both a :class:`mulligan.RetriesExhausted` (``.attempts``,
+    ``.stop_reason``, ``.response``: the last ``requests.Response``) and a
+    ``requests.exceptions.RetryError`` (what requests raises when urllib3's
+    ``Retry`` gives up on a status).
+
+    .. versionadded:: 0.3.0
+    """
+
+    def __init__(self, message: str, *, attempts: int, stop_reason: str, response: Any = None) -> None:
+        Exception.__init__(self, message)
+        self.attempts = attempts
+        self.stop_reason = stop_reason
+        self.response = response
+        self.request = getattr(response, "request", None)
+        self.outcomes = ()
+
+
+def _kind(exc: BaseException, reading: bool) -> Optional[str]:
+    """The engine's failure kind of an exception HTTPAdapter.send (or reading
+    the body, ``reading``) raised; None for one that is no transport failure
+    (a bad URL or header): terminal, raised as it is."""
+    if isinstance(exc, _rexc.SSLError):
+        return "tls_error"
+    if isinstance(exc, _rexc.ConnectTimeout):
+        return "connect_timeout"
+    if isinstance(exc, _rexc.Timeout):
+        return "timeout"
+    if isinstance(exc, _rexc.ChunkedEncodingError):
+        return "truncated"  # the body was cut short
+    if isinstance(exc, _rexc.ProxyError):
+        return "transport"
+    if isinstance(exc, _rexc.ConnectionError):
+        if reading:
+            return "timeout"  # iter_content raises it only for a read timeout
+        reason: Any = exc.args[0] if exc.args else None
+        if isinstance(reason, _uexc.MaxRetryError):
+            reason = reason.reason
+        if isinstance(reason, _uexc.NameResolutionError):
+            return "dns_failure"
+        if isinstance(reason, _uexc.NewConnectionError):
+            return "connection_refused"  # nothing was sent
+        return "connection_reset"
+    if isinstance(exc, (_rexc.InvalidURL, _rexc.InvalidSchema, _rexc.MissingSchema,
+                        _rexc.InvalidHeader, _rexc.URLRequired)):
+        return None
+    if isinstance(exc, _rexc.RequestException):
+        return "transport"
+    return None
+
+
+_Timeout = Union[None, float, tuple[Optional[float], Optional[float]], Any]
+
+
+def _trim(timeout: _Timeout, bound: Optional[float]) -> _Timeout:
+    """requests' ``timeout`` (None, seconds, or a (connect, read) pair)
+    bounded by the engine's attempt bound (None: unchanged)."""
+    if bound is None:
+        return timeout
+    if isinstance(timeout, tuple):
+        return (trimmed(timeout[0], bound), trimmed(timeout[1], bound))
+    if timeout is None or isinstance(timeout, (int, float)):
+        return trimmed(timeout, bound)
+    return timeout  # a urllib3 Timeout object: the caller's own
+
+
+def _replayable(request: requests.PreparedRequest) -> bool:
+    """Whether the body can be sent again: none, bytes or str, or a file
+    whose position requests recorded (rewound before each retry)."""
+    body = request.body
+    if body is None or isinstance(body, (bytes, str)):
+        return True
+    return isinstance(getattr(request, "_body_position", None), int)
+
+
+class Adapter(requests.adapters.HTTPAdapter):
+    """A requests transport adapter whose retries are mulligan's.
+
+    Mount it on a session (``session.mount("https://", Adapter(...))``);
+    urllib3's own retries are off underneath (``max_retries=0``), and every
+    decision is the engine's, as for :class:`mulligan.Client`: which
+    failures and statuses are retried (transport failures, and 408, 429,
+    500, 502, 503, 504 by default), the backoff, Retry-After (replacing the
+    backoff; longer than ``retry_after_max``: no retry), the deadline, the
+    method rules (a POST or PATCH is replayed only with an Idempotency-Key,
+    or when nothing was sent: connection refused, DNS failure, connect
+    timeout), the breakers per origin, the metrics (by origin, as the
+    Client's) and the fallback. Each attempt is ``HTTPAdapter.send`` with
+    requests' own ``timeout`` (trimmed to ``timeout=``/the deadline when
+    given); with ``stream=False`` the adapter reads the body inside the
+    attempt, so a truncated body is retried too. With ``stream=True`` the
+    attempt ends at the response head: a body that fails while you read it is
+    not retried. A body that cannot be sent twice (a generator) makes the
+    request unsafe to replay once sent. A response that is retried is closed
+    first (its connection goes back to the pool).
+
+    Thread-safety: like HTTPAdapter, safe to share between threads (one
+    session per thread is requests' advice); the options are immutable.
+
+    Args:
+        attempts, deadline, backoff, base_delay, multiplier, max_delay,
+            jitter, jitter_fraction, wait, stop, min_delay, connect_retries,
+            read_retries, status_retries, other_retries, retry_after_max,
+            retry_on, strict, method_rule, allowed_methods, breaker,
+            breaker_per_attempt, on_retry: as for :class:`mulligan.Client`
+            (durations in seconds or ``datetime.timedelta``; the same
+            defaults: 3 attempts, exponential backoff from 0.2 s, full
+            jitter, max_delay 10 s, retry_after_max 60 s, no deadline, no
+            breaker). ``on_retry`` gets a :class:`mulligan.RetryEvent`.
+        timeout: seconds bounding each attempt on top of requests' own
+            ``timeout=`` (the smaller wins; trimmed to the deadline).
+            Default None: requests' timeout alone.
+        idempotency_key: True to add a fresh ``Idempotency-Key`` (a UUID v4,
+            the same on every attempt of the call) to requests of
+            non-idempotent methods (POST, PATCH ...) that carry none, which
+            makes them replayable. Default False: only a key the request
+            carries itself (``headers={"Idempotency-Key": ...}``) counts.
+            Turn it on only for servers that deduplicate keys.
+        fallback: answers a call that finally failed on retryable failures
+            or was refused by a breaker: a callable gets the exception (the
+            requests exception, :class:`CircuitOpenError`, or a
+            :class:`RetriesExhausted` carrying the last response) and
+            returns what ``send`` returns (a ``requests.Response``); any
+            other object is returned as is. Default: none.
+        raise_on_give_up: raise :class:`RetriesExhausted` when the retries
+            give up on a retryable status. Default False (the last response
+            is returned).
+        pool_connections, pool_maxsize, pool_block: HTTPAdapter's.
+
+    Raises:
+        ValueError, TypeError: a bad option, naming it (at construction).
+
+    .. versionadded:: 0.3.0
+    """
+
+    def __init__(
+        self,
+        *,
+        pool_connections: int = requests.adapters.DEFAULT_POOLSIZE,
+        pool_maxsize: int = requests.adapters.DEFAULT_POOLSIZE,
+        pool_block: bool = requests.adapters.DEFAULT_POOLBLOCK,
+        **options: Any,
+    ) -> None:
+        self._mulligan = AdapterConfig("mulligan.adapters.requests.Adapter", **options)
+        super().__init__(
+            pool_connections=pool_connections, pool_maxsize=pool_maxsize, max_retries=0,
+            pool_block=pool_block,
+        )
+
+    def send(
+        self,
+        request: requests.PreparedRequest,
+        stream: bool = False,
+        timeout: _Timeout = None,
+        verify: Union[bool, str] = True,
+        cert: Any = None,
+        proxies: Any = None,
+    ) -> requests.Response:
+        """Sends ``request`` as one logical call: attempts through
+        ``HTTPAdapter.send``, retries as the engine decides (see the class).
+
+        Returns:
+            The final ``requests.Response`` (also a 4xx/5xx one), or the
+            fallback's answer.
+
+        Raises:
+            requests.exceptions.RequestException: the last attempt's own
+                exception when the retries gave up on it (a note says how
+                many attempts were made), or a terminal one at once.
+            CircuitOpenError: the origin's breaker is open (nothing sent).
+            RetriesExhausted: with ``raise_on_give_up=True`` only.
+        """
+        cfg = self._mulligan
+        method = (request.method or "GET").upper()
+        given = request.headers.get("Idempotency-Key")
+        key: Optional[str] = given.decode("latin-1") if isinstance(given, bytes) else given
+        if key is None and cfg.idempotency_key and method not in IDEMPOTENT_METHODS:
+            key = new_key()
+            request.headers["Idempotency-Key"] = key
+        replayable = _replayable(request)
+        call = cfg.begin(method, request.url or "", key, replayable)
+        return self._run(  # type: ignore[no-any-return]
+            call, request, stream, timeout, verify, cert, proxies, replayable
+        )
+
+    def _run(
+        self, call: RequestCall, request: requests.PreparedRequest, stream: bool, timeout: _Timeout,
+        verify: Union[bool, str], cert: Any, proxies: Any, replayable: bool,
+    ) -> Any:
+        last: Optional[BaseException] = None
+        in_flight = 0
+        rewind = replayable and request.body is not None and not isinstance(request.body, (bytes, str))
+        try:
+            while True:
+                if not call.admit():
+                    return call.refused(CircuitOpenError, last)
+                if call.attempts and rewind:
+                    requests.utils.rewind_body(request)  # a file body, sent again
+                in_flight = 1
+                reading = False
+                try:
+                    response = super().send(
+                        request, stream=stream, timeout=_trim(timeout, call.attempt_timeout),
+                        verify=verify, cert=cert, proxies=proxies,
+                    )
+                    if not stream:
+                        reading = True
+                        response.content  # noqa: B018 - read inside the attempt
+                except _rexc.RequestException as exc:
+                    in_flight = 0
+                    kind = _kind(exc, reading)
+                    if kind is None:
+                        call.terminal()
+                        raise
+                    decision = call.error(kind)
+                    if not decision.retry:
+                        return call.gave_up_on_error(decision, exc)
+                    last = exc
+                else:
+                    in_flight = 0
+                    decision = call.response(response.status_code, response.headers.get("Retry-After"))
+                    if not decision.retry:
+                        return call.gave_up_on_status(decision, response, RetriesExhausted)
+                    response.close()
+                    last = None
+                call.report(decision)
+                sleep(decision.delay)
+        except BaseException:
+            call.abandon(in_flight)  # nothing once the call has ended
+            raise
