@@ -103,6 +103,8 @@ PUBLIC_NAMES = [
     "policy", "post", "prometheus_text", "put", "redact_url", "redaction", "reload_config",
     "remove_event_listener", "request", "retry", "retrying", "set_redaction", "start_dashboard",
     "status", "stop", "testing", "wait",
+    # Added in 0.3 (limits):
+    "Bulkhead", "BulkheadFullError", "RateLimitedError", "RateLimiter",
 ]
 
 # Public modules besides the package itself.
