@@ -49,7 +49,9 @@ void BindEnums(py::module_& m) {
       .value("CIRCUIT_OPEN", StopReason::kCircuitOpen)
       .value("STOP_CONDITION", StopReason::kStopCondition)
       .value("BUDGET", StopReason::kBudget)          // (Added in 0.3.)
-      .value("THROTTLED", StopReason::kThrottled);  // (Added in 0.3.)
+      .value("THROTTLED", StopReason::kThrottled)    // (Added in 0.3.)
+      .value("BULKHEAD_FULL", StopReason::kBulkheadFull)  // (Added in 0.3.)
+      .value("RATE_LIMITED", StopReason::kRateLimited);   // (Added in 0.3.)
 
   py::enum_<Classification>(m, "Classification", "A policy's verdict on an outcome.")
       .value("SUCCESS", Classification::kSuccess)

@@ -88,6 +88,10 @@ StopReason ParseStopReason(const std::string& name) {
   for (int i = 0; i <= static_cast<int>(StopReason::kCircuitOpen); ++i) {
     if (name == StopReasonName(static_cast<StopReason>(i))) return static_cast<StopReason>(i);
   }
+  for (StopReason r : {StopReason::kStopCondition, StopReason::kBulkheadFull,
+                       StopReason::kRateLimited}) {
+    if (name == StopReasonName(r)) return r;
+  }
   throw py::value_error("unknown stop reason: " + name);
 }
 

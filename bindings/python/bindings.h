@@ -39,6 +39,7 @@ void BindIdempotency(py::module_& m);
 void BindPipeline(py::module_& m);
 void BindRedact(py::module_& m);
 void BindBudget(py::module_& m);  // (Added in 0.3.)
+void BindLimits(py::module_& m);  // bind_limits.cc (Added in 0.3.)
 void BindAdapter(py::module_& m);
 
 // The one Status -> Python exception helper. Builds the exception with

@@ -20,5 +20,6 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindPipeline(m);
   mulligan::python::BindRedact(m);
   mulligan::python::BindBudget(m);
+  mulligan::python::BindLimits(m);  // (Added in 0.3.)
   mulligan::python::BindAdapter(m);
 }

@@ -63,5 +63,6 @@
 #include "mulligan_config.h"
 #include "mulligan_metrics.h"
 #include "mulligan_http.h"
+#include "mulligan_limits.h"
 
 #endif /* MULLIGAN_H_ */

@@ -119,7 +119,12 @@ typedef enum mulligan_stop_reason {
   /** Adaptive throttling rejected the attempt locally (never retried).
    *  @since 0.3 */
   MULLIGAN_STOP_THROTTLED = 9,
-  /* 10..11: bulkhead full, rate limited (the pipeline's gates). */
+  /** A bulkhead refused the call (mulligan_limits.h; never retried).
+   *  @since 0.3 */
+  MULLIGAN_STOP_BULKHEAD_FULL = 10,
+  /** A rate limiter refused the call (mulligan_limits.h; never retried).
+   *  @since 0.3 */
+  MULLIGAN_STOP_RATE_LIMITED = 11,
   /** A stop condition's predicate said stop (mulligan::StopExpr::Predicate;
    *  Python's mulligan.stop.when). @since 0.2 */
   MULLIGAN_STOP_STOP_CONDITION = 12

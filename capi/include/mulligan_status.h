@@ -58,7 +58,13 @@ typedef enum mulligan_status {
   /** A retry budget refused a retry. @since 0.3 */
   MULLIGAN_E_BUDGET_EXHAUSTED = 11,
   /** Adaptive throttling rejected the call locally; not retried. @since 0.3 */
-  MULLIGAN_E_THROTTLED = 12
+  MULLIGAN_E_THROTTLED = 12,
+  /** A bulkhead refused the call: every slot busy, and no room or time to
+   *  wait (mulligan_limits.h). Never retried. @since 0.3 */
+  MULLIGAN_E_BULKHEAD_FULL = 13,
+  /** A rate limiter refused the call: the wait would exceed its max_wait or
+   *  the deadline (mulligan_limits.h). Never retried. @since 0.3 */
+  MULLIGAN_E_RATE_LIMITED = 14
 } mulligan_status;
 
 /**

@@ -24,6 +24,7 @@
 #include "mulligan/breaker/registry.h"
 #include "mulligan/config/config.h"
 #include "mulligan/retry/policy.h"
+#include "mulligan/pipeline/pipeline.h"
 
 struct mulligan_retry_options {
   mulligan::RetryOptions impl;
@@ -60,6 +61,21 @@ struct mulligan_breaker_options {
 };
 
 // Shared, so that a pipeline (and a registry's handles) keep it alive.
+// The pipeline's options and call handles (pipeline.cc; limits.cc attaches
+// bulkheads and limiters and waits on a call's queue ticket).
+struct mulligan_pipeline_options {
+  mulligan::PipelineOptions impl;
+  // Borrowed; null means the system steady clock. Kept here rather than in
+  // PipelineOptions::clock, which is the clock the core's convenience loops
+  // wait through: nothing of the C step API waits, it only tells callers
+  // which clock their `now_ms` must come from (mulligan_pipeline_now_ms).
+  const mulligan::Clock* clock = nullptr;
+};
+
+struct mulligan_call {
+  mulligan::Call impl;
+};
+
 struct mulligan_breaker {
   std::shared_ptr<mulligan::CircuitBreaker> impl;
   // Borrowed; never null.

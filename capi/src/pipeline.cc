@@ -15,14 +15,7 @@
 #include "internal/saturating.h"
 #include "mulligan/pipeline/pipeline.h"
 
-struct mulligan_pipeline_options {
-  mulligan::PipelineOptions impl;
-  // Borrowed; null means the system steady clock. Kept here rather than in
-  // PipelineOptions::clock, which is the clock the core's convenience loops
-  // wait through: nothing of the C step API waits, it only tells callers
-  // which clock their `now_ms` must come from (mulligan_pipeline_now_ms).
-  const mulligan::Clock* clock = nullptr;
-};
+// struct mulligan_pipeline_options: capi_internal.h (limits.cc sets it too).
 
 struct mulligan_pipeline {
   std::unique_ptr<mulligan::Pipeline> impl;
@@ -30,9 +23,7 @@ struct mulligan_pipeline {
   const mulligan::Clock* clock;
 };
 
-struct mulligan_call {
-  mulligan::Call impl;
-};
+// struct mulligan_call: capi_internal.h (limits.cc waits on it).
 
 namespace {
 

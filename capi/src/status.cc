@@ -134,6 +134,8 @@ MULLIGAN_SAME(MULLIGAN_E_TRANSPORT, StatusCode::kTransport);
 MULLIGAN_SAME(MULLIGAN_E_TIMEOUT, StatusCode::kTimeout);
 MULLIGAN_SAME(MULLIGAN_E_BUDGET_EXHAUSTED, StatusCode::kBudgetExhausted);
 MULLIGAN_SAME(MULLIGAN_E_THROTTLED, StatusCode::kThrottled);
+MULLIGAN_SAME(MULLIGAN_E_BULKHEAD_FULL, StatusCode::kBulkheadFull);
+MULLIGAN_SAME(MULLIGAN_E_RATE_LIMITED, StatusCode::kRateLimited);
 
 #undef MULLIGAN_SAME
 
@@ -166,6 +168,8 @@ const char* mulligan_status_str(int status) {
     case MULLIGAN_E_TIMEOUT: return "timeout";
     case MULLIGAN_E_BUDGET_EXHAUSTED: return "budget exhausted";
     case MULLIGAN_E_THROTTLED: return "throttled";
+    case MULLIGAN_E_BULKHEAD_FULL: return "bulkhead full";
+    case MULLIGAN_E_RATE_LIMITED: return "rate limited";
     default: return "unknown status";
   }
   MULLIGAN_CAPI_END_RETURN("unknown status")

@@ -42,6 +42,7 @@ from ._errors import (
     TransportError,
     TruncatedResponse,
 )
+from ._errors import BulkheadFullError, RateLimitedError  # (0.3)
 from ._redact import RedactionRules, redact_url, redaction, set_redaction
 from ._http.headers import Headers, new_idempotency_key, parse_retry_after
 from ._http.response import Response
@@ -58,6 +59,7 @@ from ._retry.block import Attempt, RetryBlock, retrying
 from ._breaker.breaker import BreakerTransition, CircuitBreaker
 from ._breaker.events import BreakerCallEvent, BreakerTrip
 from ._breaker.registry import BreakerRegistry, breakers, circuit_breaker
+from ._limits import Bulkhead, RateLimiter  # (0.3)
 from ._telemetry.metrics import (
     RetryStatus,
     add_event_listener,
@@ -172,4 +174,9 @@ __all__ = [
     "stop",
     "testing",
     "wait",
+    # Added in 0.3 (limits):
+    "Bulkhead",
+    "BulkheadFullError",
+    "RateLimitedError",
+    "RateLimiter",
 ]

@@ -51,6 +51,9 @@ __all__ = [
     "TransportError",
     "TruncatedResponse",
     "ThrottledError",
+    # Added in 0.3 (limits):
+    "BulkheadFullError",
+    "RateLimitedError",
 ]
 
 
@@ -413,12 +416,64 @@ _KIND_CLASSES: dict[str, type[TransportError]] = {
 }
 
 # mulligan::StatusCode values (equal to the C ABI's MULLIGAN_E_*; pinned).
+class BulkheadFullError(MulliganError):
+    """A bulkhead refused the call: all of its ``max_concurrent`` slots were
+    busy, and its wait queue was full, absent, or the wait timed out (its
+    ``max_wait``, or the call's deadline). Never retried.
+
+    Attributes:
+        name: the bulkhead's name.
+        retry_in: always None (a bulkhead cannot tell when a slot frees).
+
+    .. versionadded:: 0.3.0
+    """
+
+    def __init__(self, message: str, *, name: str = "") -> None:
+        super().__init__(message)
+        self.name = name
+        self.retry_in: Optional[float] = None
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_limit_error, (type(self), str(self), dict(self.__dict__)))
+
+
+class RateLimitedError(MulliganError):
+    """A rate limiter refused the call: its next slot for the key was further
+    away than the limiter's ``max_wait`` (or the call's deadline). Never
+    retried.
+
+    Attributes:
+        name: the rate limiter's name.
+        key: the bucket's key ("" for the limiter's own bucket).
+        retry_in: seconds until the key's next slot.
+
+    .. versionadded:: 0.3.0
+    """
+
+    def __init__(self, message: str, *, name: str = "", key: str = "", retry_in: float = 0.0) -> None:
+        super().__init__(message)
+        self.name = name
+        self.key = key
+        self.retry_in = retry_in
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_limit_error, (type(self), str(self), dict(self.__dict__)))
+
+
+def _rebuild_limit_error(cls: type, message: str, state: dict[str, Any]) -> BaseException:
+    exc = cls(message)
+    exc.__dict__.update(state)
+    return exc
+
+
 _INVALID_ARGUMENT = 1
 _DEADLINE_EXCEEDED = 6
 _CIRCUIT_OPEN = 7
 _TRANSPORT = 9
 _TIMEOUT = 10
 _THROTTLED = 12  # (Added in 0.3.)
+_BULKHEAD_FULL = 13
+_RATE_LIMITED = 14
 
 
 def _from_status(
@@ -437,6 +492,10 @@ def _from_status(
         return CircuitOpenError(message, attempts=attempts or 0)
     if code == _THROTTLED:
         return ThrottledError(message, attempts=attempts or 0)
+    if code == _BULKHEAD_FULL:
+        return BulkheadFullError(message)
+    if code == _RATE_LIMITED:
+        return RateLimitedError(message)
     if code in (_TRANSPORT, _TIMEOUT, _DEADLINE_EXCEEDED):
         if code == _DEADLINE_EXCEEDED:
             cls: type[TransportError] = DeadlineExceeded

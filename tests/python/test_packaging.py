@@ -105,6 +105,8 @@ PUBLIC_NAMES = [
     "status", "stop", "testing", "wait",
     # Overload protection (Added in 0.3.)
     "AdaptiveThrottle", "RetryBudget", "ThrottledError",
+    # Added in 0.3 (limits):
+    "Bulkhead", "BulkheadFullError", "RateLimitedError", "RateLimiter",
 ]
 
 # Public modules besides the package itself.

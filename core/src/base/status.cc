@@ -19,6 +19,8 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kTimeout: return "timeout";
     case StatusCode::kBudgetExhausted: return "budget exhausted";
     case StatusCode::kThrottled: return "throttled";
+    case StatusCode::kBulkheadFull: return "bulkhead full";
+    case StatusCode::kRateLimited: return "rate limited";
   }
   return "unknown status";
 }

@@ -101,6 +101,10 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions& option
   parts.clock = options.clock;
   parts.budget = options.budget.get();
   parts.throttle = options.throttle.get();
+  parts.bulkhead = options.bulkhead.get();
+  parts.bulkhead_per_attempt = options.bulkhead_per_attempt;
+  parts.rate_limiter = options.rate_limiter.get();
+  parts.rate_limit_per_attempt = options.rate_limit_per_attempt;
   auto pipeline = std::make_unique<Pipeline>(parts);
   pipeline->name_ = options.name;
   pipeline->owned_policy_ = std::move(owned_policy);
@@ -108,6 +112,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions& option
   pipeline->owned_breakers_ = options.breakers;
   pipeline->owned_budget_ = options.budget;
   pipeline->owned_throttle_ = options.throttle;
+  pipeline->owned_bulkhead_ = options.bulkhead;
+  pipeline->owned_rate_limiter_ = options.rate_limiter;
   return pipeline;
 }
 
@@ -117,8 +123,13 @@ Pipeline::Pipeline(const Parts& parts) : parts_(parts) {
   breaker_strategy_.Configure(parts_.breaker, parts_.breakers, parts_.breaker_per_attempt);
   throttle_strategy_.Configure(parts_.throttle);
   budget_strategy_.Configure(parts_.budget);
+  limits_strategy_.Configure(parts_.bulkhead, parts_.bulkhead_per_attempt, parts_.rate_limiter,
+                             parts_.rate_limit_per_attempt);
   // The fixed order (DESIGN.md section 2); strategies not configured are
   // left out, so they cost nothing.
+  // Strategy 2 (bulkhead, rate limiter) is outermost: a call waits for its
+  // slot before the throttle or the budget is asked (strategy 4).
+  if (limits_strategy_.enabled()) strategies_[strategy_count_++] = &limits_strategy_;
   if (throttle_strategy_.enabled()) strategies_[strategy_count_++] = &throttle_strategy_;
   if (budget_strategy_.enabled()) strategies_[strategy_count_++] = &budget_strategy_;
   if (breaker_strategy_.enabled()) strategies_[strategy_count_++] = &breaker_strategy_;
@@ -171,6 +182,7 @@ Call::Call(const Pipeline* pipeline, const RetryPolicy* policy, TimePoint now,
   metrics_ = pipeline->MetricsFor(options.key);
   if (metrics_ != nullptr) metrics_->CallStarted();
   pipeline->budget_strategy_.Begin(now);
+  if (pipeline->parts_.rate_limiter != nullptr) state_.limiter_key.assign(options.key);
 }
 
 Call::Call(Call&& other) noexcept
@@ -225,13 +237,22 @@ AttemptAdmission Call::Admit(TimePoint now) {
   admission.attempt = session_.attempts() + 1;
   state_.attempt = admission.attempt;
   state_.attempt_start = now;
-  if (metrics_ != nullptr) metrics_->AttemptStarted(admission.attempt);
   const int count = pipeline_->strategy_count_;
+  if (pipeline_->limits_strategy_.enabled()) state_.time_left = session_.TimeLeft(now);
   for (int i = 0; i < count; ++i) {
     pipeline_->strategies_[i]->Admit(state_, now, admission);
-    if (admission.refused()) break;
+    if (!admission.go()) break;
   }
+  if (admission.wait()) {
+    // Strategy 2 queues the call or spaces it: no attempt starts yet.
+    phase_ = Phase::kReady;
+    admission_ = admission;
+    return admission;
+  }
+  if (metrics_ != nullptr) metrics_->AttemptStarted(admission.attempt);
   if (admission.refused()) {
+    // What earlier strategies hold (a bulkhead slot) is freed.
+    for (int i = count - 1; i >= 0; --i) pipeline_->strategies_[i]->Release(state_, now);
     admission.use_fallback = fallback_;
     admission_ = admission;
     Finish(false, admission.reason, session_.attempts(), now, admission.use_fallback);
@@ -331,6 +352,12 @@ Status Call::RefusalStatus() const {
     std::string text = "throttled: adaptive throttling";
     if (throttle != nullptr && !throttle->name().empty()) text += " '" + throttle->name() + "'";
     return Status(StatusCode::kThrottled, text + " rejected the call locally");
+  }
+  if (admission_.reason == StopReason::kBulkheadFull && pipeline_->parts_.bulkhead != nullptr) {
+    return pipeline_->parts_.bulkhead->FullStatus();
+  }
+  if (admission_.reason == StopReason::kRateLimited && pipeline_->parts_.rate_limiter != nullptr) {
+    return pipeline_->parts_.rate_limiter->LimitedStatus(admission_.retry_in);
   }
   return Status(StatusCode::kUnavailable,
                 std::string("refused: ") + StopReasonName(admission_.reason));

@@ -23,6 +23,8 @@ const char* StopReasonName(StopReason reason) {
     case StopReason::kStopCondition: return "stop_condition";
     case StopReason::kBudget: return "budget";
     case StopReason::kThrottled: return "throttled";
+    case StopReason::kBulkheadFull: return "bulkhead_full";
+    case StopReason::kRateLimited: return "rate_limited";
   }
   return "unknown";
 }

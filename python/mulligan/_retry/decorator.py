@@ -36,6 +36,7 @@ from typing import (
 )
 
 from .._breaker.breaker import CircuitBreaker
+from .._limits import Bulkhead, RateLimiter, guard
 from .._validate import UNSET as _UNSET, Seconds
 from .async_driver import wrap_async
 from .hooks import StatisticsView
@@ -109,6 +110,22 @@ def _name_of(fn: Any) -> str:
     return name if isinstance(name, str) else repr(fn)
 
 
+_LIMIT_KEYS = ("bulkhead", "rate_limiter", "rate_limit_per_attempt")
+
+
+def _split_limits(options: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, Any, bool]]:
+    """Takes the bulkhead/limiter options (0.3) out of the retry options."""
+    rest = {k: v for k, v in options.items() if k not in _LIMIT_KEYS}
+    limits = (options.get("bulkhead"), options.get("rate_limiter"),
+              bool(options.get("rate_limit_per_attempt", False)))
+    guard(lambda: None, limits[0], limits[1])  # type checks, at decoration time
+    return rest, limits
+
+
+def _limit_options(limits: tuple[Any, Any, bool]) -> dict[str, Any]:
+    return {"bulkhead": limits[0], "rate_limiter": limits[1], "rate_limit_per_attempt": limits[2]}
+
+
 def _decorate(fn: Any, options: dict[str, Any]) -> Any:
     if isinstance(fn, (classmethod, staticmethod)):
         # @retry above @classmethod/@staticmethod: wrap the function inside.
@@ -121,11 +138,19 @@ def _decorate(fn: Any, options: dict[str, Any]) -> Any:
         )
     if not callable(fn):
         raise TypeError(f"mulligan.retry: cannot decorate non-callable {fn!r}")
+    options, limits = _split_limits(options)
     cfg = _Config(options, _name_of(fn))
-    wrapper = wrap_async(fn, cfg) if _is_async(fn) else wrap_sync(fn, cfg)
+    # Strategy 2 (0.3): the bulkhead outside the retry loop (its slot is held
+    # for the whole logical call), the limiter outside it too (once per
+    # call), or around each attempt with rate_limit_per_attempt.
+    bulkhead, limiter, per_attempt = limits
+    inner = guard(fn, None, limiter) if limiter is not None and per_attempt else fn
+    wrapper = wrap_async(inner, cfg) if _is_async(fn) else wrap_sync(inner, cfg)
+    if bulkhead is not None or (limiter is not None and not per_attempt):
+        wrapper = guard(wrapper, bulkhead, None if per_attempt else limiter)
 
     def retry_with(**overrides: Any) -> Any:
-        merged = {**options, **overrides}
+        merged = {**options, **_limit_options(limits), **overrides}
         # A variant's attempts= (backoff options) replace the original's
         # composed stop (wait), rather than clash with it.
         if "attempts" in overrides and "stop" not in overrides:
@@ -191,6 +216,9 @@ def retry(
     fallback: Any = _MISSING,
     budget: Optional[RetryBudget] = None,
     throttle: Optional[AdaptiveThrottle] = None,
+    bulkhead: Optional[Bulkhead] = None,
+    rate_limiter: Optional[RateLimiter] = None,
+    rate_limit_per_attempt: bool = False,
 ) -> RetryDecorator:
     """Retries a function, method or coroutine function when an attempt fails.
 
@@ -280,6 +308,16 @@ def retry(
             :func:`mulligan.reload_config` the new values apply from the next
             failure on; a call already retrying keeps the policy it started
             with. ValueError for an unknown name.
+        bulkhead: a :class:`mulligan.Bulkhead` (0.3): each logical call holds
+            one of its slots from before the first attempt until it ends
+            (every attempt and retry wait included), waiting in its FIFO
+            queue when it is full; a refusal raises
+            :class:`mulligan.BulkheadFullError`, never retried.
+        rate_limiter: a :class:`mulligan.RateLimiter` (0.3), asked once per
+            logical call (before the first attempt; the wait sleeps, a
+            refusal raises :class:`mulligan.RateLimitedError`, never retried),
+            or before every attempt with ``rate_limit_per_attempt=True``.
+        rate_limit_per_attempt: see ``rate_limiter``. Default False.
         breaker: a :class:`mulligan.CircuitBreaker` checked before every
             attempt. When it refuses, the call ends at once with
             :class:`mulligan.CircuitOpenError` (never retried; ``.attempts``
@@ -354,6 +392,9 @@ def retry(
         "fallback": fallback,
         "budget": budget,
         "throttle": throttle,
+        "bulkhead": bulkhead,
+        "rate_limiter": rate_limiter,
+        "rate_limit_per_attempt": rate_limit_per_attempt,
     }
-    _Config(options, "<validation>", report=False)  # validate now, at decoration time
+    _Config(_split_limits(options)[0], "<validation>", report=False)  # validate now, at decoration time
     return RetryDecorator(options)

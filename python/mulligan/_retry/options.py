@@ -23,6 +23,9 @@ from .. import _core, _validate
 from .._config import policies as _config
 from .._telemetry import metrics as _metrics
 from .._breaker.breaker import CircuitBreaker
+from .._errors import BulkheadFullError, RateLimitedError
+
+_LIMIT_REFUSALS = (BulkheadFullError, RateLimitedError)
 from .._validate import UNSET as _UNSET, Seconds
 from .hooks import RetryHook, RetryStatistics
 from ..stop import Stop, StopContext
@@ -51,6 +54,9 @@ _OWNER = "mulligan.retry"
 
 def _never_retried(exc: BaseException) -> bool:
     if isinstance(exc, _NEVER_RETRIED):
+        return True
+    # A bulkhead's or rate limiter's refusal is never retried (0.3).
+    if isinstance(exc, _LIMIT_REFUSALS):
         return True
     # asyncio.CancelledError is a BaseException; it can only exist if asyncio
     # was imported, so don't import asyncio here just to test for it.

@@ -50,6 +50,13 @@ enum class StatusCode : int {
   kBudgetExhausted = 11,
   // Adaptive throttling rejected the call locally; not retried. (Added in 0.3.)
   kThrottled = 12,
+  // 11 and 12 are budget exhausted and throttled (the overload issue).
+  // A bulkhead refused the call (every slot busy, no room or time to wait).
+  // Never retried. (Added in 0.3.)
+  kBulkheadFull = 13,
+  // A rate limiter refused the call (the wait would exceed its max_wait or
+  // the deadline). Never retried. (Added in 0.3.)
+  kRateLimited = 14,
 };
 
 // Returns static text naming `code` ("ok", "invalid argument", ...). Never null;
@@ -101,6 +108,15 @@ inline Status CircuitOpenError(std::string message) {
 }
 inline Status UnavailableError(std::string message) {
   return Status(StatusCode::kUnavailable, std::move(message));
+}
+
+// (Added in 0.3.)
+inline Status BulkheadFullError(std::string message) {
+  return Status(StatusCode::kBulkheadFull, std::move(message));
+}
+// (Added in 0.3.)
+inline Status RateLimitedError(std::string message) {
+  return Status(StatusCode::kRateLimited, std::move(message));
 }
 
 inline bool IsInvalidArgument(const Status& s) { return s.code() == StatusCode::kInvalidArgument; }

@@ -20,6 +20,7 @@
 #ifndef MULLIGAN_PIPELINE_CALL_H_
 #define MULLIGAN_PIPELINE_CALL_H_
 
+#include <memory>
 #include <optional>
 #include <string_view>
 
@@ -40,8 +41,13 @@ struct AttemptAdmission {
   enum class Action : int {
     // Run the attempt now, bounded by `timeout`.
     kGo = 0,
-    // Wait `delay`, then call Admit again. Reserved for strategies that queue
-    // (a bulkhead's wait queue, a rate limiter); none does yet.
+    // Wait `delay`, then call Admit again (strategy 2: a rate limiter's
+    // reserved slot, or a bulkhead's queue). With a `ticket`, the wait ends
+    // early when the ticket is granted: a blocking front door waits with
+    // ticket->WaitFor(delay) (WaitForAdmission below does it), an event loop
+    // sets ticket->SetOnGrant and a timer of `delay`, then calls Admit again
+    // either way; a caller that gives up instead (cancelled) calls Abandon,
+    // which frees the place. (Used since 0.3.)
     kWait = 1,
     // Do not run it: the call is over (`reason` says why; never retried).
     kRefuse = 2,
@@ -56,18 +62,32 @@ struct AttemptAdmission {
   std::optional<Duration> timeout;
   // kWait: how long to wait before asking again.
   Duration delay = Duration::zero();
-  // kRefuse: why (StopReason::kCircuitOpen).
+  // kRefuse: why (kCircuitOpen, kBulkheadFull, kRateLimited).
   StopReason reason = StopReason::kNone;
   // kRefuse by a circuit breaker: the time from the Admit's `now` until it
-  // admits a probe; Duration::max() when forced open.
+  // admits a probe; Duration::max() when forced open. By a rate limiter: the
+  // wait the call would have needed. (Rate limiter: added in 0.3.)
   Duration retry_in = Duration::zero();
+  // kWait in a bulkhead's queue: the call's place, granted when a slot
+  // reaches it; null for a plain timed wait. (Added in 0.3.)
+  std::shared_ptr<BulkheadTicket> ticket;
   // kRefuse: the call has a fallback, which answers it (counted once in the
   // metrics' fallbacks).
   bool use_fallback = false;
 
   bool go() const { return action == Action::kGo; }
   bool refused() const { return action == Action::kRefuse; }
+  bool wait() const { return action == Action::kWait; }  // (Added in 0.3.)
 };
+
+// What a blocking front door does with a kWait admission: waits on the
+// ticket (a bulkhead's queue) up to `delay`, on the steady clock when
+// `clock` is a SystemClock; with any other clock (a FakeClock in tests) a
+// ticket not yet granted waits `delay` through clock.SleepFor (so its wait
+// timeout passes in fake time); a plain timed wait (rate limiter) sleeps
+// through clock.SleepFor. The caller then calls Admit(clock.Now()) again.
+// (Added in 0.3.)
+void WaitForAdmission(const AttemptAdmission& admission, Clock& clock);
 
 // Per-call choices, given to Pipeline::Begin. Every field has a default that
 // leaves the pipeline's own setting in force.
@@ -147,7 +167,8 @@ class Call {
   void Abandon(TimePoint now, int attempts_in_flight = 0);
 
   // The kCircuitOpen status after a breaker refusal ("circuit breaker 'db'
-  // is open; next probe in 12.500 s"); OK otherwise. Built on demand.
+  // is open; next probe in 12.500 s"), kBulkheadFull or kRateLimited after
+  // a bulkhead's or limiter's; OK otherwise. Built on demand.
   Status RefusalStatus() const;
 
   // Attempts recorded so far.

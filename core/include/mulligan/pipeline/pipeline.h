@@ -8,7 +8,7 @@
 // Resilience's standard handler, which Polly v8 documents):
 //
 //   1 fallback         the call's final failure          (CallOptions::fallback)
-//   2 bulkhead / rate limiter                            (the overload issue)
+//   2 bulkhead / rate limiter                            (limits/; added in 0.3)
 //   3 deadline         the whole call; trims every attempt timeout
 //   4 retry            the chain of attempts (RetryPolicy), gated by a budget
 //   5 circuit breaker  each attempt; per call key from a registry
@@ -37,6 +37,8 @@
 #include "mulligan/base/status.h"
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/breaker/registry.h"
+#include "mulligan/limits/bulkhead.h"
+#include "mulligan/limits/rate_limiter.h"
 #include "mulligan/pipeline/call.h"
 #include "mulligan/pipeline/strategy.h"
 #include "mulligan/retry/policy.h"
@@ -79,6 +81,19 @@ struct PipelineOptions {
   // through; null means SystemClock::Default(). The pipeline itself only
   // hands it out. REQUIRES: outlives the pipeline.
   Clock* clock = nullptr;
+
+  // Strategy 2 (Added in 0.3.): a bulkhead shared by every call (at most
+  // max_concurrent in flight; see limits/bulkhead.h). By default a call
+  // holds its slot from its first Admit until it ends, across all its
+  // attempts and retry waits; bulkhead_per_attempt holds it per attempt.
+  std::shared_ptr<Bulkhead> bulkhead;
+  bool bulkhead_per_attempt = false;
+  // Strategy 2 (Added in 0.3.): a rate limiter, one bucket per call key
+  // (the HTTP clients' origin; the limiter's own bucket without a key).
+  // Asked once per logical call by default (DESIGN.md section 2), or before
+  // every attempt with rate_limit_per_attempt (AWS adaptive mode's choice).
+  std::shared_ptr<RateLimiter> rate_limiter;
+  bool rate_limit_per_attempt = false;
 };
 
 // The validated, immutable composition.
@@ -104,6 +119,11 @@ class Pipeline {
     // Strategy 4's gates (Added in 0.3.).
     RetryBudget* budget = nullptr;
     AdaptiveThrottle* throttle = nullptr;
+    // Strategy 2 (Added in 0.3.): see PipelineOptions.
+    Bulkhead* bulkhead = nullptr;
+    bool bulkhead_per_attempt = false;
+    RateLimiter* rate_limiter = nullptr;
+    bool rate_limit_per_attempt = false;
   };
 
   // Validates `options` (the retry options as RetryPolicy::Create does; at
@@ -137,6 +157,9 @@ class Pipeline {
   // The retry budget and the throttle, or null. (Added in 0.3.)
   RetryBudget* budget() const { return parts_.budget; }
   AdaptiveThrottle* throttle() const { return parts_.throttle; }
+  // Strategy 2, or null. (Added in 0.3.)
+  Bulkhead* bulkhead() const { return parts_.bulkhead; }
+  RateLimiter* rate_limiter() const { return parts_.rate_limiter; }
 
  private:
   friend class Call;
@@ -149,7 +172,10 @@ class Pipeline {
   std::unique_ptr<RetryPolicy> owned_policy_;
   std::shared_ptr<CircuitBreaker> owned_breaker_;
   std::shared_ptr<BreakerRegistry> owned_breakers_;
+  std::shared_ptr<Bulkhead> owned_bulkhead_;
+  std::shared_ptr<RateLimiter> owned_rate_limiter_;
   // The strategies, in the pipeline's fixed order.
+  internal::LimitsStrategy limits_strategy_;
   internal::BreakerStrategy breaker_strategy_;
   std::shared_ptr<RetryBudget> owned_budget_;
   std::shared_ptr<AdaptiveThrottle> owned_throttle_;

@@ -21,12 +21,16 @@
 #define MULLIGAN_PIPELINE_STRATEGY_H_
 
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "mulligan/base/clock.h"
 #include "mulligan/base/outcome.h"
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/budget/budget.h"
 #include "mulligan/budget/throttle.h"
+#include "mulligan/limits/bulkhead.h"
+#include "mulligan/limits/rate_limiter.h"
 #include "mulligan/retry/policy.h"
 
 namespace mulligan {
@@ -51,6 +55,19 @@ struct CallState {
   // Strategy 4, retry budget: what the call's last retry took (-1: no retry
   // was granted yet). (Added in 0.3.)
   int64_t budget_cost = -1;
+  // Strategy 2, bulkhead / rate limiter (Added in 0.3.): the time left
+  // before the deadline at this Admit (set by Call::Admit), whether the
+  // call holds a bulkhead slot, its queue ticket while it waits, and until
+  // when it may wait; the rate limiter's key (the call key), and the instant
+  // its reserved slot comes due.
+  std::optional<Duration> time_left;
+  bool bulkhead_held = false;
+  std::shared_ptr<BulkheadTicket> ticket;
+  TimePoint bulkhead_wait_until;
+  std::string limiter_key;
+  bool limiter_reserved = false;
+  bool limiter_passed = false;
+  TimePoint limiter_ready;
 };
 
 // The interface every strategy implements. Implementations are immutable
@@ -151,6 +168,46 @@ class ThrottleStrategy final : public Strategy {
 // The budget failure kind of a retryable outcome: a timeout, an overload
 // answer (429, 503, RESOURCE_EXHAUSTED), or other.
 BudgetFailure BudgetFailureOf(const Outcome& outcome);
+
+// Strategy 2: the bulkhead and the rate limiter (limits/bulkhead.h,
+// limits/rate_limiter.h). (Added in 0.3.) The bulkhead is asked first, then
+// the limiter:
+//   - bulkhead: a slot is taken before the first attempt and held until the
+//     call ends (all attempts and waits), or per attempt with per_attempt;
+//     a full bulkhead queues the call (kWait with a ticket, bounded by
+//     max_wait and the deadline) or refuses it (kBulkheadFull);
+//   - rate limiter: asked once per call by default, or before every attempt
+//     with per_attempt; a wait is kWait with the exact delay (the slot is
+//     reserved), a refusal kRateLimited with retry_in; with
+//     penalize_retry_after, a 429/503 hint holds the key (Record).
+class LimitsStrategy final : public Strategy {
+ public:
+  LimitsStrategy() = default;
+  void Configure(Bulkhead* bulkhead, bool bulkhead_per_attempt, RateLimiter* limiter,
+                 bool limiter_per_attempt) {
+    bulkhead_ = bulkhead;
+    bulkhead_per_attempt_ = bulkhead_per_attempt;
+    limiter_ = limiter;
+    limiter_per_attempt_ = limiter_per_attempt;
+  }
+  bool enabled() const { return bulkhead_ != nullptr || limiter_ != nullptr; }
+  Bulkhead* bulkhead() const { return bulkhead_; }
+  RateLimiter* limiter() const { return limiter_; }
+
+  void Admit(CallState& call, TimePoint now, AttemptAdmission& admission) const override;
+  void Record(CallState& call, const Outcome& outcome, Decision& decision,
+              TimePoint now) const override;
+  void Release(CallState& call, TimePoint now) const override;
+
+ private:
+  void AdmitBulkhead(CallState& call, TimePoint now, AttemptAdmission& admission) const;
+  void AdmitLimiter(CallState& call, TimePoint now, AttemptAdmission& admission) const;
+
+  Bulkhead* bulkhead_ = nullptr;
+  bool bulkhead_per_attempt_ = false;
+  RateLimiter* limiter_ = nullptr;
+  bool limiter_per_attempt_ = false;
+};
 
 }  // namespace internal
 }  // namespace v0

@@ -20,6 +20,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -155,6 +156,22 @@ struct RetryCallOptions {
   // info->stop_reason kThrottled. Borrowed; null (the default): none.
   // (Added in 0.3.)
   AdaptiveThrottle* throttle = nullptr;
+
+  // Strategy 2 (Added in 0.3.): a bulkhead and a rate limiter guarding the
+  // call (borrowed; they must outlive it). The bulkhead's slot is held for
+  // the whole call (all attempts and waits) unless bulkhead_per_attempt; a
+  // full bulkhead queues the call (RetryCall blocks on its ticket, bounded
+  // by max_wait and the deadline) or refuses it with kBulkheadFull. The
+  // limiter is asked once per call (rate_limit_per_attempt: before every
+  // attempt); RetryCall sleeps its exact wait through the clock, or returns
+  // kRateLimited when the wait would exceed max_wait or the deadline.
+  // Refusals are never retried; info->stop_reason says kBulkheadFull or
+  // kRateLimited. `limit_key` names the limiter's bucket (empty: its own).
+  Bulkhead* bulkhead = nullptr;
+  bool bulkhead_per_attempt = false;
+  RateLimiter* rate_limiter = nullptr;
+  bool rate_limit_per_attempt = false;
+  std::string_view limit_key;
 };
 
 namespace internal {
@@ -238,6 +255,10 @@ inline Pipeline::Parts PartsOf(const RetryPolicy& policy, const RetryCallOptions
   parts.clock = clock;
   parts.budget = options.budget;
   parts.throttle = options.throttle;
+  parts.bulkhead = options.bulkhead;
+  parts.bulkhead_per_attempt = options.bulkhead_per_attempt;
+  parts.rate_limiter = options.rate_limiter;
+  parts.rate_limit_per_attempt = options.rate_limit_per_attempt;
   return parts;
 }
 
@@ -272,6 +293,7 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
   const Pipeline pipeline(PartsOf(policy, options, &clock));
   CallOptions call_options;
   call_options.fallback = kHasFallback;
+  call_options.key = options.limit_key;
   // The first attempt is admitted at the call's start: one clock read less.
   TimePoint admit_at = clock.Now();
   Call call = pipeline.Begin(admit_at, call_options);
@@ -291,6 +313,12 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
   };
   for (;;) {
     const AttemptAdmission admission = call.Admit(admit_at);
+    if (admission.wait()) {
+      // Strategy 2: a bulkhead's queue or a limiter's reserved slot.
+      WaitForAdmission(admission, clock);
+      admit_at = clock.Now();
+      continue;
+    }
     if (admission.refused()) {
       if (admission.reason == StopReason::kCircuitOpen) {
         info.circuit_open = true;

@@ -138,7 +138,14 @@ enum class StopReason : int {
   // Adaptive throttling rejected the attempt locally (budget/throttle.h;
   // never retried). (Added in 0.3.)
   kThrottled = 9,
-  // 10..11 are bulkhead_full and rate_limited (the pipeline's gates).
+  // A bulkhead refused the call: every slot busy and the wait queue full,
+  // absent, or its wait timed out (limits/bulkhead.h; never retried).
+  // (Added in 0.3.)
+  kBulkheadFull = 10,
+  // A rate limiter refused the call: the wait it would need exceeds its
+  // max_wait or the deadline (limits/rate_limiter.h; never retried).
+  // (Added in 0.3.)
+  kRateLimited = 11,
   // A stop condition's predicate said stop (RetryOptions::stop, a
   // StopExpr::Predicate term; Python's mulligan.stop.when). (Appended in 0.2.)
   kStopCondition = 12,

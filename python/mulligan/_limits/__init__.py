@@ -1,0 +1,387 @@
+"""Bulkheads and rate limiters: :class:`mulligan.Bulkhead` and
+:class:`mulligan.RateLimiter` (DESIGN.md sections 2 and 5).
+
+Both are thin shells over the core's objects (``_core.Bulkhead``,
+``_core.RateLimiter``, core/include/mulligan/limits/): the core counts the
+slots, keeps the FIFO queue and does the GCRA arithmetic; this module only
+waits, the Python way: a sync caller blocks on its ticket (the GIL released),
+and a coroutine awaits a future that the releasing thread resolves through
+``loop.call_soon_threadsafe``, so the event loop never blocks. A cancelled
+waiter leaves the queue; a slot handed to it at that very moment goes on to
+the next waiter.
+
+.. versionadded:: 0.3.0
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import functools
+import inspect
+import math
+from typing import Any, Callable, Optional, TypeVar, Union
+
+from .. import _core
+from .._errors import BulkheadFullError, RateLimitedError
+from .._retry.async_driver import sleep as _async_sleep
+from .._retry.state import STATE
+
+__all__ = ["Bulkhead", "RateLimiter"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+Seconds = Union[float, int, datetime.timedelta]
+
+
+def _seconds(value: Optional[Seconds], field: str) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, datetime.timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{field} must be seconds (float, int or timedelta) or None, got {value!r}")
+    seconds = float(value)
+    if math.isnan(seconds) or seconds < 0:
+        raise ValueError(f"{field} must be >= 0 seconds, got {value!r}")
+    return seconds
+
+
+def _resolve(fut: "asyncio.Future[None]") -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class Bulkhead:
+    """At most ``max_concurrent`` calls in flight at once.
+
+    Beyond that a caller waits in a FIFO queue of at most ``max_queue``
+    callers, for at most ``max_wait`` seconds (None: until a slot frees), or
+    is refused with :class:`mulligan.BulkheadFullError` (never retried). A
+    released slot goes to the oldest waiter.
+
+    Use it as a context manager (``with bulkhead:`` / ``async with
+    bulkhead:``), as a decorator (``@bulkhead``, sync or async), or through
+    ``@mulligan.retry(bulkhead=...)``, where the slot is held for the whole
+    logical call, every attempt and wait included.
+
+    Args:
+        max_concurrent: calls in flight at most, >= 1.
+        name: for error texts and metrics.
+        max_queue: callers that may wait, >= 0 (0: refuse at once when full).
+        max_wait: the longest wait in the queue, in seconds (float, int or
+            timedelta); None waits until a slot frees.
+
+    Raises:
+        ValueError: a bad number (``max_concurrent < 1``, ``max_queue < 0``,
+            a negative ``max_wait``), naming the field.
+
+    Thread-safety: one bulkhead may be shared by any threads and event loops.
+
+    .. versionadded:: 0.3.0
+    """
+
+    __slots__ = ("_core",)
+
+    def __init__(
+        self,
+        max_concurrent: int,
+        *,
+        name: str = "",
+        max_queue: int = 0,
+        max_wait: Optional[Seconds] = None,
+    ) -> None:
+        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int):
+            raise TypeError(f"max_concurrent must be an int, got {max_concurrent!r}")
+        if isinstance(max_queue, bool) or not isinstance(max_queue, int):
+            raise TypeError(f"max_queue must be an int, got {max_queue!r}")
+        self._core = _core.Bulkhead(name, max_concurrent, max_queue, _seconds(max_wait, "max_wait"))
+
+    @property
+    def name(self) -> str:
+        return str(self._core.name)
+
+    @property
+    def max_concurrent(self) -> int:
+        return int(self._core.max_concurrent)
+
+    @property
+    def in_flight(self) -> int:
+        """Slots held now."""
+        return int(self._core.in_flight)
+
+    @property
+    def queued(self) -> int:
+        """Callers waiting now."""
+        return int(self._core.queued)
+
+    def _refused(self) -> BulkheadFullError:
+        return BulkheadFullError(self._core.full_message, name=self.name)
+
+    def _bound(self, timeout: Optional[Seconds]) -> Optional[float]:
+        own = self._core.max_wait
+        given = _seconds(timeout, "timeout")
+        if own is None:
+            return given
+        return own if given is None else min(own, given)
+
+    def acquire(self, timeout: Optional[Seconds] = None) -> None:
+        """Takes a slot, waiting (blocking this thread) in the queue for at
+        most min(``timeout``, ``max_wait``) seconds. Raises BulkheadFullError
+        when refused. Pair every acquire with one :meth:`release`."""
+        core = self._core
+        if core.try_acquire():
+            return
+        bound = self._bound(timeout)
+        if self._core.max_queue == 0 or bound == 0:
+            core.count_full()
+            raise self._refused()
+        ticket = core.enqueue()
+        if ticket is None:
+            raise self._refused()
+        try:
+            granted = ticket.wait(bound)
+        except BaseException:
+            ticket.cancel()
+            raise
+        if not granted:
+            ticket.cancel()  # a slot granted at this moment goes on
+            core.count_timeout()
+            raise self._refused()
+
+    async def acquire_async(self, timeout: Optional[Seconds] = None) -> None:
+        """:meth:`acquire` for coroutines: waits without blocking the event
+        loop; cancelling the task leaves the queue."""
+        core = self._core
+        if core.try_acquire():
+            return
+        bound = self._bound(timeout)
+        if self._core.max_queue == 0 or bound == 0:
+            core.count_full()
+            raise self._refused()
+        ticket = core.enqueue()
+        if ticket is None:
+            raise self._refused()
+        if ticket.granted:
+            return
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        ticket.set_on_grant(lambda: loop.call_soon_threadsafe(_resolve, fut))
+        try:
+            if bound is None:
+                await fut
+            else:
+                await asyncio.wait_for(fut, bound)
+        except asyncio.TimeoutError:
+            ticket.cancel()
+            core.count_timeout()
+            raise self._refused() from None
+        except BaseException:
+            ticket.cancel()  # cancelled: frees the place, or hands the slot on
+            raise
+
+    def release(self) -> None:
+        """Frees a slot this caller holds (the oldest waiter gets it)."""
+        self._core.release()
+
+    def __enter__(self) -> "Bulkhead":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._core.release()
+
+    async def __aenter__(self) -> "Bulkhead":
+        await self.acquire_async()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self._core.release()
+
+    def __call__(self, fn: F) -> F:
+        """Decorates a function or coroutine function: each call holds a slot."""
+        return _guard(fn, self, None)  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        return (
+            f"Bulkhead(name={self.name!r}, max_concurrent={self.max_concurrent}, "
+            f"in_flight={self.in_flight}, queued={self.queued})"
+        )
+
+
+class RateLimiter:
+    """At most ``rate`` calls per second per key, with bursts of ``burst``
+    (GCRA, the Generic Cell Rate Algorithm: see
+    core/include/mulligan/limits/rate_limiter.h for the arithmetic).
+
+    A call that is early waits for its slot (reserved, so waiters are served
+    in order and spaced exactly ``1 / rate`` apart), for at most
+    ``max_wait`` seconds (None: as long as needed); a longer wait is refused
+    with :class:`mulligan.RateLimitedError` carrying ``retry_in``. Waits use
+    ``time.sleep`` / ``asyncio.sleep`` (or the installed
+    ``mulligan.testing.FakeClock``).
+
+    Use it as ``with limiter:``, ``async with limiter:``, ``@limiter``, or
+    ``@mulligan.retry(rate_limiter=...)`` (asked once per logical call; with
+    ``rate_limit_per_attempt=True`` before every attempt).
+
+    Args:
+        rate: calls per second, > 0.
+        burst: calls that may go at once from idle, >= 1 (default 1).
+        name: for error texts and metrics.
+        max_wait: the longest wait for a slot, in seconds; 0 never waits.
+        penalize_retry_after: :meth:`penalize` (and the HTTP clients, on a 429
+            or 503 with Retry-After) holds every call to the key until then.
+
+    Raises:
+        ValueError: ``rate <= 0``, ``burst < 1``, a negative ``max_wait``,
+            naming the field.
+
+    Thread-safety: one limiter may be shared by any threads and event loops.
+
+    .. versionadded:: 0.3.0
+    """
+
+    __slots__ = ("_core",)
+
+    def __init__(
+        self,
+        rate: float,
+        *,
+        burst: float = 1.0,
+        name: str = "",
+        max_wait: Optional[Seconds] = None,
+        penalize_retry_after: bool = False,
+    ) -> None:
+        for field, value in (("rate", rate), ("burst", burst)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{field} must be a number, got {value!r}")
+        self._core = _core.RateLimiter(
+            name, float(rate), float(burst), _seconds(max_wait, "max_wait"), bool(penalize_retry_after)
+        )
+
+    @property
+    def name(self) -> str:
+        return str(self._core.name)
+
+    @property
+    def rate(self) -> float:
+        return float(self._core.rate)
+
+    @property
+    def burst(self) -> float:
+        return float(self._core.burst)
+
+    def reserve(self, key: str = "", max_wait: Optional[Seconds] = None) -> float:
+        """Reserves the next slot for ``key`` now: returns the seconds to wait
+        before using it (0.0: now). Raises RateLimitedError (``retry_in``)
+        when the wait would exceed min(``max_wait``, the limiter's)."""
+        admitted, wait, retry_in = self._core.acquire(key, STATE.now(), _seconds(max_wait, "max_wait"))
+        if not admitted:
+            raise RateLimitedError(
+                self._core.limited_message(retry_in), name=self.name, key=key, retry_in=retry_in
+            )
+        return float(wait)
+
+    def acquire(self, key: str = "", max_wait: Optional[Seconds] = None) -> None:
+        """Waits (blocking) for the next slot of ``key``; see :meth:`reserve`."""
+        wait = self.reserve(key, max_wait)
+        if wait > 0:
+            STATE.sleep(wait)
+
+    async def acquire_async(self, key: str = "", max_wait: Optional[Seconds] = None) -> None:
+        """:meth:`acquire` for coroutines (asyncio.sleep: cancellable)."""
+        wait = self.reserve(key, max_wait)
+        if wait > 0:
+            await _async_sleep(wait)
+
+    def penalize(self, retry_after: Seconds, key: str = "") -> None:
+        """Holds every call to ``key`` for ``retry_after`` seconds from now
+        (a 429's or 503's Retry-After)."""
+        seconds = _seconds(retry_after, "retry_after")
+        assert seconds is not None
+        self._core.penalize(key, STATE.now() + seconds)
+
+    def __enter__(self) -> "RateLimiter":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    async def __aenter__(self) -> "RateLimiter":
+        await self.acquire_async()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        return None
+
+    def __call__(self, fn: F) -> F:
+        """Decorates a function or coroutine function: each call takes a slot."""
+        return _guard(fn, None, self)  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        return f"RateLimiter(name={self.name!r}, rate={self.rate}, burst={self.burst})"
+
+
+def _guard(fn: Callable[..., Any], bulkhead: Optional[Bulkhead], limiter: Optional[RateLimiter]) -> Callable[..., Any]:
+    """Wraps ``fn`` so that each call holds a bulkhead slot (outermost) and
+    takes a limiter slot, in the pipeline's order (DESIGN.md section 2)."""
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_guarded(*args: Any, **kwargs: Any) -> Any:
+            if bulkhead is None:
+                assert limiter is not None
+                await limiter.acquire_async()
+                return await fn(*args, **kwargs)
+            await bulkhead.acquire_async()
+            try:
+                if limiter is not None:
+                    await limiter.acquire_async()
+                return await fn(*args, **kwargs)
+            finally:
+                bulkhead._core.release()
+
+        return async_guarded
+
+    if bulkhead is not None and limiter is None:
+        core = bulkhead._core
+
+        @functools.wraps(fn)
+        def bulkhead_guarded(*args: Any, **kwargs: Any) -> Any:
+            # The uncontended path: one try_acquire and one release.
+            if not core.try_acquire():
+                bulkhead.acquire()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                core.release()
+
+        return bulkhead_guarded
+
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        if bulkhead is None:
+            assert limiter is not None
+            limiter.acquire()
+            return fn(*args, **kwargs)
+        bulkhead.acquire()
+        try:
+            if limiter is not None:
+                limiter.acquire()
+            return fn(*args, **kwargs)
+        finally:
+            bulkhead._core.release()
+
+    return guarded
+
+
+def guard(fn: Callable[..., Any], bulkhead: Optional[Bulkhead], limiter: Optional[RateLimiter]) -> Callable[..., Any]:
+    """The decorator's hook (``@mulligan.retry(bulkhead=..., rate_limiter=...)``)."""
+    if bulkhead is not None and not isinstance(bulkhead, Bulkhead):
+        raise TypeError(f"bulkhead must be a mulligan.Bulkhead, got {bulkhead!r}")
+    if limiter is not None and not isinstance(limiter, RateLimiter):
+        raise TypeError(f"rate_limiter must be a mulligan.RateLimiter, got {limiter!r}")
+    if bulkhead is None and limiter is None:
+        return fn
+    return _guard(fn, bulkhead, limiter)
