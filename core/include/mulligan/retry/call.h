@@ -320,12 +320,9 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
       continue;
     }
     if (admission.refused()) {
-      if (admission.reason == StopReason::kCircuitOpen) {
-        info.circuit_open = true;
-        info.retry_in = admission.retry_in;
-      } else {
-        info.stop_reason = admission.reason;
-      }
+      info.circuit_open = admission.reason == StopReason::kCircuitOpen;
+      if (!info.circuit_open) info.stop_reason = admission.reason;
+      info.retry_in = admission.retry_in;
       Status refused = call.RefusalStatus();
       if (std::optional<R> answer = finish(kHasFallback, refused)) return std::move(*answer);
       return R(std::move(refused));
