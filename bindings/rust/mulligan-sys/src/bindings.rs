@@ -24,6 +24,10 @@ pub const MULLIGAN_E_CIRCUIT_OPEN: mulligan_status = 7;
 pub const MULLIGAN_E_UNAVAILABLE: mulligan_status = 8;
 pub const MULLIGAN_E_TRANSPORT: mulligan_status = 9;
 pub const MULLIGAN_E_TIMEOUT: mulligan_status = 10;
+pub const MULLIGAN_E_BUDGET_EXHAUSTED: mulligan_status = 11;
+pub const MULLIGAN_E_THROTTLED: mulligan_status = 12;
+pub const MULLIGAN_E_BULKHEAD_FULL: mulligan_status = 13;
+pub const MULLIGAN_E_RATE_LIMITED: mulligan_status = 14;
 pub type mulligan_status = core::ffi::c_uint;
 unsafe extern "C" {
     pub fn mulligan_status_str(status: core::ffi::c_int) -> *const core::ffi::c_char;
@@ -460,6 +464,10 @@ pub const MULLIGAN_STOP_DEADLINE: mulligan_stop_reason = 4;
 pub const MULLIGAN_STOP_RETRY_AFTER_TOO_LONG: mulligan_stop_reason = 5;
 pub const MULLIGAN_STOP_NOT_REPLAY_SAFE: mulligan_stop_reason = 6;
 pub const MULLIGAN_STOP_CIRCUIT_OPEN: mulligan_stop_reason = 7;
+pub const MULLIGAN_STOP_BUDGET: mulligan_stop_reason = 8;
+pub const MULLIGAN_STOP_THROTTLED: mulligan_stop_reason = 9;
+pub const MULLIGAN_STOP_BULKHEAD_FULL: mulligan_stop_reason = 10;
+pub const MULLIGAN_STOP_RATE_LIMITED: mulligan_stop_reason = 11;
 pub const MULLIGAN_STOP_STOP_CONDITION: mulligan_stop_reason = 12;
 pub type mulligan_stop_reason = core::ffi::c_uint;
 pub const MULLIGAN_ACTION_RETRY: mulligan_action = 0;
@@ -1541,4 +1549,78 @@ unsafe extern "C" {
 }
 unsafe extern "C" {
     pub fn mulligan_event_listener_remove(id: u64) -> core::ffi::c_int;
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct mulligan_bulkhead {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct mulligan_rate_limiter {
+    _unused: [u8; 0],
+}
+unsafe extern "C" {
+    pub fn mulligan_bulkhead_create(
+        out: *mut *mut mulligan_bulkhead,
+        name: *const core::ffi::c_char,
+        max_concurrent: core::ffi::c_int,
+        max_queue: core::ffi::c_int,
+        max_wait_ms: f64,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_bulkhead_destroy(bulkhead: *mut mulligan_bulkhead);
+}
+unsafe extern "C" {
+    pub fn mulligan_bulkhead_try_acquire(bulkhead: *mut mulligan_bulkhead) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_bulkhead_release(bulkhead: *mut mulligan_bulkhead);
+}
+unsafe extern "C" {
+    pub fn mulligan_bulkhead_in_flight(bulkhead: *const mulligan_bulkhead) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_bulkhead_queued(bulkhead: *const mulligan_bulkhead) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_rate_limiter_create(
+        out: *mut *mut mulligan_rate_limiter,
+        name: *const core::ffi::c_char,
+        rate: f64,
+        burst: f64,
+        max_wait_ms: f64,
+        penalize_retry_after: core::ffi::c_int,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_rate_limiter_destroy(limiter: *mut mulligan_rate_limiter);
+}
+unsafe extern "C" {
+    pub fn mulligan_rate_limiter_acquire(
+        limiter: *mut mulligan_rate_limiter,
+        key: *const core::ffi::c_char,
+        now_ms: f64,
+        max_wait_ms: f64,
+        wait_ms: *mut f64,
+        retry_in_ms: *mut f64,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_pipeline_options_set_bulkhead(
+        opts: *mut mulligan_pipeline_options,
+        bulkhead: *const mulligan_bulkhead,
+        per_attempt: core::ffi::c_int,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_pipeline_options_set_rate_limiter(
+        opts: *mut mulligan_pipeline_options,
+        limiter: *const mulligan_rate_limiter,
+        per_attempt: core::ffi::c_int,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_call_wait(call: *mut mulligan_call, max_ms: f64) -> core::ffi::c_int;
 }
