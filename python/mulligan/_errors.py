@@ -460,7 +460,9 @@ class RateLimitedError(MulliganError):
         return (_rebuild_limit_error, (type(self), str(self), dict(self.__dict__)))
 
 
-def _rebuild_limit_error(cls: type, message: str, state: dict[str, Any]) -> BaseException:
+def _rebuild_limit_error(
+    cls: type[BaseException], message: str, state: dict[str, Any]
+) -> BaseException:
     exc = cls(message)
     exc.__dict__.update(state)
     return exc
