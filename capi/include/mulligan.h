@@ -14,6 +14,8 @@
  *   mulligan_config.h       named policies from a configuration file
  *   mulligan_metrics.h      metrics and events
  *   mulligan_http.h         the HTTP client
+ *   mulligan_limits.h       bulkheads and rate limiters
+ *   mulligan_budget.h       retry budgets and adaptive throttling
  *
  * (plus mulligan_export.h and mulligan_version.h, which they include). As in
  * sqlite, anything not declared in these headers is private and may change
@@ -64,5 +66,6 @@
 #include "mulligan_metrics.h"
 #include "mulligan_http.h"
 #include "mulligan_limits.h"
+#include "mulligan_budget.h"
 
 #endif /* MULLIGAN_H_ */
