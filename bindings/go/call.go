@@ -160,6 +160,10 @@ func (c *Call) Admit() (Admission, error) {
 		if Code(r.rc) == CodeCircuitOpen {
 			e.Reason = StopCircuitOpen
 			e.RetryIn = durOf(r.a.retry_in_ms)
+		} else if r.a.reason != C.MULLIGAN_STOP_NONE {
+			// A throttle, bulkhead or limiter refusal (never retried).
+			e.Reason = StopReason(r.a.reason)
+			e.RetryIn = durOf(r.a.retry_in_ms)
 		}
 		return Admission{}, e
 	}
@@ -214,6 +218,20 @@ func (c *Call) Abandon(inFlight int) error {
 	m := C.go_call_abandon(c.ptr, c.pipe, C.int(inFlight), &rc)
 	if rc != C.MULLIGAN_OK {
 		return msgErr("Call.Abandon", rc, &m)
+	}
+	return nil
+}
+
+// Wait blocks, after an Admit that answered a Wait, until a bulkhead's
+// queue hands this call its slot or max passes (real time; a limiter's wait
+// has no queue and returns at once: sleep its Wait yourself). Then Admit
+// again. It does not watch a context: Do waits in short slices instead.
+func (c *Call) Wait(max time.Duration) error {
+	if c == nil || c.ptr == nil {
+		return invalid("Call.Wait", "nil or closed call")
+	}
+	if rc := C.mulligan_call_wait(c.ptr, msOf(max)); rc != C.MULLIGAN_OK {
+		return &Error{Code: Code(rc), Op: "Call.Wait"}
 	}
 	return nil
 }

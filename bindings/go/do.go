@@ -19,15 +19,22 @@ import (
 //     wait that would cross ctx's deadline is not started.
 //   - ErrCallback: ctx was cancelled (errors.Is(err, context.Canceled)).
 //   - ErrCircuitOpen: the policy's breaker refused an attempt (RetryIn).
+//   - ErrThrottled, ErrBulkheadFull, ErrRateLimited (RetryIn): the policy's
+//     throttle, bulkhead or rate limiter refused the call; never retried.
+//     A rate limiter's wait and a bulkhead's queue end with ctx too.
+//   - A retry budget's refusal is ErrRetriesExhausted with Reason
+//     StopBudget: the last failure is kept as Err.
 //   - ErrInvalidArgument: a nil ctx, policy or fn, or a closed policy.
 //
 // The last error fn returned is the *Error's Err: errors.Is(err, yours) and
 // errors.As work through it. Each attempt gets ctx (with the attempt's
 // timeout when the policy sets one).
 //
-// Success path: when the policy has no breaker, no metrics name, no deadline
-// and no attempt timeout, fn runs first and Do enters the engine only if it
-// failed (DESIGN.md section 2), so a first-attempt success costs no cgo call.
+// Success path: when the policy has no breaker, no metrics name, no deadline,
+// no attempt timeout, no throttle, bulkhead or rate limiter, fn runs first
+// and Do enters the engine only if it failed (DESIGN.md section 2), so a
+// first-attempt success costs no cgo call (one, mulligan_budget_add_successes,
+// with a retry budget: the budget's lazy success counter).
 //
 // Panics: if fn (or an OnRetry hook) panics, the call is abandoned in the
 // engine (a breaker permit is freed, the call counted as failed) and the
@@ -44,6 +51,7 @@ func Do(ctx context.Context, p *Policy, fn func(context.Context) error) error {
 		}
 		err := fn(ctx)
 		if err == nil {
+			p.fastSuccess()
 			return nil
 		}
 		return p.run(ctx, fn, err)
@@ -64,6 +72,7 @@ func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T,
 		}
 		v, err := fn(ctx)
 		if err == nil {
+			p.fastSuccess()
 			return v, nil
 		}
 		var out T
@@ -140,8 +149,9 @@ func (p *Policy) run(ctx context.Context, fn func(context.Context) error, first 
 				e.Op, e.Err, e.Attempts = "Do", last, c.Attempts()
 				return e
 			}
+			queue := p.queue && p.clock == nil
 			for a.Wait > 0 {
-				if werr := p.wait(ctx, a.Wait); werr != nil {
+				if werr := p.admitWait(ctx, c, a.Wait, &queue); werr != nil {
 					return ctxError(werr, last, c.Attempts())
 				}
 				if a, aerr = c.Admit(); aerr != nil {
@@ -199,10 +209,38 @@ func stopError(d Decision, err error, attempts int) error {
 		code, msg = CodeUnavailable, "the outcome was terminal, not retried"
 	case StopDeadline:
 		code, msg = CodeDeadlineExceeded, "the policy's deadline"
+	case StopBudget:
+		code, msg = CodeRetriesExhausted, "the retry budget refused the retry (the last failure is kept)"
 	case StopRetryAfterTooLong:
 		code, msg = CodeRetriesExhausted, "the Retry-After hint exceeds the maximum"
 	default:
 		code, msg = CodeRetriesExhausted, "gave up"
 	}
 	return &Error{Code: code, Op: "Do", Msg: msg, Reason: d.Reason, Attempts: attempts, Err: err}
+}
+
+// admitWait waits d after an Admit that answered Wait. A policy with a
+// bulkhead queue (real clock) waits on the queue in slices of at most
+// 10ms, so that ctx is watched; a wait that returns at once had no queue
+// ticket (a rate limiter's wait): *queue is then cleared and the next
+// rounds sleep instead. Otherwise it sleeps d (or advances the FakeClock).
+func (p *Policy) admitWait(ctx context.Context, c *Call, d time.Duration, queue *bool) error {
+	if !*queue {
+		return p.wait(ctx, d)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	step := d
+	if step > 10*time.Millisecond {
+		step = 10 * time.Millisecond
+	}
+	start := time.Now()
+	if err := c.Wait(step); err != nil {
+		return err
+	}
+	if time.Since(start) < step/2 {
+		*queue = false // granted (the next Admit says go) or a limiter's wait
+	}
+	return ctx.Err()
 }

@@ -24,6 +24,17 @@ const (
 	CodeUnavailable      Code = 8
 	CodeTransport        Code = 9
 	CodeTimeout          Code = 10
+	// CodeBudgetExhausted: a retry budget refused a retry (Budget.TryRetry).
+	// Do keeps the last failure's code with Reason StopBudget instead.
+	CodeBudgetExhausted Code = 11
+	// CodeThrottled: adaptive throttling rejected the call locally.
+	CodeThrottled Code = 12
+	// CodeBulkheadFull: a bulkhead refused the call (no slot, no room or
+	// time to wait).
+	CodeBulkheadFull Code = 13
+	// CodeRateLimited: a rate limiter refused the call (the wait would pass
+	// its max wait or the deadline); RetryIn says when a slot frees.
+	CodeRateLimited Code = 14
 )
 
 var codeNames = map[Code]string{
@@ -32,6 +43,8 @@ var codeNames = map[Code]string{
 	CodeRetriesExhausted: "retries exhausted", CodeDeadlineExceeded: "deadline exceeded",
 	CodeCircuitOpen: "circuit open", CodeUnavailable: "unavailable",
 	CodeTransport: "transport error", CodeTimeout: "timeout",
+	CodeBudgetExhausted: "budget exhausted", CodeThrottled: "throttled",
+	CodeBulkheadFull: "bulkhead full", CodeRateLimited: "rate limited",
 }
 
 // String names the code as mulligan_status_str() does ("circuit open").
@@ -62,7 +75,8 @@ type Error struct {
 	// Attempts is the number of attempts the call made (0 if not a call).
 	Attempts int
 	// RetryIn is, for CodeCircuitOpen, the time until the breaker admits a
-	// probe (the largest Duration when forced open).
+	// probe (the largest Duration when forced open); for CodeRateLimited,
+	// the time until the limiter has a slot.
 	RetryIn time.Duration
 	// Err is the last error of the user's function, if any.
 	Err error
@@ -141,6 +155,15 @@ var (
 	ErrUnavailable      = sentinel(CodeUnavailable)
 	ErrTransport        = sentinel(CodeTransport)
 	ErrTimeout          = sentinel(CodeTimeout)
+	// ErrBudgetExhausted matches Budget.TryRetry's refusal. A refusal inside
+	// Do keeps the last failure instead (Reason StopBudget).
+	ErrBudgetExhausted = sentinel(CodeBudgetExhausted)
+	// ErrThrottled: adaptive throttling rejected the call; never retried.
+	ErrThrottled = sentinel(CodeThrottled)
+	// ErrBulkheadFull: a bulkhead refused the call; never retried.
+	ErrBulkheadFull = sentinel(CodeBulkheadFull)
+	// ErrRateLimited: a rate limiter refused the call (RetryIn); never retried.
+	ErrRateLimited = sentinel(CodeRateLimited)
 )
 
 func invalid(op, msg string) error { return &Error{Code: CodeInvalidArgument, Op: op, Msg: msg} }

@@ -29,6 +29,10 @@ type policyConfig struct {
 	metrics  *bool
 	retryIf  func(error) bool
 	onRetry  func(RetryEvent)
+	budget   *RetryBudget
+	throttle *Throttle
+	bulkhead *Bulkhead
+	limiter  *RateLimiter
 }
 
 func rcOpt(op string, rc C.int) error { return cerr("NewPolicy: "+op, rc) }
@@ -294,6 +298,13 @@ type Policy struct {
 	breaker *CircuitBreaker
 	retryIf func(error) bool
 	onRetry func(RetryEvent)
+	// The overload guards (kept alive with the policy; the pipeline shares
+	// them too). queue: the bulkhead has a wait queue.
+	budget   *RetryBudget
+	throttle *Throttle
+	bulkhead *Bulkhead
+	limiter  *RateLimiter
+	queue    bool
 }
 
 // NewPolicy validates the options and builds a policy. Defaults (DESIGN.md
@@ -337,12 +348,18 @@ func NewPolicy(opts ...Option) (*Policy, error) {
 	}
 	h := &pipeHandle{ptr: ptr}
 	p := &Policy{
-		h:       h,
-		fast:    c.breaker == nil && c.name == "" && !c.deadline && !c.timeout,
-		clock:   c.clock,
-		breaker: c.breaker,
-		retryIf: c.retryIf,
-		onRetry: c.onRetry,
+		h: h,
+		fast: c.breaker == nil && c.name == "" && !c.deadline && !c.timeout &&
+			c.throttle == nil && c.bulkhead == nil && c.limiter == nil,
+		clock:    c.clock,
+		breaker:  c.breaker,
+		retryIf:  c.retryIf,
+		onRetry:  c.onRetry,
+		budget:   c.budget,
+		throttle: c.throttle,
+		bulkhead: c.bulkhead,
+		limiter:  c.limiter,
+		queue:    c.bulkhead != nil && c.bulkhead.maxQueue > 0,
 	}
 	runtime.SetFinalizer(p, func(p *Policy) { p.h.close() })
 	return p, nil

@@ -43,7 +43,15 @@ const (
 	StopRetryAfterTooLong StopReason = 5
 	StopNotReplaySafe     StopReason = 6
 	StopCircuitOpen       StopReason = 7
-	StopStopCondition     StopReason = 12
+	// StopBudget: a retry budget refused the retry; the last failure is kept.
+	StopBudget StopReason = 8
+	// StopThrottled: adaptive throttling rejected an attempt (ErrThrottled).
+	StopThrottled StopReason = 9
+	// StopBulkheadFull: a bulkhead refused the call (ErrBulkheadFull).
+	StopBulkheadFull StopReason = 10
+	// StopRateLimited: a rate limiter refused the call (ErrRateLimited).
+	StopRateLimited   StopReason = 11
+	StopStopCondition StopReason = 12
 )
 
 // String is the engine's snake_case name ("attempts_exhausted").
@@ -125,7 +133,8 @@ type Admission struct {
 	// Timeout bounds the attempt (the policy's attempt timeout trimmed to the
 	// deadline); negative when none applies.
 	Timeout time.Duration
-	// Wait, when > 0, says: wait this long, then Admit again (reserved for
-	// strategies that queue; none does yet).
+	// Wait, when > 0, says: wait this long, then Admit again: a rate
+	// limiter's exact wait, or the longest a bulkhead's queued call may wait
+	// (Call.Wait blocks until the queue hands over the slot).
 	Wait time.Duration
 }

@@ -53,11 +53,14 @@ int BudgetOptionsFromC(const char* name, const mulligan_budget_options* in,
   out->quota.timeout_cost = in->timeout_cost;
   out->quota.throttling_cost = in->throttling_cost;
   out->quota.no_retry_increment = in->no_retry_increment;
-  if (!(std::isfinite(in->ttl_ms) && in->ttl_ms >= 1000.0 && in->ttl_ms <= 60000.0)) {
+  // Only a ratio budget reads ttl_ms: another kind keeps the default when
+  // the caller left it out of range (a zeroed struct).
+  const bool ttl_ok = std::isfinite(in->ttl_ms) && in->ttl_ms >= 1000.0 && in->ttl_ms <= 60000.0;
+  if (!ttl_ok && in->kind == MULLIGAN_BUDGET_RATIO) {
     return SetError(MULLIGAN_E_INVALID_ARGUMENT,
                     "opts->ttl_ms (ratio.ttl) must be in [1000, 60000] ms, got %g", in->ttl_ms);
   }
-  out->ratio.ttl = mulligan::internal::DurationFromMillis(in->ttl_ms);
+  if (ttl_ok) out->ratio.ttl = mulligan::internal::DurationFromMillis(in->ttl_ms);
   out->ratio.percent = in->percent;
   out->ratio.min_retries_per_second = in->min_retries_per_second;
   return MULLIGAN_OK;

@@ -129,6 +129,7 @@ static void test_bad_options(void) {
   o.percent = 1.5;
   CHECK_FAILS(mulligan_budget_create(&b, "x", &o, NULL), MULLIGAN_E_INVALID_ARGUMENT, "percent");
   o = (mulligan_budget_options)MULLIGAN_BUDGET_OPTIONS_INIT;
+  o.kind = MULLIGAN_BUDGET_RATIO;
   o.ttl_ms = 500;
   CHECK_FAILS(mulligan_budget_create(&b, "x", &o, NULL), MULLIGAN_E_INVALID_ARGUMENT, "ttl_ms");
   o = (mulligan_budget_options)MULLIGAN_BUDGET_OPTIONS_INIT;
