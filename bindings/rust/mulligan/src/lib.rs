@@ -43,9 +43,11 @@ use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod breaker;
+mod guards;
 pub mod http;
 mod wait;
 pub use wait::Wait;
+pub use guards::{Bulkhead, BudgetFailure, BudgetKind, BudgetOptions, RateLimiter, RateLimiterOptions, RetryBudget, Throttle, ThrottleOptions};
 pub use breaker::{Breaker, BreakerBuilder, BreakerCounts, BreakerState, CallResult, Permit, Window};
 
 // ---------------------------------------------------------------------------
@@ -77,6 +79,19 @@ pub enum Code {
     Transport,
     /// An attempt did not finish within its timeout.
     Timeout,
+    /// A retry budget refused a retry ([`RetryBudget::try_retry`]). A
+    /// retried call refused by its budget ends with
+    /// [`Code::RetriesExhausted`] and [`StopReason::Budget`] instead, the
+    /// last failure kept. (0.4)
+    BudgetExhausted,
+    /// Adaptive throttling rejected the call locally; never retried. (0.4)
+    Throttled,
+    /// A bulkhead refused the call (no slot, no room or time to wait);
+    /// never retried. (0.4)
+    BulkheadFull,
+    /// A rate limiter refused the call ([`Error::retry_in`]: when a slot
+    /// frees); never retried. (0.4)
+    RateLimited,
     /// A code this version of the crate does not know (a newer library).
     Other(i32),
 }
@@ -96,6 +111,10 @@ impl Code {
             sys::MULLIGAN_E_UNAVAILABLE => Code::Unavailable,
             sys::MULLIGAN_E_TRANSPORT => Code::Transport,
             sys::MULLIGAN_E_TIMEOUT => Code::Timeout,
+            sys::MULLIGAN_E_BUDGET_EXHAUSTED => Code::BudgetExhausted,
+            sys::MULLIGAN_E_THROTTLED => Code::Throttled,
+            sys::MULLIGAN_E_BULKHEAD_FULL => Code::BulkheadFull,
+            sys::MULLIGAN_E_RATE_LIMITED => Code::RateLimited,
             _ => Code::Other(status),
         })
     }
@@ -119,6 +138,14 @@ pub enum StopReason {
     NotReplaySafe,
     /// A circuit breaker refused an attempt.
     CircuitOpen,
+    /// A retry budget refused the retry; the last failure is kept. (0.4)
+    Budget,
+    /// Adaptive throttling rejected an attempt. (0.4)
+    Throttled,
+    /// A bulkhead refused the call. (0.4)
+    BulkheadFull,
+    /// A rate limiter refused the call. (0.4)
+    RateLimited,
     /// Another reason (the value of `mulligan_stop_reason`).
     Other(i32),
 }
@@ -133,6 +160,10 @@ impl StopReason {
             sys::MULLIGAN_STOP_RETRY_AFTER_TOO_LONG => StopReason::RetryAfterTooLong,
             sys::MULLIGAN_STOP_NOT_REPLAY_SAFE => StopReason::NotReplaySafe,
             sys::MULLIGAN_STOP_CIRCUIT_OPEN => StopReason::CircuitOpen,
+            sys::MULLIGAN_STOP_BUDGET => StopReason::Budget,
+            sys::MULLIGAN_STOP_THROTTLED => StopReason::Throttled,
+            sys::MULLIGAN_STOP_BULKHEAD_FULL => StopReason::BulkheadFull,
+            sys::MULLIGAN_STOP_RATE_LIMITED => StopReason::RateLimited,
             _ => StopReason::Other(r),
         }
     }
@@ -146,6 +177,10 @@ impl StopReason {
             StopReason::RetryAfterTooLong => sys::MULLIGAN_STOP_RETRY_AFTER_TOO_LONG as i32,
             StopReason::NotReplaySafe => sys::MULLIGAN_STOP_NOT_REPLAY_SAFE as i32,
             StopReason::CircuitOpen => sys::MULLIGAN_STOP_CIRCUIT_OPEN as i32,
+            StopReason::Budget => sys::MULLIGAN_STOP_BUDGET as i32,
+            StopReason::Throttled => sys::MULLIGAN_STOP_THROTTLED as i32,
+            StopReason::BulkheadFull => sys::MULLIGAN_STOP_BULKHEAD_FULL as i32,
+            StopReason::RateLimited => sys::MULLIGAN_STOP_RATE_LIMITED as i32,
             StopReason::Other(r) => r,
         };
         // SAFETY: returns static text for any int.
@@ -188,7 +223,8 @@ impl<E> Error<E> {
         self.attempts
     }
     /// For [`Code::CircuitOpen`]: the time until the breaker admits a probe
-    /// (`None` when forced open: no probe until reset, or for other codes).
+    /// (`None` when forced open: no probe until reset, or for other codes);
+    /// for [`Code::RateLimited`]: the time until the limiter has a slot.
     pub fn retry_in(&self) -> Option<Duration> {
         self.retry_in
     }
@@ -468,6 +504,7 @@ pub struct PolicyBuilder {
     has_breaker: bool,
     has_deadline: bool,
     named: bool,
+    guards: guards::Guards,
     report_metrics: bool,
     replay_safe: bool,
 }
@@ -663,9 +700,11 @@ impl PolicyBuilder {
             retry_policy: NonNull::new(rp).unwrap(),
             pipeline,
             clock: self.clock.clone(),
-            fast: !(self.has_breaker || (self.named && self.report_metrics)),
+            fast: !(self.has_breaker || (self.named && self.report_metrics) || self.guards.admits()),
             system: self.clock.is_system(),
-            has_breaker: self.has_breaker,
+            has_breaker: self.has_breaker || self.guards.admits(),
+            queue: self.guards.queue,
+            guards: std::mem::take(&mut self.guards),
             has_deadline: self.has_deadline,
             replay_safe: self.replay_safe,
         })
@@ -682,7 +721,14 @@ pub struct Policy {
     clock: Arc<dyn Clock>,
     fast: bool,
     system: bool,
+    // Whether retries are admitted too (a breaker, a throttle, a bulkhead or
+    // a rate limiter asks before attempts).
     has_breaker: bool,
+    // The bulkhead has a wait queue (admit waits on it with mulligan_call_wait).
+    queue: bool,
+    // The guards the pipeline shares, kept for the fast path (a budget's
+    // lazy success counter).
+    guards: guards::Guards,
     has_deadline: bool,
     replay_safe: bool,
 }
@@ -724,6 +770,7 @@ impl Policy {
             clock: Arc::new(SystemClock),
             has_breaker: false,
             has_deadline: false,
+            guards: guards::Guards::default(),
             replay_safe: true,
             named: false,
             report_metrics: true,
@@ -882,11 +929,22 @@ impl<'p> Call<'p> {
             retry_in_ms: 0.0,
             use_fallback: 0,
         };
+        // A bulkhead's queue is waited on (real clock); a wait that returns
+        // at once had no queue ticket (a rate limiter's): sleep from then on.
+        let mut queue = self.policy.queue && self.policy.system;
         loop {
             // SAFETY: valid call and struct.
             let rc = unsafe { sys::mulligan_call_admit(self.raw.as_ptr(), now, &mut a) };
             if rc == 0 && a.action == sys::MULLIGAN_ADMISSION_WAIT as i32 {
-                self.policy.clock.sleep(from_ms(a.delay_ms));
+                let d = from_ms(a.delay_ms);
+                if queue {
+                    let t = Instant::now();
+                    // SAFETY: valid call, after a WAIT.
+                    unsafe { sys::mulligan_call_wait(self.raw.as_ptr(), a.delay_ms) };
+                    queue = t.elapsed() >= d / 2;
+                } else {
+                    self.policy.clock.sleep(d);
+                }
                 now = self.now();
                 continue;
             }
@@ -894,9 +952,11 @@ impl<'p> Call<'p> {
                 return Ok(());
             }
             let mut e = Error::from_status(rc);
-            if rc == sys::MULLIGAN_E_CIRCUIT_OPEN as i32 {
-                e.stop_reason = Some(StopReason::from_raw(a.reason));
+            if rc == sys::MULLIGAN_E_CIRCUIT_OPEN as i32 || rc == sys::MULLIGAN_E_RATE_LIMITED as i32 {
                 e.retry_in = (a.retry_in_ms < sys::MULLIGAN_DURATION_MAX_MS).then(|| from_ms(a.retry_in_ms));
+            }
+            if a.reason != sys::MULLIGAN_STOP_NONE as i32 {
+                e.stop_reason = Some(StopReason::from_raw(a.reason));
             }
             e.attempts = self.attempts();
             return Err(e);
@@ -1003,7 +1063,10 @@ where
         // the start time, until the first attempt fails.
         let mark = policy.has_deadline.then(|| Mark::take(policy));
         match op() {
-            Ok(v) => return Ok(v),
+            Ok(v) => {
+                policy.guards.fast_success();
+                return Ok(v);
+            }
             Err(e) => err = e,
         }
         now = clock.now_ms();
@@ -1107,7 +1170,10 @@ where
     if policy.fast {
         let mark = policy.has_deadline.then(|| Mark::take(policy));
         match op().await {
-            Ok(v) => return Ok(v),
+            Ok(v) => {
+                policy.guards.fast_success();
+                return Ok(v);
+            }
             Err(e) => err = e,
         }
         now = clock.now_ms();
