@@ -217,6 +217,7 @@ int mulligan_budget_tokens(mulligan_budget* budget, double now_ms, double* out) 
   MULLIGAN_CAPI_BEGIN
   MULLIGAN_CHECK_NOT_NULL(budget);
   MULLIGAN_CHECK_NOT_NULL(out);
+  *out = 0;
   mulligan::TimePoint now;
   if (int rc = Now(now_ms, &now)) return rc;
   *out = budget->impl->Tokens(now);
@@ -287,6 +288,7 @@ int mulligan_throttle_probability(mulligan_throttle* throttle, double now_ms, do
   MULLIGAN_CAPI_BEGIN
   MULLIGAN_CHECK_NOT_NULL(throttle);
   MULLIGAN_CHECK_NOT_NULL(out);
+  *out = 0;
   mulligan::TimePoint now;
   if (int rc = Now(now_ms, &now)) return rc;
   *out = throttle->impl->Probability(now);
