@@ -37,6 +37,30 @@ static go_begin_result go_call_begin(const mulligan_pipeline *p, const char *key
   return r;
 }
 
+static mulligan_admission go_call_admit(mulligan_call *c, double now, int *rc);
+
+typedef struct { mulligan_call *call; int rc; int admit_rc; mulligan_admission a; go_msg msg; }
+    go_begin_admit_result;
+
+// Begins a call and admits its first attempt at one clock reading (one cgo
+// crossing for both; no time passes between them).
+static go_begin_admit_result go_call_begin_admit(const mulligan_pipeline *p, int replay_safe) {
+  double now = mulligan_pipeline_now_ms(p);
+  go_begin_admit_result r;
+  mulligan_call_options o = MULLIGAN_CALL_OPTIONS_INIT;
+  o.replay_safe = replay_safe;
+  r.call = NULL;
+  r.admit_rc = MULLIGAN_OK;
+  r.rc = mulligan_call_begin(&r.call, p, now, &o);
+  if (r.rc == MULLIGAN_OK) {
+    r.a = go_call_admit(r.call, now, &r.admit_rc);
+    go_copy_msg(&r.msg, r.admit_rc);
+  } else {
+    go_copy_msg(&r.msg, r.rc);
+  }
+  return r;
+}
+
 static mulligan_admission go_call_admit(mulligan_call *c, double now, int *rc) {
   mulligan_admission a = MULLIGAN_ADMISSION_INIT;
   *rc = mulligan_call_admit(c, now, &a);
@@ -147,6 +171,18 @@ func (p *Policy) begin(pipe *C.mulligan_pipeline, key string, replaySafe bool) (
 	return &Call{p: p, ptr: r.call, pipe: pipe}, nil
 }
 
+// beginAdmit begins a call of Do and admits its first attempt in one cgo
+// crossing: the call (nil on a begin failure) and Admit's results.
+func (p *Policy) beginAdmit(pipe *C.mulligan_pipeline) (*Call, Admission, error) {
+	r := C.go_call_begin_admit(pipe, 1)
+	if r.rc != C.MULLIGAN_OK {
+		return nil, Admission{}, msgErr("Begin", r.rc, &r.msg)
+	}
+	c := &Call{p: p, ptr: r.call, pipe: pipe}
+	a, err := c.admission(r.admit_rc, r.a, &r.msg)
+	return c, a, err
+}
+
 // Admit asks the pipeline whether the next attempt may run now. A breaker's
 // refusal returns an *Error with CodeCircuitOpen (errors.Is ErrCircuitOpen)
 // and RetryIn, and ends the call.
@@ -155,8 +191,16 @@ func (c *Call) Admit() (Admission, error) {
 		return Admission{}, invalid("Call.Admit", "nil or closed call")
 	}
 	r := C.go_call_admit2(c.ptr, c.pipe)
+	return c.admission(r.rc, r.a, &r.msg)
+}
+
+func (c *Call) admission(rc C.int, ca C.mulligan_admission, m *C.go_msg) (Admission, error) {
+	r := struct {
+		rc C.int
+		a  C.mulligan_admission
+	}{rc, ca}
 	if r.rc != C.MULLIGAN_OK {
-		e := msgErr("Call.Admit", r.rc, &r.msg)
+		e := msgErr("Call.Admit", r.rc, m)
 		if Code(r.rc) == CodeCircuitOpen {
 			e.Reason = StopCircuitOpen
 			e.RetryIn = durOf(r.a.retry_in_ms)

@@ -118,10 +118,22 @@ func (p *Policy) run(ctx context.Context, fn func(context.Context) error, first 
 		return invalid("Do", "the policy is closed")
 	}
 	defer p.h.release()
-	c, err := p.begin(pipe, "", true)
-	if err != nil {
+	var c *Call
+	var err error
+	var a0 Admission // the first attempt's admission, taken with the begin
+	var a0err error
+	if first == nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return ctxError(cerr, nil, 0) // nothing begun: no attempt was cut off
+		}
+		c, a0, a0err = p.beginAdmit(pipe)
+		if c == nil {
+			return a0err
+		}
+	} else if c, err = p.begin(pipe, "", true); err != nil {
 		return err
 	}
+	admitted := first == nil
 	defer func() {
 		// Runs on return and while a panic of fn unwinds (no recover: the
 		// panic goes on unchanged). Destroy abandons an unfinished call
@@ -143,7 +155,11 @@ func (p *Policy) run(ctx context.Context, fn func(context.Context) error, first 
 			if cerr := ctx.Err(); cerr != nil {
 				return ctxError(cerr, last, c.Attempts())
 			}
-			a, aerr := c.Admit()
+			a, aerr := a0, a0err
+			if !admitted {
+				a, aerr = c.Admit()
+			}
+			admitted = false
 			if aerr != nil {
 				e := aerr.(*Error)
 				e.Op, e.Err, e.Attempts = "Do", last, c.Attempts()
