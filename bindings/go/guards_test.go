@@ -428,3 +428,23 @@ func TestDoRateLimiterWaitEndsWithContext(t *testing.T) {
 		t.Fatalf("%v, want context.Canceled", err)
 	}
 }
+
+// A call queued on a full bulkhead leaves the queue when its context ends.
+func TestDoBulkheadQueueWaitEndsWithContext(t *testing.T) {
+	b, _ := mulligan.NewBulkhead("go-queue", 1, 4, -1)
+	p, _ := mulligan.NewPolicy(mulligan.WithBulkhead(b, false))
+	if !b.TryAcquire() {
+		t.Fatal("the slot should be free")
+	}
+	defer b.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	ran := false
+	err := mulligan.Do(ctx, p, func(context.Context) error { ran = true; return nil })
+	if !errors.Is(err, context.DeadlineExceeded) || ran {
+		t.Fatalf("%v (ran %v), want the context's deadline before any attempt", err, ran)
+	}
+	if b.Queued() != 0 || b.InFlight() != 1 {
+		t.Fatalf("queued %d in flight %d, want 0 and 1", b.Queued(), b.InFlight())
+	}
+}
