@@ -1750,7 +1750,10 @@ unsafe extern "C" {
     pub fn mulligan_throttle_destroy(throttle: *mut mulligan_throttle);
 }
 unsafe extern "C" {
-    pub fn mulligan_throttle_admit(throttle: *mut mulligan_throttle, now_ms: f64) -> core::ffi::c_int;
+    pub fn mulligan_throttle_admit(
+        throttle: *mut mulligan_throttle,
+        now_ms: f64,
+    ) -> core::ffi::c_int;
 }
 unsafe extern "C" {
     pub fn mulligan_throttle_record(
@@ -1759,7 +1762,10 @@ unsafe extern "C" {
     ) -> core::ffi::c_int;
 }
 unsafe extern "C" {
-    pub fn mulligan_throttle_add_accepts(throttle: *mut mulligan_throttle, n: u64) -> core::ffi::c_int;
+    pub fn mulligan_throttle_add_accepts(
+        throttle: *mut mulligan_throttle,
+        n: u64,
+    ) -> core::ffi::c_int;
 }
 unsafe extern "C" {
     pub fn mulligan_throttle_probability(
