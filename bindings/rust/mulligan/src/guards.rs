@@ -541,8 +541,8 @@ impl PolicyBuilder {
     }
     /// Guards every call with `bulkhead` (held for the whole call unless
     /// `per_attempt`): a queued call waits on the queue; a refusal is
-    /// [`Code::BulkheadFull`]. Waits block the thread (also under
-    /// [`retry_async`]: use a bulkhead without a queue there).
+    /// [`Code::BulkheadFull`]. [`retry`] blocks its thread on the queue;
+    /// [`retry_async`] polls it through its sleep, in slices of at most 5 ms.
     pub fn bulkhead(mut self, bulkhead: &Bulkhead, per_attempt: bool) -> Self {
         // SAFETY: valid handles; the options share the bulkhead.
         let rc = unsafe { sys::mulligan_pipeline_options_set_bulkhead(self.opts, bulkhead.raw(), per_attempt as i32) };
@@ -552,8 +552,9 @@ impl PolicyBuilder {
         self
     }
     /// Guards every call with `limiter` (asked once per call unless
-    /// `per_attempt`): the call waits for its slot with the policy's clock,
-    /// or ends with [`Code::RateLimited`] ([`Error::retry_in`]).
+    /// `per_attempt`): the call waits for its slot (the policy's clock, or
+    /// [`retry_async`]'s sleep), or ends with [`Code::RateLimited`]
+    /// ([`Error::retry_in`]).
     pub fn rate_limiter(mut self, limiter: &RateLimiter, per_attempt: bool) -> Self {
         // SAFETY: valid handles; the options share the limiter.
         let rc =

@@ -918,7 +918,10 @@ impl<'p> Call<'p> {
     }
     /// Ok(()) to go; Err for a refusal (circuit open). `now`: a reading of
     /// the policy's clock, reused from the last step when no time passed.
-    fn admit(&mut self, mut now: f64) -> Result<(), Error> {
+    /// Asks once: Ok(None) to go, Ok(Some(delay)) to wait (a rate
+    /// limiter's slot, or a bulkhead's queue) and ask again, Err for a
+    /// refusal (a breaker, a throttle, a bulkhead or a limiter).
+    fn admit_once(&mut self, now: f64) -> Result<Option<Duration>, Error> {
         let mut a = sys::mulligan_admission {
             struct_size: std::mem::size_of::<sys::mulligan_admission>() as u32,
             action: sys::MULLIGAN_ADMISSION_REFUSE as i32,
@@ -929,38 +932,51 @@ impl<'p> Call<'p> {
             retry_in_ms: 0.0,
             use_fallback: 0,
         };
-        // A bulkhead's queue is waited on (real clock); a wait that returns
-        // at once had no queue ticket (a rate limiter's): sleep from then on.
-        let mut queue = self.policy.queue && self.policy.system;
-        loop {
-            // SAFETY: valid call and struct.
-            let rc = unsafe { sys::mulligan_call_admit(self.raw.as_ptr(), now, &mut a) };
-            if rc == 0 && a.action == sys::MULLIGAN_ADMISSION_WAIT as i32 {
-                let d = from_ms(a.delay_ms);
-                if queue {
-                    let t = Instant::now();
-                    // SAFETY: valid call, after a WAIT.
-                    unsafe { sys::mulligan_call_wait(self.raw.as_ptr(), a.delay_ms) };
-                    queue = t.elapsed() >= d / 2;
-                } else {
-                    self.policy.clock.sleep(d);
-                }
-                now = self.now();
-                continue;
-            }
-            if rc == 0 {
-                return Ok(());
-            }
-            let mut e = Error::from_status(rc);
-            if rc == sys::MULLIGAN_E_CIRCUIT_OPEN as i32 || rc == sys::MULLIGAN_E_RATE_LIMITED as i32 {
-                e.retry_in = (a.retry_in_ms < sys::MULLIGAN_DURATION_MAX_MS).then(|| from_ms(a.retry_in_ms));
-            }
-            if a.reason != sys::MULLIGAN_STOP_NONE as i32 {
-                e.stop_reason = Some(StopReason::from_raw(a.reason));
-            }
-            e.attempts = self.attempts();
-            return Err(e);
+        // SAFETY: valid call and struct.
+        let rc = unsafe { sys::mulligan_call_admit(self.raw.as_ptr(), now, &mut a) };
+        if rc == 0 {
+            return Ok((a.action == sys::MULLIGAN_ADMISSION_WAIT as i32).then(|| from_ms(a.delay_ms)));
         }
+        let mut e = Error::from_status(rc);
+        if rc == sys::MULLIGAN_E_CIRCUIT_OPEN as i32 || rc == sys::MULLIGAN_E_RATE_LIMITED as i32 {
+            e.retry_in = (a.retry_in_ms < sys::MULLIGAN_DURATION_MAX_MS).then(|| from_ms(a.retry_in_ms));
+        }
+        if a.reason != sys::MULLIGAN_STOP_NONE as i32 {
+            e.stop_reason = Some(StopReason::from_raw(a.reason));
+        }
+        e.attempts = self.attempts();
+        Err(e)
+    }
+    /// Ok(()) to go; Err for a refusal. `now`: a reading of the policy's
+    /// clock, reused from the last step when no time passed. Waits block:
+    /// a bulkhead's queue is waited on (real clock; mulligan_call_wait), a
+    /// wait that returns at once had no queue ticket (a rate limiter's), so
+    /// later rounds sleep with the policy's clock.
+    fn admit(&mut self, mut now: f64) -> Result<(), Error> {
+        let mut queue = self.policy.queue && self.policy.system;
+        while let Some(d) = self.admit_once(now)? {
+            if queue {
+                let t = Instant::now();
+                // SAFETY: valid call, after a WAIT.
+                unsafe { sys::mulligan_call_wait(self.raw.as_ptr(), ms(d)) };
+                queue = t.elapsed() >= d / 2;
+            } else {
+                self.policy.clock.sleep(d);
+            }
+            now = self.now();
+        }
+        Ok(())
+    }
+    /// [`Call::admit`] for async code: every wait goes through `sleep`
+    /// (a bulkhead's queue is polled in slices of at most 5 ms), so no
+    /// thread is blocked.
+    async fn admit_async<S: AsyncSleep>(&mut self, mut now: f64, sleep: &S) -> Result<(), Error> {
+        while let Some(d) = self.admit_once(now)? {
+            let d = if self.policy.queue { d.min(Duration::from_millis(5)) } else { d };
+            sleep.sleep(d).await;
+            now = self.now();
+        }
+        Ok(())
     }
     fn record(&mut self, outcome: &sys::mulligan_outcome, now: f64) -> Result<Step, Error> {
         let mut d = sys::mulligan_decision {
@@ -1182,7 +1198,7 @@ where
     } else {
         now = clock.now_ms();
         call = Call::begin(policy, now).map_err(Error::cast)?;
-        call.admit(now).map_err(Error::cast)?;
+        call.admit_async(now, &sleep).await.map_err(Error::cast)?;
         match guarded_async(&mut call, op()).await {
             Ok(v) => {
                 call.record(&outcome_init(), clock.now_ms()).map_err(Error::cast)?;
@@ -1213,7 +1229,7 @@ where
             }
         }
         if policy.has_breaker {
-            if let Err(mut refused) = call.admit(now).map_err(Error::cast) {
+            if let Err(mut refused) = call.admit_async(now, &sleep).await.map_err(Error::cast) {
                 refused.last = Some(err);
                 return Err(refused);
             }

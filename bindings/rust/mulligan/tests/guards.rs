@@ -294,3 +294,31 @@ fn a_full_bulkhead_and_a_rate_limiter_refuse() {
     let retry_in = e.retry_in().unwrap();
     assert!(retry_in > Duration::ZERO && retry_in <= Duration::from_secs(1), "{retry_in:?}");
 }
+
+/// 1 call per second, burst 1: the second call waits for its slot, exactly
+/// 1 s on the fake clock, in `retry` (the clock's sleep) and in
+/// `retry_async` (its own sleep), then runs.
+#[test]
+fn a_rate_limiter_wait_is_exact_sync_and_async() {
+    let clock = FakeClock::new();
+    let o = RateLimiterOptions { rate: 1.0, burst: 1.0, max_wait: None, penalize_retry_after: false };
+    let limiter = RateLimiter::new("rust-wait", &o).unwrap();
+    let policy = Policy::builder().clock(clock.clone()).rate_limiter(&limiter, false).build().unwrap();
+    let t0 = clock.now_ms();
+    mulligan::retry(&policy, || -> Result<(), &str> { Ok(()) }).unwrap();
+    assert_eq!(clock.now_ms() - t0, 0.0);
+    mulligan::retry(&policy, || -> Result<(), &str> { Ok(()) }).unwrap();
+    assert_eq!(clock.now_ms() - t0, 1000.0);
+    // The async wait goes through retry_async's sleep (recorded here), not
+    // a blocking sleep of the policy's clock.
+    let waits = std::sync::Mutex::new(Vec::new());
+    let sleeper = |d: Duration| {
+        waits.lock().unwrap().push(d);
+        clock.advance(d);
+        std::future::ready(())
+    };
+    let r = futures::executor::block_on(mulligan::retry_async(&policy, sleeper, || async { Ok::<_, &str>(7) }));
+    assert_eq!(r.unwrap(), 7);
+    assert_eq!(clock.now_ms() - t0, 2000.0);
+    assert_eq!(*waits.lock().unwrap(), vec![Duration::from_secs(1)]);
+}
