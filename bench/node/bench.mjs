@@ -3,9 +3,9 @@
 //   1. retry, first-attempt success;
 //   2. two failures then success, zero wait;
 //   3. a breaker guarding a success (p-retry has none).
-// A plain timing harness: each case runs N calls (awaited one after the
-// other) after a warm-up, the median of ROUNDS rounds is printed in ns per
-// call. Run: eval "$(scripts/install_capi.sh)"; (cd bindings/node && npm ci);
+// A plain timing harness: each case runs its calls one after the other
+// (awaited) after a warm-up, in ROUNDS interleaved rounds (see timeAll);
+// the median round is printed in ns per call. Run: eval "$(scripts/install_capi.sh)"; (cd bindings/node && npm ci);
 // cd bench/node && npm ci && node bench.mjs
 import { createRequire } from 'node:module';
 import pRetry from 'p-retry';
@@ -16,7 +16,7 @@ const require = createRequire(import.meta.url);
 const m = require('../../bindings/node');
 
 const N = Number(process.env.N ?? 20000);
-const ROUNDS = Number(process.env.ROUNDS ?? 5);
+const ROUNDS = Number(process.env.ROUNDS ?? 9);
 
 function flaky(failures) {
   let n = 0;
@@ -29,17 +29,36 @@ function flaky(failures) {
   };
 }
 
-async function time(makeRun) {
-  const results = [];
-  const run = makeRun();
-  for (let i = 0; i < Math.min(N, 2000); i++) await run();
-  for (let r = 0; r < ROUNDS; r++) {
-    const t0 = process.hrtime.bigint();
-    for (let i = 0; i < N; i++) await run();
-    results.push(Number(process.hrtime.bigint() - t0) / N);
+// Each round times every library of a path in turn (interleaved, so that
+// they share the machine's load), each for up to N calls or about
+// BUDGET_MS, whichever ends first (a peer that waits on setTimeout(0) takes
+// >= 1 ms a retry); the median round of each library is printed.
+const BUDGET_MS = Number(process.env.BUDGET_MS ?? 100);
+async function slice(run) {
+  const t0 = process.hrtime.bigint();
+  const stop = t0 + BigInt(BUDGET_MS) * 1000000n;
+  let n = 0;
+  let t = t0;
+  while (n < N && t < stop) {
+    for (let i = 0; i < 50; i++) await run();
+    n += 50;
+    t = process.hrtime.bigint();
   }
-  results.sort((a, b) => a - b);
-  return results[Math.floor(results.length / 2)];
+  return Number(t - t0) / n;
+}
+
+async function timeAll(impls) {
+  const runs = impls.map((make) => make && make());
+  const results = runs.map(() => []);
+  for (const run of runs) if (run) for (let i = 0; i < 200; i++) await run();
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [i, run] of runs.entries()) if (run) results[i].push(await slice(run));
+  }
+  return results.map((xs) => {
+    if (xs.length === 0) return null;
+    xs.sort((a, b) => a - b);
+    return xs[Math.floor(xs.length / 2)];
+  });
 }
 
 const cases = {
@@ -97,16 +116,12 @@ const cases = {
 };
 
 const libs = ['mulligan', 'p-retry', 'cockatiel', 'opossum'];
-console.log(`node ${process.version}, N=${N}, median of ${ROUNDS} rounds, ns per call`);
+console.log(`node ${process.version}, rounds of up to ${N} calls or ${BUDGET_MS} ms, median of ${ROUNDS}, ns per call`);
 console.log(`| path | ${libs.join(' | ')} |`);
 console.log(`| --- | ${libs.map(() => '---').join(' | ')} |`);
 for (const [name, impls] of Object.entries(cases)) {
-  const cells = [];
-  for (const lib of libs) {
-    if (impls[lib] === null) { cells.push('(none)'); continue; }
-    const ns = await time(impls[lib]);
-    cells.push(`${Math.round(ns).toLocaleString('en-US')} ns`);
-  }
+  const ns = await timeAll(libs.map((lib) => impls[lib]));
+  const cells = ns.map((x) => (x === null ? '(none)' : `${Math.round(x).toLocaleString('en-US')} ns`));
   console.log(`| ${name} | ${cells.join(' | ')} |`);
 }
 process.exit(0);

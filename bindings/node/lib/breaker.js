@@ -8,6 +8,7 @@ const { CircuitOpenError, Status } = require('./errors');
 const STATES = ['closed', 'open', 'half_open', 'forced_open', 'disabled', 'metrics_only'];
 const WINDOWS = { none: 0, count: 1, time: 2 };
 const RESULTS = { success: 0, failure: 1, ignored: 2 };
+const PERMIT_SIZE = native.PERMIT_SIZE;
 
 /**
  * A manual clock (mulligan_clock_create_fake): starts at an arbitrary fixed
@@ -103,7 +104,7 @@ class CircuitBreaker {
   }
   /** Asks to make one call now; returns a Permit (admitted or refused). */
   acquire() {
-    const buf = Buffer.allocUnsafe(native.PERMIT_SIZE);
+    const buf = Buffer.allocUnsafe(PERMIT_SIZE);
     native.breakerAcquire(this._h, buf);
     return new Permit(this, buf, scratch[0] === 1, STATES[scratch[1]], scratch[2], scratch[3] === 1);
   }
@@ -114,9 +115,10 @@ class CircuitBreaker {
    */
   async execute(fn) {
     if (typeof fn !== 'function') throw new TypeError('fn: expected a function');
-    const p = this.acquire();
-    if (!p.admitted) {
-      throw new CircuitOpenError(native.lastError(), { retryInMs: p.retryInMs });
+    const h = this._h;
+    const buf = Buffer.allocUnsafe(PERMIT_SIZE);
+    if (native.breakerAcquire(h, buf) !== Status.OK) {
+      throw new CircuitOpenError(native.lastError(), { retryInMs: scratch[2] });
     }
     let value;
     try {
@@ -127,14 +129,14 @@ class CircuitBreaker {
         try {
           failure = Boolean(this._isFailure(err));
         } catch (cbErr) {
-          p.record('ignored');
+          native.breakerRecord(h, buf, RESULTS.ignored, -1);
           throw new TypeError(`isFailure threw: ${cbErr && cbErr.message}`, { cause: cbErr });
         }
       }
-      p.record(failure ? 'failure' : 'ignored');
+      native.breakerRecord(h, buf, failure ? RESULTS.failure : RESULTS.ignored, -1);
       throw err;
     }
-    p.record('success');
+    native.breakerRecord(h, buf, RESULTS.success, -1);
     return value;
   }
   /** 'closed', 'open', 'half_open', 'forced_open', 'disabled' or 'metrics_only'. */

@@ -129,6 +129,8 @@ class RetryPolicy {
 }
 
 const policies = new WeakMap();
+/** The first attempt's context when there is no signal (shared, frozen). */
+const FIRST = Object.freeze({ attempt: 1, signal: undefined });
 
 function policyOf(options) {
   if (options instanceof RetryPolicy) return options;
@@ -205,7 +207,7 @@ async function withRetry(fn, options) {
   if (policy.fast) {
     let first;
     try {
-      const value = await fn({ attempt: 1, signal });
+      const value = await fn(signal === undefined ? FIRST : { attempt: 1, signal });
       if (policy.log !== undefined) log(policy, 1, undefined, undefined);
       return value;
     } catch (err) {

@@ -25,8 +25,10 @@ function attemptSignal(signal, timeoutMs) {
 /**
  * Waits `ms` on a timer, or advances `fake` (a FakeClock) by ms and yields
  * once to the event loop. Rejects with the signal's reason when it aborts.
+ * A wait of 0 ms returns undefined at once (no timer).
  */
 function wait(ms, signal, fake) {
+  if (ms <= 0) return undefined; // a zero wait starts no timer (setTimeout(0) is >= 1 ms)
   if (fake !== undefined) {
     fake.advance(ms);
     return new Promise((resolve) => setImmediate(resolve));
