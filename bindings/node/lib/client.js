@@ -7,7 +7,7 @@
 const { native, scratch } = require('./native');
 const errors = require('./errors');
 const { CircuitBreaker, breakerOptions, clockHandle } = require('./breaker');
-const { engineOptionsForClient } = require('./retry');
+const { callFallback, engineOptionsForClient } = require('./retry');
 const { attemptSignal, wait } = require('./signals');
 
 const { Status } = errors;
@@ -187,7 +187,7 @@ class ResilientClient {
         state.finished = true;
         const e = new errors.CircuitOpenError(native.lastError(),
           { retryInMs: scratch[5], attempts: native.callAttempts(call), cause: state.last });
-        if (scratch[6] === 1) return this._fallback(request, e);
+        if (scratch[6] === 1) return callFallback(this._fallback, request, e);
         throw e;
       }
       state.inFlight = 1;
@@ -249,7 +249,7 @@ class ResilientClient {
     } else {
       e = new errors.TransportError(`${r.err.message} (${stopReason} after ${attempts} attempt(s))`, { reason: stopReason, attempts, cause: r.err });
     }
-    if (useFallback) return this._fallback(request, e);
+    if (useFallback) return callFallback(this._fallback, request, e);
     throw e;
   }
 

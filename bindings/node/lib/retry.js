@@ -218,6 +218,15 @@ async function withRetry(fn, options) {
   return run(policy, fn, signal, undefined);
 }
 
+/** Runs a fallback; its throw (or rejection) becomes a TypeError naming it. */
+async function callFallback(fallback, ...args) {
+  try {
+    return await fallback(...args);
+  } catch (cbErr) {
+    throw new TypeError(`fallback threw: ${cbErr && cbErr.message}`, { cause: cbErr });
+  }
+}
+
 function log(policy, attempt, err, d) {
   if (policy.log === undefined) return;
   const what = d === undefined ? 'succeeded' : `failed (${err && err.message}); retrying in ${d} ms`;
@@ -247,7 +256,7 @@ async function run(policy, fn, signal, first) {
           finished = true;
           const refusal = new errors.CircuitOpenError(native.lastError(),
             { retryInMs: scratch[5], attempts: native.callAttempts(call), cause: last });
-          if (scratch[6] === 1) return await policy.fallback(refusal);
+          if (scratch[6] === 1) return await callFallback(policy.fallback, refusal);
           throw refusal;
         }
         const attempt = scratch[1];
@@ -274,7 +283,7 @@ async function run(policy, fn, signal, first) {
         const reason = scratch[2];
         if (reason === STOP_SUCCEEDED) { log(policy, attempt, undefined, undefined); return value; }
         const e = stopError(reason, err, native.callAttempts(call));
-        if (scratch[6] === 1) return await policy.fallback(e);
+        if (scratch[6] === 1) return await callFallback(policy.fallback, e);
         throw e;
       }
       const delayMs = scratch[1];
@@ -308,4 +317,4 @@ function engineOptionsForClient(retry) {
   return o;
 }
 
-module.exports = { engineOptionsForClient, RetryPolicy, withRetry, STRATEGIES, BACKOFF, JITTER };
+module.exports = { callFallback, engineOptionsForClient, RetryPolicy, withRetry, STRATEGIES, BACKOFF, JITTER };

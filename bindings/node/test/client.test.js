@@ -148,3 +148,21 @@ test('client bad input names the option', () => {
   assert.throws(() => new m.ResilientClient({ breaker: { resetTimeoutMs: -5 } }), (e) => e instanceof RangeError && /resetTimeoutMs/.test(e.message));
   assert.throws(() => new m.ResilientClient({ fallback: 'x' }), (e) => e instanceof TypeError && /^fallback: /.test(e.message));
 });
+
+test('attempt timeouts and AbortSignal against a slow nginx location', async (t) => {
+  const base = await startNginx(t);
+  if (base === null) return;
+  const c = new m.ResilientClient({ retry: { strategy: 'immediate', maxAttempts: 2 }, attemptTimeoutMs: 100, breaker: false });
+  const err = await c.fetch(`${base}/slow?s=5`).catch((e) => e);
+  assert.ok(err instanceof m.TimeoutError, String(err));
+  assert.equal(err.code, 'MULLIGAN_E_TIMEOUT');
+  assert.equal(err.attempts, 2);
+  const ac = new AbortController();
+  setTimeout(() => ac.abort(new Error('user')), 50);
+  const c2 = new m.ResilientClient({ breaker: false });
+  const aborted = await c2.fetch(`${base}/slow?s=5`, { signal: ac.signal }).catch((e) => e);
+  assert.ok(aborted instanceof m.AbortError, String(aborted));
+  assert.equal(aborted.abortReason.message, 'user');
+  c.close();
+  c2.close();
+});

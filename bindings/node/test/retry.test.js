@@ -181,3 +181,35 @@ test('bad input: TypeError or RangeError naming the option, never a crash', asyn
   assert.throws(() => m.parseRetryAfter(5), TypeError);
   assert.throws(() => m.permanent(null), TypeError);
 });
+
+test('a throwing fallback is a TypeError naming it', async () => {
+  await assert.rejects(m.withRetry(failing(5), { strategy: 'immediate', maxAttempts: 1, fallback: () => { throw new Error('fb'); } }),
+    (e) => e instanceof TypeError && /^fallback threw: fb/.test(e.message) && e.cause.message === 'fb');
+});
+
+test('handles dropped without close() are collected in any order, calls mid-flight included', async () => {
+  const v8 = require('node:v8');
+  const vm = require('node:vm');
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc');
+  const { native } = require('../lib/native');
+  // in a function of its own: a suspended async frame would keep the last handles alive
+  (function drop() {
+    for (let i = 0; i < 200; i++) {
+      const clock = new m.FakeClock();
+      const breaker = new m.CircuitBreaker({ clock });
+      const p = new m.RetryPolicy({ clock, breaker, name: 'node_gc_test' });
+      const call = native.callBegin(p._h, p.nowMs(), null, true, -1, false);
+      native.callAdmit(call, p.nowMs()); // an admitted attempt, never recorded nor closed
+      breaker.acquire();
+    }
+  })();
+  // the engine abandons every call on destruction: none is left in flight
+  // (finalizers may run a tick after the collection that found the handles)
+  for (let i = 0; i < 20 && m.metricsFor('node_gc_test').inFlight > 0; i++) {
+    gc();
+    await new Promise((r) => setImmediate(r));
+  }
+  assert.equal(m.metricsFor('node_gc_test').inFlight, 0);
+  assert.equal(m.metricsFor('node_gc_test').calls, 200);
+});
