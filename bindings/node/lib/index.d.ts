@@ -68,7 +68,7 @@ export interface RetryPolicyOptions<T = unknown> extends RetryOptions {
   breakerPerAttempt?: boolean;
   reportMetrics?: boolean;
   clock?: FakeClock;
-  /** false: the error is terminal, not retried. A throw is a TypeError. */
+  /** false: the error is terminal, not retried (permanent(err) is terminal whatever it says). A throw is a TypeError. */
   isRetryable?: (error: unknown, attempt: number) => boolean;
   onRetry?: (event: RetryEvent) => void;
   /** Gets one line per attempt. */

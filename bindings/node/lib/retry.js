@@ -147,17 +147,19 @@ function policyOf(options) {
 
 /** The engine outcome of a thrown value: [errorKind, httpStatus, retryAfterMs]. */
 function outcomeOf(policy, err, attempt, timedOut) {
-  let kind = ERROR_RETRYABLE;
-  if (err !== null && typeof err === 'object' && err[kPermanent]) kind = ERROR_TERMINAL;
-  else if (timedOut) kind = ERROR_TIMEOUT;
-  if (policy.isRetryable !== undefined) {
+  // permanent(err) wins; else isRetryable decides retryable or terminal (a
+  // timed-out attempt stays a timeout for the engine's metrics).
+  let kind = timedOut ? ERROR_TIMEOUT : ERROR_RETRYABLE;
+  if (err !== null && typeof err === 'object' && err[kPermanent]) {
+    kind = ERROR_TERMINAL;
+  } else if (policy.isRetryable !== undefined) {
     let ok;
     try {
       ok = policy.isRetryable(err, attempt);
     } catch (cbErr) {
       throw new TypeError(`isRetryable threw: ${cbErr && cbErr.message}`, { cause: cbErr });
     }
-    kind = ok ? (kind === ERROR_TERMINAL ? ERROR_RETRYABLE : kind) : ERROR_TERMINAL;
+    if (!ok) kind = ERROR_TERMINAL;
   }
   const ra = err !== null && typeof err === 'object' && typeof err[kRetryAfter] === 'number' ? err[kRetryAfter] : -1;
   return [kind, ra];
@@ -227,9 +229,12 @@ async function callFallback(fallback, ...args) {
   }
 }
 
+/** One line per attempt: d is the delay (ms) before the next, or the stop reason. */
 function log(policy, attempt, err, d) {
   if (policy.log === undefined) return;
-  const what = d === undefined ? 'succeeded' : `failed (${err && err.message}); retrying in ${d} ms`;
+  let what = 'succeeded';
+  if (typeof d === 'number') what = `failed (${err && err.message}); retrying in ${d} ms`;
+  else if (typeof d === 'string') what = `failed (${err && err.message}); giving up (${d})`;
   callHook(policy.log, 'logger', `mulligan: attempt ${attempt} ${what}`);
 }
 
@@ -283,6 +288,7 @@ async function run(policy, fn, signal, first) {
         const reason = scratch[2];
         if (reason === STOP_SUCCEEDED) { log(policy, attempt, undefined, undefined); return value; }
         const e = stopError(reason, err, native.callAttempts(call));
+        log(policy, attempt, err, e.reason);
         if (scratch[6] === 1) return await callFallback(policy.fallback, e);
         throw e;
       }

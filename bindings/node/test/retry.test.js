@@ -66,7 +66,8 @@ test('isRetryable false and permanent() stop at once with TerminalError', async 
   assert.ok(err instanceof m.TerminalError);
   assert.equal(err.reason, 'terminal');
   assert.equal(fn.count(), 1);
-  err = await m.withRetry(async () => { throw m.permanent(new Error('no')); }, { strategy: 'immediate' }).catch((e) => e);
+  err = await m.withRetry(async () => { throw m.permanent(new Error('no')); }, { strategy: 'immediate', isRetryable: () => true })
+    .catch((e) => e);
   assert.equal(err.code, 'MULLIGAN_E_UNAVAILABLE');
   assert.equal(err.attempts, 1);
 });
@@ -113,6 +114,12 @@ test('logging of each attempt', async () => {
     'mulligan: attempt 1 failed (failure 1); retrying in 5 ms',
     'mulligan: attempt 2 failed (failure 2); retrying in 5 ms',
     'mulligan: attempt 3 succeeded',
+  ]);
+  lines.length = 0;
+  await m.withRetry(failing(5), { strategy: 'immediate', maxAttempts: 2, logger: { info: (l) => lines.push(l) } }).catch(() => {});
+  assert.deepEqual(lines, [
+    'mulligan: attempt 1 failed (failure 1); retrying in 0 ms',
+    'mulligan: attempt 2 failed (failure 2); giving up (attempts_exhausted)',
   ]);
 });
 
