@@ -93,6 +93,7 @@ class CircuitBreaker {
       throw new TypeError('isFailure: expected a function');
     }
     this._isFailure = options.isFailure;
+    this._pool = [];
     this._h = native.breakerCreate(o, clockHandle(options.clock, 'clock'));
   }
   /** @internal wraps a handle from a registry. */
@@ -100,6 +101,7 @@ class CircuitBreaker {
     const b = Object.create(CircuitBreaker.prototype);
     b._h = h;
     b._isFailure = undefined;
+    b._pool = [];
     return b;
   }
   /** Asks to make one call now; returns a Permit (admitted or refused). */
@@ -116,28 +118,36 @@ class CircuitBreaker {
   async execute(fn) {
     if (typeof fn !== 'function') throw new TypeError('fn: expected a function');
     const h = this._h;
-    const buf = Buffer.allocUnsafe(PERMIT_SIZE);
+    // permit buffers are reused once recorded (execute always records)
+    const pool = this._pool;
+    const buf = pool.length > 0 ? pool.pop() : Buffer.allocUnsafe(PERMIT_SIZE);
     if (native.breakerAcquire(h, buf) !== Status.OK) {
+      pool.push(buf);
       throw new CircuitOpenError(native.lastError(), { retryInMs: scratch[2] });
     }
     let value;
     try {
       value = await fn();
     } catch (err) {
-      let failure = true;
+      let result = RESULTS.failure;
+      let thrown = err;
       if (this._isFailure !== undefined) {
         try {
-          failure = Boolean(this._isFailure(err));
+          if (!this._isFailure(err)) result = RESULTS.ignored;
         } catch (cbErr) {
-          native.breakerRecord(h, buf, RESULTS.ignored, -1);
-          throw new TypeError(`isFailure threw: ${cbErr && cbErr.message}`, { cause: cbErr });
+          result = RESULTS.ignored;
+          thrown = new TypeError(`isFailure threw: ${cbErr && cbErr.message}`, { cause: cbErr });
         }
       }
-      native.breakerRecord(h, buf, failure ? RESULTS.failure : RESULTS.ignored, -1);
-      throw err;
+      this._record(h, buf, result);
+      throw thrown;
     }
-    native.breakerRecord(h, buf, RESULTS.success, -1);
+    this._record(h, buf, RESULTS.success);
     return value;
+  }
+  _record(h, buf, result) {
+    native.breakerRecord(h, buf, result, -1);
+    if (this._pool.length < 64) this._pool.push(buf);
   }
   /** 'closed', 'open', 'half_open', 'forced_open', 'disabled' or 'metrics_only'. */
   get state() { return STATES[native.breakerInfo(this._h, 0)]; }
