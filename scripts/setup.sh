@@ -29,6 +29,14 @@ missing=()
 for pkg in "${DEBIAN_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
+# Node.js >= 18 with its headers and npm, for bindings/node (node-gyp builds
+# the addon against /usr/include/node). A machine with NodeSource's nodejs
+# (headers and npm included) keeps it; Debian's own is split in three.
+if ! command -v node >/dev/null || [[ ! -f /usr/include/node/node_api.h ]]; then
+  missing+=(nodejs)
+  command -v npm >/dev/null || missing+=(npm)
+  [[ -f /usr/include/node/node_api.h ]] || missing+=(libnode-dev)
+fi
 if ((${#missing[@]})); then
   echo "setup: installing Debian packages: ${missing[*]}"
   SUDO=""

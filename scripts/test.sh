@@ -65,3 +65,11 @@ fi
 # declarations against the installed headers; clippy with warnings as errors.
 eval "$(scripts/install_capi.sh)"
 (cd bindings/rust && cargo test && cargo clippy --all-targets -- -D warnings)
+
+# Node binding (issue 17): libmulligan installed with mulligan.pc (reusing
+# build/), then bindings/node from its committed package-lock.json (npm ci
+# runs node-gyp against the installed Node headers, --nodedir=/usr: no
+# download), the TypeScript declarations type-checked, and node --test
+# (shared vectors, withRetry, breakers, the ResilientClient against nginx).
+eval "$(scripts/install_capi.sh)"
+(cd bindings/node && npm ci --no-audit --no-fund && npm run typecheck && npm test)
