@@ -5,7 +5,9 @@
 # missing. chromium is for the dashboard's browser test (headless, driven by
 # Playwright's Python package pointed at /usr/bin/chromium). clang-14 and its
 # compiler-rt (libclang-rt-14-dev: libFuzzer and the sanitizer runtimes) build
-# the fuzz harnesses of tests/fuzz/. Toxiproxy (the fault-injection proxy of
+# the fuzz harnesses of tests/fuzz/. debootstrap makes the minimal Debian root
+# the wheel is tested in (scripts/make_wheel_root.sh); binutils' readelf checks
+# the repaired wheel (scripts/build_wheel.sh). Toxiproxy (the fault-injection proxy of
 # tests/toxiproxy/) is a Go module: `go install`ed at a pinned version into
 # .tools/toxiproxy/ of this work tree (ignored by git), with Go from PATH or
 # /usr/local/go, else Debian's golang-go.
@@ -18,6 +20,7 @@ DEBIAN_PACKAGES=(
   nginx-light libnginx-mod-http-echo libnginx-mod-http-js
   chromium
   clang-14 libclang-rt-14-dev
+  debootstrap binutils
 )
 
 # The newest release the Go module proxy serves (go list -m -versions).
