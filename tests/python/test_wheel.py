@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import shutil
 import subprocess
@@ -41,8 +42,12 @@ WHEEL_NAME = re.compile(
     r"^mulligan-(?P<version>[^-]+)-cp(?P<major>3)(?P<minor>\d+)-cp\d+-(?P<platform>[^-]+)\.whl$"
 )
 
-# Debian packages that would give the root libcurl, Boost or a compiler.
-FORBIDDEN_PACKAGES = re.compile(r"^(libcurl|libboost|gcc|g\+\+|cpp|clang|build-essential|tcc)")
+# Debian packages that would give the root libcurl, Boost or a compiler
+# (gcc-12-base, which libgcc-s1 needs, holds only documentation: allowed).
+FORBIDDEN_PACKAGES = re.compile(
+    r"^(libcurl.*|libboost.*|gcc(-\d+)?|g\+\+(-\d+)?|cpp(-\d+)?|clang(-\d+)?|tcc"
+    r"|build-essential|libgcc-\d+-dev|libstdc\+\+-\d+-dev|libc6-dev)$"
+)
 # File names that would be libcurl or Boost, wherever they sit.
 FORBIDDEN_FILES = re.compile(r"^(libcurl|libboost)")
 COMPILERS = ("cc", "c++", "gcc", "g++", "cpp", "clang", "clang++", "tcc", "x86_64-linux-gnu-gcc")
@@ -62,10 +67,14 @@ def _wheel_and_root() -> tuple[str, str]:
 def _in_root(root: str, *argv: str, timeout: float = 600.0) -> str:
     """Runs argv inside `root` with ROOT_ENV; returns its stdout, fails with
     its stderr when it exits non-zero."""
+    # Found on the host's PATH (sbin included): ROOT_ENV's PATH is the root's.
+    search = os.environ.get("PATH", "") + ":/usr/sbin:/sbin:/usr/bin:/bin"
     if os.geteuid() == 0:
-        prefix = ["chroot", root]
+        tool = shutil.which("chroot", path=search)
+        prefix = [tool or "chroot", root]
     else:
-        prefix = ["unshare", "--map-root-user", "--root", root]
+        tool = shutil.which("unshare", path=search)
+        prefix = [tool or "unshare", "--map-root-user", "--root", root]
     done = subprocess.run(
         prefix + list(argv), env=ROOT_ENV, capture_output=True, text=True, timeout=timeout
     )
@@ -144,11 +153,12 @@ def test_the_repaired_wheel_runs_a_retried_get_in_the_root(server: Any) -> None:
         # The extension resolves libcurl to the wheel's own copy, and nothing
         # is missing (ldd is the root's own, from libc-bin).
         site = f"{inside}/venv/lib/python{python_version}/site-packages"
-        cores = [n for n in os.listdir(root + site + "/mulligan") if n.startswith("_core")]
+        cores = [n for n in os.listdir(root + site + "/mulligan") if n.startswith("_core") and n.endswith(".so")]
         assert len(cores) == 1, cores
         ldd = _in_root(root, "/usr/bin/ldd", f"{site}/mulligan/{cores[0]}")
         assert "not found" not in ldd, ldd
-        curl = [line.split("=>")[1].split()[0] for line in ldd.splitlines() if "libcurl" in line]
+        curl = [posixpath.normpath(line.split("=>")[1].split()[0])
+                for line in ldd.splitlines() if "libcurl" in line]
         assert len(curl) == 1 and curl[0].startswith(f"{site}/mulligan.libs/libcurl-"), ldd
 
         call_id = "wheel-" + uuid.uuid4().hex[:12]
