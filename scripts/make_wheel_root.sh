@@ -9,13 +9,14 @@
 # on Debian 12), so its python3 is the version the wheel was built for; the
 # mirror is the first Debian one of /etc/apt/sources.list* (MIRROR= overrides).
 # The root is cached under .tools/ (ignored by git): a second run only checks
-# the marker that a finished debootstrap leaves, and prints the path. Needs
+# the marker that a finished debootstrap leaves, and prints the path
+# (WHEEL_ROOT_CACHE= puts the cache elsewhere, e.g. outside a fresh clone). Needs
 # root (debootstrap) and the debootstrap package (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck disable=SC1091
 SUITE=${SUITE:-$(. /etc/os-release && echo "$VERSION_CODENAME")}
-ROOTFS=$PWD/.tools/wheel-root/$SUITE
+ROOTFS=${WHEEL_ROOT_CACHE:-$PWD/.tools/wheel-root}/$SUITE
 PACKAGES=python3,python3-venv
 MARKER=$ROOTFS/.mulligan-wheel-root
 log() { echo "make_wheel_root: $*" >&2; }
