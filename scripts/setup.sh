@@ -5,7 +5,10 @@
 # missing. chromium is for the dashboard's browser test (headless, driven by
 # Playwright's Python package pointed at /usr/bin/chromium). clang-14 and its
 # compiler-rt (libclang-rt-14-dev: libFuzzer and the sanitizer runtimes) build
-# the fuzz harnesses of tests/fuzz/. Toxiproxy (the fault-injection proxy of
+# the fuzz harnesses of tests/fuzz/. debootstrap makes the minimal Debian root
+# the wheel is tested in (scripts/make_wheel_root.sh); binutils' readelf checks
+# the repaired wheel (scripts/build_wheel.sh), whose tools live in a virtualenv
+# (python3-venv: Debian's python3 has no venv module without it). Toxiproxy (the fault-injection proxy of
 # tests/toxiproxy/) is a Go module: `go install`ed at a pinned version into
 # .tools/toxiproxy/ of this work tree (ignored by git), with Go from PATH or
 # /usr/local/go, else Debian's golang-go.
@@ -18,6 +21,7 @@ DEBIAN_PACKAGES=(
   nginx-light libnginx-mod-http-echo libnginx-mod-http-js
   chromium
   clang-14 libclang-rt-14-dev
+  debootstrap binutils python3-venv
 )
 
 # The newest release the Go module proxy serves (go list -m -versions).
