@@ -95,6 +95,7 @@ class Bulkhead:
         if isinstance(max_queue, bool) or not isinstance(max_queue, int):
             raise TypeError(f"max_queue must be an int, got {max_queue!r}")
         self._core = _core.Bulkhead(name, max_concurrent, max_queue, _seconds(max_wait, "max_wait"))
+        _core.metrics_track(self._core)  # exported by the metrics (0.4)
 
     @property
     def name(self) -> str:
@@ -258,6 +259,7 @@ class RateLimiter:
         self._core = _core.RateLimiter(
             name, float(rate), float(burst), _seconds(max_wait, "max_wait"), bool(penalize_retry_after)
         )
+        _core.metrics_track(self._core)  # exported by the metrics (0.4)
 
     @property
     def name(self) -> str:
