@@ -64,5 +64,6 @@
 #include "mulligan_metrics.h"
 #include "mulligan_http.h"
 #include "mulligan_limits.h"
+#include "mulligan_adaptive_rate.h"
 
 #endif /* MULLIGAN_H_ */
