@@ -1512,6 +1512,7 @@ pub const MULLIGAN_EVENT_BREAKER_TRANSITION: mulligan_event_kind = 4;
 pub const MULLIGAN_EVENT_FALLBACK_USED: mulligan_event_kind = 5;
 pub const MULLIGAN_EVENT_SUCCEEDED: mulligan_event_kind = 6;
 pub const MULLIGAN_EVENT_SHORT_CIRCUITED: mulligan_event_kind = 7;
+pub const MULLIGAN_EVENT_REJECTED: mulligan_event_kind = 8;
 pub type mulligan_event_kind = core::ffi::c_uint;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
