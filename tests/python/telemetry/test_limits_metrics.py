@@ -144,3 +144,29 @@ def test_unnamed_primitives_are_not_exported() -> None:
 def test_rejected_is_a_known_event_kind() -> None:
     listener = mulligan.add_event_listener(lambda e: None, ["rejected"])
     assert mulligan.remove_event_listener(listener)
+
+
+def test_decorator_guard_refusals_count_on_the_policy() -> None:
+    # A bulkhead of 1 held elsewhere: two calls refused at once, each a call
+    # of the policy that failed with 0 attempts and reason bulkhead_full.
+    bulkhead = mulligan.Bulkhead(1, name="py-guard")
+    seen: list[str] = []
+    listener = mulligan.add_event_listener(lambda e: seen.append(e["stop_reason"]), ["rejected"])
+
+    @mulligan.retry(on=Down, bulkhead=bulkhead)
+    def work() -> int:
+        return 1
+
+    assert bulkhead._core.try_acquire()
+    try:
+        for _ in range(2):
+            with pytest.raises(mulligan.BulkheadFullError):
+                work()
+    finally:
+        bulkhead._core.release()
+        mulligan.remove_event_listener(listener)
+    assert work() == 1
+    snap = _only(mulligan.metrics_snapshot(), work.__qualname__)
+    assert snap["rejections_by_reason"]["bulkhead_full"] == 2
+    assert (snap["calls"], snap["failures"], snap["successes"]) == (3, 2, 1)
+    assert seen == ["bulkhead_full", "bulkhead_full"]
