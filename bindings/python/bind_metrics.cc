@@ -9,9 +9,16 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "bindings.h"
+#include "mulligan/budget/budget.h"
+#include "mulligan/budget/throttle.h"
+#include "mulligan/limits/adaptive_rate.h"
+#include "mulligan/limits/bulkhead.h"
+#include "mulligan/limits/rate_limiter.h"
 #include "mulligan/telemetry/metrics.h"
 
 namespace mulligan {
@@ -42,6 +49,11 @@ py::dict SnapshotDict(const MetricsSnapshot& s) {
   d["failures"] = s.failures;
   d["fallbacks"] = s.fallbacks;
   d["short_circuits"] = s.short_circuits;
+  py::dict rejections;
+  for (int i = 0; i < kRejectionReasonCount; ++i) {
+    rejections[RejectionReasonName(static_cast<RejectionReason>(i))] = s.rejections_by_reason[i];
+  }
+  d["rejections_by_reason"] = rejections;
   d["circuit_opens"] = s.circuit_opens;
   py::list transitions;
   for (int f = 0; f < 6; ++f) {
@@ -82,6 +94,75 @@ py::dict EventDict(const Event& e) {
     d["transition_reason"] = e.transition_reason;
   }
   return d;
+}
+
+// The tracked overload primitives (0.4) as plain dicts.
+py::dict LimitsDict(const LimitsSnapshot& limits) {
+  static constexpr const char* kKinds[] = {"token_bucket", "quota", "ratio"};
+  py::list budgets, throttles, bulkheads, limiters, adaptive;
+  for (const auto& b : limits.budgets) {
+    py::dict d;
+    d["name"] = b.name;
+    d["kind"] = b.kind >= 0 && b.kind < 3 ? kKinds[b.kind] : "unknown";
+    d["tokens"] = b.tokens;
+    d["max_tokens"] = b.max_tokens;
+    d["retries_allowed"] = b.retries_allowed;
+    d["retries_refused"] = b.retries_refused;
+    budgets.append(d);
+  }
+  for (const auto& t : limits.throttles) {
+    py::dict d;
+    d["name"] = t.name;
+    d["requests"] = t.requests;
+    d["accepts"] = t.accepts;
+    d["probability"] = t.probability;
+    d["rejections"] = t.rejections;
+    throttles.append(d);
+  }
+  for (const auto& b : limits.bulkheads) {
+    py::dict d;
+    d["name"] = b.name;
+    d["max_concurrent"] = b.max_concurrent;
+    d["max_queue"] = b.max_queue;
+    d["in_flight"] = b.in_flight;
+    d["queued"] = b.queued;
+    d["rejected_full"] = b.rejected_full;
+    d["rejected_timeout"] = b.rejected_timeout;
+    d["queue_wait_seconds"] = HistogramDict(b.queue_wait_seconds);
+    bulkheads.append(d);
+  }
+  for (const auto& l : limits.rate_limiters) {
+    py::dict d;
+    d["name"] = l.name;
+    d["admitted"] = l.admitted;
+    d["waited"] = l.waited;
+    d["refused"] = l.refused;
+    d["wait_seconds"] = HistogramDict(l.wait_seconds);
+    limiters.append(d);
+  }
+  for (const auto& a : limits.adaptive_rates) {
+    py::dict d;
+    d["name"] = a.name;
+    d["enabled"] = a.enabled;
+    d["fill_rate"] = a.fill_rate;
+    d["measured_rate"] = a.measured_rate;
+    d["admitted"] = a.admitted;
+    d["waited"] = a.waited;
+    d["refused"] = a.refused;
+    d["throttles"] = a.throttles;
+    adaptive.append(d);
+  }
+  py::dict out;
+  out["budgets"] = budgets;
+  out["throttles"] = throttles;
+  out["bulkheads"] = bulkheads;
+  out["rate_limiters"] = limiters;
+  out["adaptive_rates"] = adaptive;
+  return out;
+}
+
+TimePoint NowOr(std::optional<double> now) {
+  return now ? MonotonicToTimePoint(*now) : SystemClock::Default()->Now();
 }
 
 StopReason ParseStopReason(const std::string& name) {
@@ -144,8 +225,32 @@ void BindRegistryFunctions(py::module_& m) {
           return out;
         },
         "Snapshots of every name, sorted by name.");
-  m.def("metrics_prometheus", [] { return MetricsRegistry::Default().ToPrometheus(); });
-  m.def("metrics_json", [] { return MetricsRegistry::Default().ToJson(); });
+  m.def("metrics_prometheus",
+        [](std::optional<double> now) { return MetricsRegistry::Default().ToPrometheus(NowOr(now)); },
+        py::arg("now") = py::none(),
+        "The Prometheus text; windowed gauges read at `now` (monotonic seconds; None: now).");
+  m.def("metrics_json",
+        [](std::optional<double> now) { return MetricsRegistry::Default().ToJson(NowOr(now)); },
+        py::arg("now") = py::none());
+  m.def("metrics_limits_snapshot",
+        [](std::optional<double> now) {
+          return LimitsDict(MetricsRegistry::Default().SnapshotLimits(NowOr(now)));
+        },
+        py::arg("now") = py::none(),
+        "The tracked budgets, throttles, bulkheads, rate limiters and adaptive rates (0.4).");
+  m.def("metrics_track",
+        [](std::shared_ptr<RetryBudget> p) { MetricsRegistry::Default().Track(p); }, py::arg("obj"));
+  m.def("metrics_track",
+        [](std::shared_ptr<AdaptiveThrottle> p) { MetricsRegistry::Default().Track(p); },
+        py::arg("obj"));
+  m.def("metrics_track",
+        [](std::shared_ptr<Bulkhead> p) { MetricsRegistry::Default().Track(p); }, py::arg("obj"));
+  m.def("metrics_track",
+        [](std::shared_ptr<RateLimiter> p) { MetricsRegistry::Default().Track(p); }, py::arg("obj"));
+  m.def("metrics_track",
+        [](std::shared_ptr<AdaptiveRate> p) { MetricsRegistry::Default().Track(p); },
+        py::arg("obj"),
+        "Exports a budget, throttle, bulkhead, rate limiter or adaptive rate (weakly; 0.4).");
   m.def("metrics_clear", [] { MetricsRegistry::Default().Clear(); });
   m.def(
       "add_event_listener",
@@ -153,7 +258,7 @@ void BindRegistryFunctions(py::module_& m) {
         uint32_t mask = 0;
         for (const std::string& kind : kinds) {
           bool known = false;
-          for (int i = 0; i <= static_cast<int>(EventKind::kShortCircuited); ++i) {
+          for (int i = 0; i <= static_cast<int>(EventKind::kRejected); ++i) {
             if (kind == EventKindName(static_cast<EventKind>(i))) {
               mask |= 1u << i;
               known = true;

@@ -40,6 +40,7 @@ void BindPipeline(py::module_& m);
 void BindRedact(py::module_& m);
 void BindBudget(py::module_& m);  // (Added in 0.3.)
 void BindLimits(py::module_& m);  // bind_limits.cc (Added in 0.3.)
+void BindAdaptiveRate(py::module_& m);  // bind_adaptive_rate.cc (Added in 0.4.)
 void BindAdapter(py::module_& m);
 
 // The one Status -> Python exception helper. Builds the exception with

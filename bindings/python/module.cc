@@ -21,5 +21,6 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindRedact(m);
   mulligan::python::BindBudget(m);
   mulligan::python::BindLimits(m);  // (Added in 0.3.)
+  mulligan::python::BindAdaptiveRate(m);  // (Added in 0.4.)
   mulligan::python::BindAdapter(m);
 }

@@ -67,5 +67,6 @@
 #include "mulligan_http.h"
 #include "mulligan_limits.h"
 #include "mulligan_budget.h"
+#include "mulligan_adaptive_rate.h"
 
 #endif /* MULLIGAN_H_ */

@@ -227,7 +227,11 @@ typedef enum mulligan_event_kind {
   /** The call succeeded (attempt = attempts made, elapsed_ms). */
   MULLIGAN_EVENT_SUCCEEDED = 6,
   /** An open breaker refused an attempt. */
-  MULLIGAN_EVENT_SHORT_CIRCUITED = 7
+  MULLIGAN_EVENT_SHORT_CIRCUITED = 7,
+  /** A retry budget, adaptive throttling, a bulkhead or a rate limiter
+   *  refused the call (stop_reason says which; emitted before GAVE_UP).
+   *  @since 0.4 */
+  MULLIGAN_EVENT_REJECTED = 8
 } mulligan_event_kind;
 
 /** The kinds_mask bit of one mulligan_event_kind. @since 0.1 */

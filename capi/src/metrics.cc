@@ -44,6 +44,7 @@ static_assert(MULLIGAN_EVENT_BREAKER_TRANSITION ==
 static_assert(MULLIGAN_EVENT_FALLBACK_USED == static_cast<int>(EventKind::kFallbackUsed), "");
 static_assert(MULLIGAN_EVENT_SUCCEEDED == static_cast<int>(EventKind::kSucceeded), "");
 static_assert(MULLIGAN_EVENT_SHORT_CIRCUITED == static_cast<int>(EventKind::kShortCircuited), "");
+static_assert(MULLIGAN_EVENT_REJECTED == static_cast<int>(EventKind::kRejected), "");
 static_assert(std::string_view(MULLIGAN_METRICS_OVERFLOW_NAME) ==
                   std::string_view(MetricsRegistry::kOverflowName), "");
 

@@ -60,9 +60,11 @@ from ._breaker.breaker import BreakerTransition, CircuitBreaker
 from ._breaker.events import BreakerCallEvent, BreakerTrip
 from ._breaker.registry import BreakerRegistry, breakers, circuit_breaker
 from ._limits import Bulkhead, RateLimiter  # (0.3)
+from ._limits.adaptive import AdaptiveRate  # (0.4)
 from ._telemetry.metrics import (
     RetryStatus,
     add_event_listener,
+    limits_snapshot,
     metrics_json,
     metrics_snapshot,
     prometheus_text,
@@ -179,4 +181,7 @@ __all__ = [
     "BulkheadFullError",
     "RateLimitedError",
     "RateLimiter",
+    # Added in 0.4 (metrics):
+    "AdaptiveRate",
+    "limits_snapshot",
 ]

@@ -11,7 +11,17 @@ It registers observable instruments read from the engine at each collection:
 ``mulligan.retry.reason``), ``mulligan.successes``, ``mulligan.failures``,
 ``mulligan.fallbacks``, ``mulligan.short_circuits`` (counters),
 ``mulligan.calls.in_flight`` and ``mulligan.calls.waiting_to_retry`` (gauges),
-each with the attribute ``mulligan.name``. Following the HTTP semantic
+each with the attribute ``mulligan.name``. Since 0.4 also
+``mulligan.rejections`` (attribute ``mulligan.rejection.reason``: budget,
+throttled, bulkhead_full, rate_limited) and the overload primitives' own
+instruments, named by the primitive: ``mulligan.budget.tokens`` (gauge),
+``mulligan.budget.retries.allowed`` / ``.refused``,
+``mulligan.throttle.rejections``, ``mulligan.throttle.probability`` (gauge),
+``mulligan.bulkhead.in_flight`` / ``.queued`` (gauges),
+``mulligan.bulkhead.rejections`` (attribute ``mulligan.rejection.reason``:
+full, timeout), ``mulligan.rate_limiter.admitted`` / ``.waited`` /
+``.refused``, ``mulligan.adaptive_rate.fill_rate`` (gauge) and
+``mulligan.adaptive_rate.throttles``. Following the HTTP semantic
 conventions, every retry scheduled while a span is recording sets
 ``http.request.resend_count`` on that span to the number of the attempt about
 to be sent minus one (attribute defined by OpenTelemetry's HTTP client span
@@ -89,8 +99,67 @@ class OtelBridge:
         meter.create_observable_up_down_counter(
             "mulligan.calls.waiting_to_retry", callbacks=[gauge("waiting_to_retry")], unit="{call}"
         )
+        self._register_limits(meter)
         if tag_spans:
             self._listener_id = _metrics.add_event_listener(self._on_retry, ["retry_scheduled"])
+
+    @staticmethod
+    def _register_limits(meter: Meter) -> None:
+        """The rejections by reason and the overload primitives (0.4)."""
+
+        def rejections(_: CallbackOptions) -> Iterable[Observation]:
+            return [
+                Observation(int(n), {"mulligan.name": s["name"], "mulligan.rejection.reason": r})
+                for s in _metrics.metrics_snapshot()
+                for r, n in s["rejections_by_reason"].items()
+            ]
+
+        meter.create_observable_counter(
+            "mulligan.rejections", callbacks=[rejections], unit="{call}",
+            description="Calls refused by an overload protection, by reason.",
+        )
+
+        def field(key: str, name: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+            def observe(_: CallbackOptions) -> Iterable[Observation]:
+                return [
+                    Observation(e[name], {"mulligan.name": e["name"]})
+                    for e in _metrics.limits_snapshot()[key]
+                ]
+
+            return observe
+
+        counters = (
+            ("mulligan.budget.retries.allowed", "budgets", "retries_allowed", "{retry}"),
+            ("mulligan.budget.retries.refused", "budgets", "retries_refused", "{retry}"),
+            ("mulligan.throttle.rejections", "throttles", "rejections", "{request}"),
+            ("mulligan.rate_limiter.admitted", "rate_limiters", "admitted", "{call}"),
+            ("mulligan.rate_limiter.waited", "rate_limiters", "waited", "{call}"),
+            ("mulligan.rate_limiter.refused", "rate_limiters", "refused", "{call}"),
+            ("mulligan.adaptive_rate.throttles", "adaptive_rates", "throttles", "{response}"),
+        )
+        for instrument, key, name, unit in counters:
+            meter.create_observable_counter(instrument, callbacks=[field(key, name)], unit=unit)
+        gauges = (
+            ("mulligan.budget.tokens", "budgets", "tokens", "{token}"),
+            ("mulligan.throttle.probability", "throttles", "probability", "1"),
+            ("mulligan.bulkhead.in_flight", "bulkheads", "in_flight", "{call}"),
+            ("mulligan.bulkhead.queued", "bulkheads", "queued", "{call}"),
+            ("mulligan.adaptive_rate.fill_rate", "adaptive_rates", "fill_rate", "{request}/s"),
+        )
+        for instrument, key, name, unit in gauges:
+            meter.create_observable_gauge(instrument, callbacks=[field(key, name)], unit=unit)
+
+        def bulkhead_rejections(_: CallbackOptions) -> Iterable[Observation]:
+            out = []
+            for b in _metrics.limits_snapshot()["bulkheads"]:
+                for reason, n in (("full", b["rejected_full"]), ("timeout", b["rejected_timeout"])):
+                    out.append(Observation(int(n), {"mulligan.name": b["name"],
+                                                    "mulligan.rejection.reason": reason}))
+            return out
+
+        meter.create_observable_counter(
+            "mulligan.bulkhead.rejections", callbacks=[bulkhead_rejections], unit="{call}"
+        )
 
     @staticmethod
     def _on_retry(event: dict[str, Any]) -> None:

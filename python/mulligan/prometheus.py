@@ -9,6 +9,12 @@ and your existing ``/metrics`` endpoint (``prometheus_client.start_http_server``
 ``make_wsgi_app``, ``make_asgi_app``) exports ``mulligan_calls_total``,
 ``mulligan_retries_total{reason=...}``, ``mulligan_call_duration_seconds`` and
 the rest, read from the engine at scrape time (no double bookkeeping).
+Since 0.4 also ``mulligan_rejections_total{reason=...}`` per name and the
+overload primitives' families (``mulligan_budget_tokens``,
+``mulligan_budget_retries_refused_total``, ``mulligan_throttle_*``,
+``mulligan_bulkhead_*``, ``mulligan_rate_limiter_*``,
+``mulligan_adaptive_rate_*``), the same names and help texts as the engine's
+own text export (:func:`mulligan.prometheus_text`).
 
 .. versionadded:: 0.1.0
 """
@@ -121,6 +127,101 @@ class MulliganCollector:
                     [snap["name"]], buckets=_buckets(histogram), sum_value=float(histogram["sum"])
                 )
             yield histograms
+        yield from _limit_families(snapshots, _metrics.limits_snapshot())
+
+
+# (family, type, help, list key, field) of the overload primitives (0.4).
+_LIMIT_FAMILIES = (
+    ("mulligan_budget_tokens", "gauge",
+     "Room left in a retry budget: tokens (token_bucket), capacity (quota) or retries "
+     "available now (ratio).", "budgets", "tokens"),
+    ("mulligan_budget_retries_allowed", "counter", "Retries a retry budget allowed.",
+     "budgets", "retries_allowed"),
+    ("mulligan_budget_retries_refused", "counter", "Retries a retry budget refused.",
+     "budgets", "retries_refused"),
+    ("mulligan_throttle_requests", "gauge", "Requests counted in an adaptive throttle's window.",
+     "throttles", "requests"),
+    ("mulligan_throttle_accepts", "gauge",
+     "Accepted answers counted in an adaptive throttle's window.", "throttles", "accepts"),
+    ("mulligan_throttle_rejection_probability", "gauge",
+     "The probability an adaptive throttle rejects the next request.", "throttles", "probability"),
+    ("mulligan_throttle_rejections", "counter", "Requests an adaptive throttle rejected locally.",
+     "throttles", "rejections"),
+    ("mulligan_bulkhead_max_concurrent", "gauge", "A bulkhead's limit on calls in flight.",
+     "bulkheads", "max_concurrent"),
+    ("mulligan_bulkhead_in_flight", "gauge", "Calls holding a bulkhead's slot.",
+     "bulkheads", "in_flight"),
+    ("mulligan_bulkhead_queued", "gauge", "Calls waiting in a bulkhead's queue.",
+     "bulkheads", "queued"),
+    ("mulligan_rate_limiter_admitted", "counter", "Calls a rate limiter admitted at once.",
+     "rate_limiters", "admitted"),
+    ("mulligan_rate_limiter_waited", "counter", "Calls a rate limiter admitted after a wait.",
+     "rate_limiters", "waited"),
+    ("mulligan_rate_limiter_refused", "counter", "Calls a rate limiter refused.",
+     "rate_limiters", "refused"),
+    ("mulligan_adaptive_rate_fill_rate", "gauge",
+     "Requests per second an adaptive client rate allows now (1 until the first throttle).",
+     "adaptive_rates", "fill_rate"),
+    ("mulligan_adaptive_rate_measured_rate", "gauge",
+     "Requests per second sent, as an adaptive client rate measures them.",
+     "adaptive_rates", "measured_rate"),
+    ("mulligan_adaptive_rate_throttles", "counter",
+     "Throttling answers an adaptive client rate recorded.", "adaptive_rates", "throttles"),
+)
+
+
+def _limit_families(
+    snapshots: list[dict[str, Any]], limits: dict[str, list[dict[str, Any]]]
+) -> Iterator[Any]:
+    """The rejections by reason per name and the overload primitives' families."""
+    rejections = CounterMetricFamily(
+        "mulligan_rejections",
+        "Calls refused by an overload protection, by reason.",
+        labels=["name", "reason"],
+    )
+    for snap in snapshots:
+        for reason, count in snap["rejections_by_reason"].items():
+            rejections.add_metric([snap["name"], reason], float(count))
+    yield rejections
+    for metric, kind, documentation, key, field in _LIMIT_FAMILIES:
+        entries = limits[key]
+        if not entries:
+            continue
+        family: Any = (CounterMetricFamily if kind == "counter" else GaugeMetricFamily)(
+            metric, documentation, labels=["name"]
+        )
+        for entry in entries:
+            family.add_metric([entry["name"]], float(entry[field]))
+        yield family
+    if limits["bulkheads"]:
+        refused = CounterMetricFamily(
+            "mulligan_bulkhead_rejections",
+            "Calls a bulkhead refused, by reason (full: no slot and no room in the queue; "
+            "timeout: a waiter gave up).",
+            labels=["name", "reason"],
+        )
+        waits = HistogramMetricFamily(
+            "mulligan_bulkhead_queue_wait_seconds",
+            "Time from joining a bulkhead's queue to the slot.",
+            labels=["name"],
+        )
+        for b in limits["bulkheads"]:
+            refused.add_metric([b["name"], "full"], float(b["rejected_full"]))
+            refused.add_metric([b["name"], "timeout"], float(b["rejected_timeout"]))
+            h = b["queue_wait_seconds"]
+            waits.add_metric([b["name"]], buckets=_buckets(h), sum_value=float(h["sum"]))
+        yield refused
+        yield waits
+    if limits["rate_limiters"]:
+        limiter_waits = HistogramMetricFamily(
+            "mulligan_rate_limiter_wait_seconds",
+            "Waits of the calls a rate limiter admitted after one.",
+            labels=["name"],
+        )
+        for r in limits["rate_limiters"]:
+            h = r["wait_seconds"]
+            limiter_waits.add_metric([r["name"]], buckets=_buckets(h), sum_value=float(h["sum"]))
+        yield limiter_waits
 
 
 def register(registry: Optional[CollectorRegistry] = None) -> MulliganCollector:

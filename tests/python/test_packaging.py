@@ -107,6 +107,8 @@ PUBLIC_NAMES = [
     "AdaptiveThrottle", "RetryBudget", "ThrottledError",
     # Added in 0.3 (limits):
     "Bulkhead", "BulkheadFullError", "RateLimitedError", "RateLimiter",
+    # Added in 0.4 (metrics):
+    "AdaptiveRate", "limits_snapshot",
 ]
 
 # Public modules besides the package itself.

@@ -68,11 +68,12 @@ bool Bulkhead::GrantOldestLocked(std::function<void()>& out) {
   out = std::move(w.ticket->on_grant_);
   w.ticket->on_grant_ = nullptr;
   w.ticket->granted_cv_.notify_all();
-  const auto waited = std::chrono::steady_clock::now() - w.since;
+  const Duration waited =
+      std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - w.since);
   waits_.fetch_add(1, std::memory_order_relaxed);
-  wait_ns_.fetch_add(static_cast<uint64_t>(std::max<int64_t>(
-                         0, std::chrono::duration_cast<Duration>(waited).count())),
+  wait_ns_.fetch_add(static_cast<uint64_t>(std::max<int64_t>(0, waited.count())),
                      std::memory_order_relaxed);
+  wait_histogram_.Record(waited);
   return true;
 }
 

@@ -105,16 +105,52 @@ void LimitsStrategy::AdmitLimiter(CallState& call, TimePoint now,
   admission.delay = answer.wait;
 }
 
+// Every attempt takes a token (AWS adaptive mode is attempt-level); a
+// reserved token is kept across the wait and spent when it comes due.
+void LimitsStrategy::AdmitAdaptive(CallState& call, TimePoint now,
+                                   AttemptAdmission& admission) const {
+  if (call.adaptive_reserved) {
+    if (now >= call.adaptive_ready) {
+      call.adaptive_reserved = false;
+      return;
+    }
+    admission.action = AttemptAdmission::Action::kWait;
+    admission.delay = call.adaptive_ready - now;
+    return;
+  }
+  const AdaptiveRateOptions& options = adaptive_->options();
+  Duration bound = options.max_wait ? *options.max_wait : Duration::max();
+  if (call.time_left) bound = std::min(bound, *call.time_left - Duration(1));
+  const RateDecision answer = adaptive_->Acquire(now, bound);
+  if (!answer.admitted) {
+    call.adaptive_refused = true;
+    admission.action = AttemptAdmission::Action::kRefuse;
+    admission.reason = StopReason::kRateLimited;
+    admission.retry_in = answer.retry_in;
+    return;
+  }
+  if (answer.wait <= Duration::zero()) return;
+  call.adaptive_reserved = true;
+  call.adaptive_ready = now + answer.wait;
+  admission.action = AttemptAdmission::Action::kWait;
+  admission.delay = answer.wait;
+}
+
 void LimitsStrategy::Admit(CallState& call, TimePoint now, AttemptAdmission& admission) const {
   if (bulkhead_ != nullptr) {
     AdmitBulkhead(call, now, admission);
     if (!admission.go()) return;
   }
-  if (limiter_ != nullptr) AdmitLimiter(call, now, admission);
+  if (limiter_ != nullptr) {
+    AdmitLimiter(call, now, admission);
+    if (!admission.go()) return;
+  }
+  if (adaptive_ != nullptr) AdmitAdaptive(call, now, admission);
 }
 
 void LimitsStrategy::Record(CallState& call, const Outcome& outcome, Decision& decision,
                             TimePoint now) const {
+  if (adaptive_ != nullptr) adaptive_->RecordOutcome(outcome, now);
   if (limiter_ != nullptr && limiter_->options().penalize_retry_after && outcome.retry_after &&
       (outcome.http_status == 429 || outcome.http_status == 503)) {
     limiter_->Penalize(call.limiter_key,
@@ -137,6 +173,7 @@ void LimitsStrategy::Release(CallState& call, TimePoint) const {
     bulkhead_->Release();
   }
   call.limiter_reserved = false;
+  call.adaptive_reserved = false;
 }
 
 }  // namespace internal

@@ -132,6 +132,7 @@ RateDecision RateLimiter::Acquire(std::string_view key, TimePoint now, Duration 
       if (wait > 0) {
         waited_.fetch_add(1, std::memory_order_relaxed);
         wait_ns_.fetch_add(static_cast<uint64_t>(wait), std::memory_order_relaxed);
+        wait_histogram_.Record(Duration(wait));
       } else {
         admitted_.fetch_add(1, std::memory_order_relaxed);
       }

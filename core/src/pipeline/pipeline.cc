@@ -97,6 +97,12 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions& option
     } else {
       parts.metrics = registry->Get(options.name);
     }
+    // The overload primitives are read at snapshot time (weakly tracked).
+    registry->Track(options.budget);
+    registry->Track(options.throttle);
+    registry->Track(options.bulkhead);
+    registry->Track(options.rate_limiter);
+    registry->Track(options.adaptive_rate);
   }
   parts.clock = options.clock;
   parts.budget = options.budget.get();
@@ -105,6 +111,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions& option
   parts.bulkhead_per_attempt = options.bulkhead_per_attempt;
   parts.rate_limiter = options.rate_limiter.get();
   parts.rate_limit_per_attempt = options.rate_limit_per_attempt;
+  parts.adaptive_rate = options.adaptive_rate.get();
   auto pipeline = std::make_unique<Pipeline>(parts);
   pipeline->name_ = options.name;
   pipeline->owned_policy_ = std::move(owned_policy);
@@ -114,6 +121,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions& option
   pipeline->owned_throttle_ = options.throttle;
   pipeline->owned_bulkhead_ = options.bulkhead;
   pipeline->owned_rate_limiter_ = options.rate_limiter;
+  pipeline->owned_adaptive_rate_ = options.adaptive_rate;
   return pipeline;
 }
 
@@ -125,6 +133,7 @@ Pipeline::Pipeline(const Parts& parts) : parts_(parts) {
   budget_strategy_.Configure(parts_.budget);
   limits_strategy_.Configure(parts_.bulkhead, parts_.bulkhead_per_attempt, parts_.rate_limiter,
                              parts_.rate_limit_per_attempt);
+  limits_strategy_.ConfigureAdaptive(parts_.adaptive_rate);
   // The fixed order (DESIGN.md section 2); strategies not configured are
   // left out, so they cost nothing.
   // Strategy 2 (bulkhead, rate limiter) is outermost: a call waits for its
@@ -355,6 +364,10 @@ Status Call::RefusalStatus() const {
   }
   if (admission_.reason == StopReason::kBulkheadFull && pipeline_->parts_.bulkhead != nullptr) {
     return pipeline_->parts_.bulkhead->FullStatus();
+  }
+  if (admission_.reason == StopReason::kRateLimited && pipeline_->parts_.adaptive_rate != nullptr &&
+      (pipeline_->parts_.rate_limiter == nullptr || state_.adaptive_refused)) {
+    return pipeline_->parts_.adaptive_rate->LimitedStatus(admission_.retry_in);
   }
   if (admission_.reason == StopReason::kRateLimited && pipeline_->parts_.rate_limiter != nullptr) {
     return pipeline_->parts_.rate_limiter->LimitedStatus(admission_.retry_in);

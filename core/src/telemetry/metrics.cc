@@ -6,6 +6,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "telemetry/tracked.h"
+
 namespace mulligan {
 inline namespace v0 {
 
@@ -32,6 +34,26 @@ RetryReason RetryReasonFor(const Outcome& outcome, const Decision& decision) {
   }
 }
 
+const char* RejectionReasonName(RejectionReason reason) {
+  switch (reason) {
+    case RejectionReason::kBudget: return "budget";
+    case RejectionReason::kThrottled: return "throttled";
+    case RejectionReason::kBulkheadFull: return "bulkhead_full";
+    case RejectionReason::kRateLimited: return "rate_limited";
+  }
+  return "unknown";
+}
+
+int RejectionReasonIndex(StopReason stop) {
+  switch (stop) {
+    case StopReason::kBudget: return static_cast<int>(RejectionReason::kBudget);
+    case StopReason::kThrottled: return static_cast<int>(RejectionReason::kThrottled);
+    case StopReason::kBulkheadFull: return static_cast<int>(RejectionReason::kBulkheadFull);
+    case StopReason::kRateLimited: return static_cast<int>(RejectionReason::kRateLimited);
+    default: return -1;
+  }
+}
+
 const char* EventKindName(EventKind kind) {
   switch (kind) {
     case EventKind::kAttemptStarted: return "attempt_started";
@@ -42,16 +64,15 @@ const char* EventKindName(EventKind kind) {
     case EventKind::kFallbackUsed: return "fallback_used";
     case EventKind::kSucceeded: return "succeeded";
     case EventKind::kShortCircuited: return "short_circuited";
+    case EventKind::kRejected: return "rejected";
   }
   return "unknown";
 }
 
 namespace {
 
-// Bucket bounds in seconds for durations and delays (Prometheus' defaults,
-// extended to a minute because retry chains are long).
-constexpr std::array<double, 14> kSecondsBounds = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                                   0.5,   1.0,   2.5,  5.0,   10.0, 30.0, 60.0};
+// Bucket bounds in seconds for durations and delays (telemetry/histogram.h).
+constexpr const auto& kSecondsBounds = kSecondsBucketBounds;
 constexpr std::array<double, 10> kAttemptBounds = {1, 2, 3, 4, 5, 6, 8, 10, 15, 20};
 
 // Single-writer increment: only the owning thread writes a shard, so a
@@ -61,12 +82,7 @@ inline void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {
   counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
 
-size_t SecondsBucket(Duration d) {
-  const double seconds = std::chrono::duration<double>(d).count();
-  size_t i = 0;
-  while (i < kSecondsBounds.size() && seconds > kSecondsBounds[i]) ++i;
-  return i;
-}
+size_t SecondsBucket(Duration d) { return SecondsBucketIndex(d); }
 
 size_t AttemptsBucket(int attempts) {
   size_t i = 0;
@@ -88,6 +104,7 @@ struct Metrics::Shard {
   std::atomic<uint64_t> failures{0};
   std::atomic<uint64_t> fallbacks{0};
   std::atomic<uint64_t> short_circuits{0};
+  std::array<std::atomic<uint64_t>, kRejectionReasonCount> rejections{};
   std::array<std::atomic<uint64_t>, kSecondsBounds.size() + 1> duration_buckets{};
   std::atomic<uint64_t> duration_sum_ns{0};
   std::array<std::atomic<uint64_t>, kSecondsBounds.size() + 1> delay_buckets{};
@@ -204,12 +221,18 @@ void Metrics::CallFailed(int attempts, Duration elapsed, StopReason stop_reason)
   Bump(shard.attempt_buckets[AttemptsBucket(attempts)]);
   Bump(shard.duration_buckets[SecondsBucket(elapsed)]);
   Bump(shard.duration_sum_ns, static_cast<uint64_t>(std::max(elapsed, Duration::zero()).count()));
+  const int rejection = RejectionReasonIndex(stop_reason);
+  if (rejection >= 0) Bump(shard.rejections[static_cast<size_t>(rejection)]);
   Event event;
-  event.kind = EventKind::kGaveUp;
   event.name = name_;
   event.attempt = attempts;
   event.elapsed = elapsed;
   event.stop_reason = stop_reason;
+  if (rejection >= 0) {
+    event.kind = EventKind::kRejected;
+    Emit(event);
+  }
+  event.kind = EventKind::kGaveUp;
   Emit(event);
 }
 
@@ -276,6 +299,9 @@ MetricsSnapshot Metrics::Snapshot() const {
     s.failures += shard->failures.load(r);
     s.fallbacks += shard->fallbacks.load(r);
     s.short_circuits += shard->short_circuits.load(r);
+    for (int i = 0; i < kRejectionReasonCount; ++i) {
+      s.rejections_by_reason[i] += shard->rejections[i].load(r);
+    }
     for (size_t i = 0; i < shard->duration_buckets.size(); ++i) {
       s.call_duration_seconds.counts[i] += shard->duration_buckets[i].load(r);
       s.retry_delay_seconds.counts[i] += shard->delay_buckets[i].load(r);
@@ -319,7 +345,9 @@ struct MetricsRegistry::Listeners {
 };
 
 MetricsRegistry::MetricsRegistry(size_t max_names)
-    : max_names_(max_names == 0 ? 1 : max_names), listeners_(std::make_shared<Listeners>()) {}
+    : max_names_(max_names == 0 ? 1 : max_names),
+      listeners_(std::make_shared<Listeners>()),
+      tracked_(std::make_unique<Tracked>()) {}
 MetricsRegistry::~MetricsRegistry() = default;
 
 MetricsRegistry& MetricsRegistry::Default() {
@@ -388,6 +416,7 @@ void MetricsRegistry::Clear() {
   metrics_.clear();
   by_name_.clear();
   overflow_ = nullptr;
+  *tracked_ = Tracked{};
   clears_.fetch_add(1, std::memory_order_acq_rel);
 }
 
@@ -428,7 +457,7 @@ void MetricsRegistry::Dispatch(const Event& event) const {
   }
 }
 
-namespace {
+namespace internal {
 
 // Escapes a Prometheus label value (backslash, double quote, newline).
 std::string LabelValue(std::string_view value) {
@@ -466,9 +495,17 @@ void AppendHistogram(std::string& out, const std::string& metric, const std::str
   out += metric + "_count{" + labels + "} " + std::to_string(h.count) + "\n";
 }
 
-}  // namespace
+}  // namespace internal
+
+using internal::AppendHistogram;
+using internal::FormatDouble;
+using internal::LabelValue;
 
 std::string MetricsRegistry::ToPrometheus() const {
+  return ToPrometheus(SystemClock::Default()->Now());
+}
+
+std::string MetricsRegistry::ToPrometheus(TimePoint now) const {
   const std::vector<MetricsSnapshot> all = Snapshot();
   std::string out;
   auto counter = [&](const char* metric, const char* help, auto value_of) {
@@ -547,6 +584,16 @@ std::string MetricsRegistry::ToPrometheus() const {
             &MetricsSnapshot::attempts_per_call);
   histogram("mulligan_retry_delay_seconds", "Waits scheduled before retries.",
             &MetricsSnapshot::retry_delay_seconds);
+  out += "# HELP mulligan_rejections_total Calls refused by an overload protection, by reason.\n";
+  out += "# TYPE mulligan_rejections_total counter\n";
+  for (const MetricsSnapshot& s : all) {
+    for (int i = 0; i < kRejectionReasonCount; ++i) {
+      out += "mulligan_rejections_total{name=\"" + LabelValue(s.name) + "\",reason=\"" +
+             RejectionReasonName(static_cast<RejectionReason>(i)) + "\"} " +
+             std::to_string(s.rejections_by_reason[i]) + "\n";
+    }
+  }
+  internal::AppendLimitsPrometheus(out, SnapshotLimits(now));
   return out;
 }
 

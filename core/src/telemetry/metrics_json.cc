@@ -38,12 +38,71 @@ boost::json::object HistogramJson(const MetricsSnapshot::Histogram& h) {
   return o;
 }
 
+// The tracked overload primitives (0.4): one array per kind.
+void AddLimitsJson(boost::json::object& root, const LimitsSnapshot& limits) {
+  static constexpr const char* kKinds[] = {"token_bucket", "quota", "ratio"};
+  boost::json::array budgets, throttles, bulkheads, limiters;
+  for (const auto& b : limits.budgets) {
+    budgets.push_back({{"name", b.name},
+                       {"kind", b.kind >= 0 && b.kind < 3 ? kKinds[b.kind] : "unknown"},
+                       {"tokens", b.tokens},
+                       {"max_tokens", b.max_tokens},
+                       {"retries_allowed", b.retries_allowed},
+                       {"retries_refused", b.retries_refused}});
+  }
+  for (const auto& t : limits.throttles) {
+    throttles.push_back({{"name", t.name},
+                         {"requests", t.requests},
+                         {"accepts", t.accepts},
+                         {"probability", t.probability},
+                         {"rejections", t.rejections}});
+  }
+  for (const auto& b : limits.bulkheads) {
+    boost::json::object o{{"name", b.name},
+                          {"max_concurrent", b.max_concurrent},
+                          {"max_queue", b.max_queue},
+                          {"in_flight", b.in_flight},
+                          {"queued", b.queued},
+                          {"rejected_full", b.rejected_full},
+                          {"rejected_timeout", b.rejected_timeout}};
+    o["queue_wait_seconds"] = HistogramJson(b.queue_wait_seconds);
+    bulkheads.push_back(std::move(o));
+  }
+  for (const auto& l : limits.rate_limiters) {
+    boost::json::object o{{"name", l.name},
+                          {"admitted", l.admitted},
+                          {"waited", l.waited},
+                          {"refused", l.refused}};
+    o["wait_seconds"] = HistogramJson(l.wait_seconds);
+    limiters.push_back(std::move(o));
+  }
+  root["budgets"] = std::move(budgets);
+  root["throttles"] = std::move(throttles);
+  root["bulkheads"] = std::move(bulkheads);
+  root["rate_limiters"] = std::move(limiters);
+  boost::json::array adaptive;
+  for (const auto& a : limits.adaptive_rates) {
+    adaptive.push_back({{"name", a.name},
+                        {"enabled", a.enabled},
+                        {"fill_rate", a.fill_rate},
+                        {"measured_rate", a.measured_rate},
+                        {"admitted", a.admitted},
+                        {"waited", a.waited},
+                        {"refused", a.refused},
+                        {"throttles", a.throttles}});
+  }
+  root["adaptive_rates"] = std::move(adaptive);
+}
+
 }  // namespace
 
-std::string MetricsRegistry::ToJson() const {
+std::string MetricsRegistry::ToJson() const { return ToJson(SystemClock::Default()->Now()); }
+
+std::string MetricsRegistry::ToJson(TimePoint now) const {
   const std::vector<MetricsSnapshot> all = Snapshot();
   boost::json::array metrics;
   uint64_t calls = 0, retries = 0, opens = 0, fallbacks = 0, successes = 0, failures = 0;
+  uint64_t rejections = 0;
   for (const MetricsSnapshot& s : all) {
     boost::json::object o;
     o["name"] = s.name;
@@ -59,6 +118,12 @@ std::string MetricsRegistry::ToJson() const {
     o["failures"] = s.failures;
     o["fallbacks"] = s.fallbacks;
     o["short_circuits"] = s.short_circuits;
+    boost::json::object rejected;
+    for (int i = 0; i < kRejectionReasonCount; ++i) {
+      rejected[RejectionReasonName(static_cast<RejectionReason>(i))] = s.rejections_by_reason[i];
+      rejections += s.rejections_by_reason[i];
+    }
+    o["rejections_by_reason"] = std::move(rejected);
     o["circuit_opens"] = s.circuit_opens;
     boost::json::array transitions;
     for (int f = 0; f < 6; ++f) {
@@ -126,9 +191,11 @@ std::string MetricsRegistry::ToJson() const {
   totals["fallbacks"] = fallbacks;
   totals["successes"] = successes;
   totals["failures"] = failures;
+  totals["rejections"] = rejections;
   boost::json::object root;
   root["metrics"] = std::move(metrics);
   root["totals"] = std::move(totals);
+  AddLimitsJson(root, SnapshotLimits(now));
   return boost::json::serialize(root);
 }
 

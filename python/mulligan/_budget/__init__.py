@@ -19,14 +19,27 @@ import itertools
 import threading
 from typing import Any, Callable, Optional
 
+import weakref
+
 from .. import _core
 from .._retry.state import STATE
+from .._telemetry import metrics as _metrics
 
 __all__ = ["AdaptiveThrottle", "RetryBudget"]
 
 _lock = threading.Lock()
 _budgets: dict[str, "RetryBudget"] = {}
 _throttles: dict[str, "AdaptiveThrottle"] = {}
+_live_budgets: "weakref.WeakSet[RetryBudget]" = weakref.WeakSet()
+
+
+def _flush_budgets() -> None:
+    """Hands every live budget's hot-path successes to the engine."""
+    for budget in list(_live_budgets):
+        budget._flush()
+
+
+_metrics._add_flusher(_flush_budgets)
 
 
 class RetryBudget:
@@ -53,6 +66,9 @@ class RetryBudget:
         self._tick: Callable[[], int] = itertools.count().__next__
         self._reads = 0
         self._flushed = 0
+        # Exported by the metrics (0.4); their reads flush the hot-path ticks.
+        _core.metrics_track(core)
+        _live_budgets.add(self)
 
     @staticmethod
     def _named(name: str, make: Callable[[], Any]) -> "RetryBudget":
@@ -184,6 +200,7 @@ class AdaptiveThrottle:
                 return found
             self = super().__new__(cls)
             self._core = _core.AdaptiveThrottle(float(window), float(k), seed, name)
+            _core.metrics_track(self._core)
             if name:
                 _throttles[name] = self
             return self

@@ -95,6 +95,7 @@ class Bulkhead:
         if isinstance(max_queue, bool) or not isinstance(max_queue, int):
             raise TypeError(f"max_queue must be an int, got {max_queue!r}")
         self._core = _core.Bulkhead(name, max_concurrent, max_queue, _seconds(max_wait, "max_wait"))
+        _core.metrics_track(self._core)  # exported by the metrics (0.4)
 
     @property
     def name(self) -> str:
@@ -258,6 +259,7 @@ class RateLimiter:
         self._core = _core.RateLimiter(
             name, float(rate), float(burst), _seconds(max_wait, "max_wait"), bool(penalize_retry_after)
         )
+        _core.metrics_track(self._core)  # exported by the metrics (0.4)
 
     @property
     def name(self) -> str:
@@ -323,24 +325,41 @@ class RateLimiter:
         return f"RateLimiter(name={self.name!r}, rate={self.rate}, burst={self.burst})"
 
 
-def _guard(fn: Callable[..., Any], bulkhead: Optional[Bulkhead], limiter: Optional[RateLimiter]) -> Callable[..., Any]:
+def _refused(on_refused: Optional[Callable[[str], None]], reason: str) -> None:
+    """Reports a refusal (the stop reason's name) to the decorator's metrics (0.4)."""
+    if on_refused is not None:
+        on_refused(reason)
+
+
+def _guard(
+    fn: Callable[..., Any],
+    bulkhead: Optional[Bulkhead],
+    limiter: Optional[RateLimiter],
+    on_refused: Optional[Callable[[str], None]] = None,
+) -> Callable[..., Any]:
     """Wraps ``fn`` so that each call holds a bulkhead slot (outermost) and
     takes a limiter slot, in the pipeline's order (DESIGN.md section 2)."""
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def async_guarded(*args: Any, **kwargs: Any) -> Any:
-            if bulkhead is None:
-                assert limiter is not None
-                await limiter.acquire_async()
-                return await fn(*args, **kwargs)
-            await bulkhead.acquire_async()
+            try:
+                if bulkhead is not None:
+                    await bulkhead.acquire_async()
+            except BulkheadFullError:
+                _refused(on_refused, "bulkhead_full")
+                raise
             try:
                 if limiter is not None:
-                    await limiter.acquire_async()
+                    try:
+                        await limiter.acquire_async()
+                    except RateLimitedError:
+                        _refused(on_refused, "rate_limited")
+                        raise
                 return await fn(*args, **kwargs)
             finally:
-                bulkhead._core.release()
+                if bulkhead is not None:
+                    bulkhead._core.release()
 
         return async_guarded
 
@@ -351,7 +370,11 @@ def _guard(fn: Callable[..., Any], bulkhead: Optional[Bulkhead], limiter: Option
         def bulkhead_guarded(*args: Any, **kwargs: Any) -> Any:
             # The uncontended path: one try_acquire and one release.
             if not core.try_acquire():
-                bulkhead.acquire()
+                try:
+                    bulkhead.acquire()
+                except BulkheadFullError:
+                    _refused(on_refused, "bulkhead_full")
+                    raise
             try:
                 return fn(*args, **kwargs)
             finally:
@@ -363,12 +386,24 @@ def _guard(fn: Callable[..., Any], bulkhead: Optional[Bulkhead], limiter: Option
     def guarded(*args: Any, **kwargs: Any) -> Any:
         if bulkhead is None:
             assert limiter is not None
-            limiter.acquire()
+            try:
+                limiter.acquire()
+            except RateLimitedError:
+                _refused(on_refused, "rate_limited")
+                raise
             return fn(*args, **kwargs)
-        bulkhead.acquire()
+        try:
+            bulkhead.acquire()
+        except BulkheadFullError:
+            _refused(on_refused, "bulkhead_full")
+            raise
         try:
             if limiter is not None:
-                limiter.acquire()
+                try:
+                    limiter.acquire()
+                except RateLimitedError:
+                    _refused(on_refused, "rate_limited")
+                    raise
             return fn(*args, **kwargs)
         finally:
             bulkhead._core.release()
@@ -376,12 +411,19 @@ def _guard(fn: Callable[..., Any], bulkhead: Optional[Bulkhead], limiter: Option
     return guarded
 
 
-def guard(fn: Callable[..., Any], bulkhead: Optional[Bulkhead], limiter: Optional[RateLimiter]) -> Callable[..., Any]:
-    """The decorator's hook (``@mulligan.retry(bulkhead=..., rate_limiter=...)``)."""
+def guard(
+    fn: Callable[..., Any],
+    bulkhead: Optional[Bulkhead],
+    limiter: Optional[RateLimiter],
+    on_refused: Optional[Callable[[str], None]] = None,
+) -> Callable[..., Any]:
+    """The decorator's hook (``@mulligan.retry(bulkhead=..., rate_limiter=...)``).
+    ``on_refused(reason)`` is told of each refusal ("bulkhead_full",
+    "rate_limited") before the error propagates (0.4: the policy's metrics)."""
     if bulkhead is not None and not isinstance(bulkhead, Bulkhead):
         raise TypeError(f"bulkhead must be a mulligan.Bulkhead, got {bulkhead!r}")
     if limiter is not None and not isinstance(limiter, RateLimiter):
         raise TypeError(f"rate_limiter must be a mulligan.RateLimiter, got {limiter!r}")
     if bulkhead is None and limiter is None:
         return fn
-    return _guard(fn, bulkhead, limiter)
+    return _guard(fn, bulkhead, limiter, on_refused)

@@ -126,6 +126,21 @@ def _limit_options(limits: tuple[Any, Any, bool]) -> dict[str, Any]:
     return {"bulkhead": limits[0], "rate_limiter": limits[1], "rate_limit_per_attempt": limits[2]}
 
 
+def _refusal_counter(cfg: _Config) -> Optional[Callable[[str], None]]:
+    """Counts a refusal by the outer guard (bulkhead, per-call limiter) as a
+    call of this policy that failed with no attempt, as the engine's pipeline
+    counts its own refusals (0.4: mulligan_rejections_total)."""
+    metrics = getattr(cfg, "metrics", None)
+    if metrics is None:
+        return None
+
+    def count(reason: str) -> None:
+        metrics.call_started()
+        metrics.call_failed(0, 0.0, reason)
+
+    return count
+
+
 def _decorate(fn: Any, options: dict[str, Any]) -> Any:
     if isinstance(fn, (classmethod, staticmethod)):
         # @retry above @classmethod/@staticmethod: wrap the function inside.
@@ -147,7 +162,7 @@ def _decorate(fn: Any, options: dict[str, Any]) -> Any:
     inner = guard(fn, None, limiter) if limiter is not None and per_attempt else fn
     wrapper = wrap_async(inner, cfg) if _is_async(fn) else wrap_sync(inner, cfg)
     if bulkhead is not None or (limiter is not None and not per_attempt):
-        wrapper = guard(wrapper, bulkhead, None if per_attempt else limiter)
+        wrapper = guard(wrapper, bulkhead, None if per_attempt else limiter, _refusal_counter(cfg))
 
     def retry_with(**overrides: Any) -> Any:
         merged = {**options, **_limit_options(limits), **overrides}

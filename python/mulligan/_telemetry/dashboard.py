@@ -4,7 +4,11 @@
 
 * ``/`` — a page that polls ``metrics.json`` every 0.5 s and shows, per name,
   the breaker state, call and retry rates and totals, plus the recent breaker
-  transitions (what Hystrix's dashboard showed);
+  transitions (what Hystrix's dashboard showed); since 0.4 also each
+  name's rejections by reason (budget, throttled, bulkhead_full,
+  rate_limited) and a row per retry budget (tokens left), adaptive throttle
+  (rejection probability), bulkhead (in flight, queued), rate limiter and
+  adaptive rate, with what each allowed and refused;
 * ``/metrics`` — the Prometheus text exposition format, for scraping;
 * ``/metrics.json`` — the JSON snapshot plus ``transitions``.
 

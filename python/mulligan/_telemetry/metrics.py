@@ -14,7 +14,17 @@ module reads it:
 * :func:`status` — how many calls are in flight and how many are waiting to
   retry, globally and per name (for a "Retrying..." banner);
 * :func:`add_event_listener` — attempt started/failed, retry scheduled, gave
-  up, breaker transition, fallback used, as dicts.
+  up, breaker transition, fallback used, rejected (0.4: a refusal by a budget,
+  the throttle, a bulkhead or a rate limiter), as dicts;
+* :func:`limits_snapshot` (0.4) — the retry budgets, adaptive throttles,
+  bulkheads, rate limiters and adaptive rates in use, read from their own
+  counters (tokens, allowed/refused retries, requests/accepts, in flight,
+  queued, rejections, waits).
+
+Each name's snapshot has ``rejections_by_reason`` (budget, throttled,
+bulkhead_full, rate_limited; 0.4), counted from the call's stop reason.
+While a :class:`mulligan.testing.FakeClock` is active, windowed values (a
+ratio budget's tokens, a throttle's window) are read at its time.
 
 Counting rules: a logical call counts once whatever its attempts; an eventual
 success is a success, never a failure; ``retries = attempts - calls`` for
@@ -36,11 +46,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 from .. import _core, _validate
+from .._retry.state import STATE
 
 __all__ = [
     "EventListener",
     "RetryStatus",
     "add_event_listener",
+    "limits_snapshot",
     "metrics_json",
     "metrics_snapshot",
     "prometheus_text",
@@ -60,6 +72,7 @@ EVENT_KINDS = (
     "fallback_used",
     "succeeded",
     "short_circuited",
+    "rejected",
 )
 
 
@@ -114,10 +127,29 @@ def _success_ticker(name: str) -> Callable[[], int]:
         return fast.tick
 
 
+# Functions that hand Python-side counts to the engine before a read (the
+# budgets' hot-path success ticks register one; 0.4).
+_flushers: list[Callable[[], None]] = []
+
+
+def _add_flusher(flush: Callable[[], None]) -> None:
+    """Registers ``flush`` to run before every read of the metrics."""
+    with _lock:
+        _flushers.append(flush)
+
+
 def _flush() -> None:
     with _lock:
         for fast in _fast.values():
             fast.flush()
+        flushers = list(_flushers)
+    for flush in flushers:
+        flush()
+
+
+def _now() -> Optional[float]:
+    """The fake clock's time while one is active, else None (the engine's now)."""
+    return STATE.now() if STATE.clock is not None else None
 
 
 def metrics_snapshot() -> list[dict[str, Any]]:
@@ -141,13 +173,40 @@ def metrics_snapshot() -> list[dict[str, Any]]:
 def prometheus_text() -> str:
     """Returns every metric in the Prometheus text exposition format 0.0.4."""
     _flush()
-    return str(_core.metrics_prometheus())
+    return str(_core.metrics_prometheus(_now()))
 
 
 def metrics_json() -> str:
     """Returns every metric as a JSON document: ``{"metrics": [...], "totals": {...}}``."""
     _flush()
-    return str(_core.metrics_json())
+    return str(_core.metrics_json(_now()))
+
+
+def limits_snapshot() -> dict[str, list[dict[str, Any]]]:
+    """Returns the overload primitives in use, by kind (Added in 0.4).
+
+    Keys, each a list of dicts sorted by name (a second live primitive of a
+    kind with the same name is reported as ``name#2``; unnamed ones are not
+    reported):
+
+    * ``budgets``: ``name``, ``kind``, ``tokens`` (tokens, capacity left, or
+      retries available now), ``max_tokens``, ``retries_allowed``,
+      ``retries_refused``;
+    * ``throttles``: ``name``, ``requests`` and ``accepts`` in the window,
+      ``probability``, ``rejections``;
+    * ``bulkheads``: ``name``, ``max_concurrent``, ``max_queue``,
+      ``in_flight``, ``queued``, ``rejected_full``, ``rejected_timeout``,
+      ``queue_wait_seconds`` (a histogram dict, seconds);
+    * ``rate_limiters``: ``name``, ``admitted`` (at once), ``waited``,
+      ``refused``, ``wait_seconds`` (histogram);
+    * ``adaptive_rates``: ``name``, ``enabled``, ``fill_rate``,
+      ``measured_rate`` (requests per second), ``admitted``, ``waited``,
+      ``refused``, ``throttles``.
+
+    Thread-safety: safe from any thread.
+    """
+    _flush()
+    return dict(_core.metrics_limits_snapshot(_now()))
 
 
 def reset_metrics() -> None:

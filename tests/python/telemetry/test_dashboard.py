@@ -112,3 +112,47 @@ def test_page_in_chromium_shows_a_breaker_opening_within_two_seconds(dashboard) 
         finally:
             browser.close()
     assert (ARTIFACTS / "dashboard.png").stat().st_size > 10_000
+
+
+def test_page_in_chromium_shows_budgets_limits_and_rejections(dashboard) -> None:
+    # A6 budget max 4, ratio 0.1, a call of 3 attempts failing: 4 -> 3
+    # (retry allowed: 3 > 4 / 2), 3 -> 2 (refused: 2 is not > 2). So 1
+    # allowed, 1 refused, tokens 2, and one "budget" rejection for the function. A full bulkhead of 1 then
+    # refuses once.
+    sync_api = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (scripts/setup.sh installs it)")
+    budget = mulligan.RetryBudget.token_bucket(4, 0.1, name="dash-budget")
+    bulkhead = mulligan.Bulkhead(1, name="dash-bulkhead")
+
+    @mulligan.retry(on=ConnectionError, attempts=3, base_delay=0, budget=budget)
+    def fetch_it() -> None:
+        raise ConnectionError("down")
+
+    with pytest.raises(ConnectionError):
+        fetch_it()
+    assert bulkhead._core.try_acquire()
+    with pytest.raises(mulligan.BulkheadFullError):
+        bulkhead.acquire(timeout=0)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            page.goto(dashboard.url)
+            row = 'tr[data-limit="budget token_bucket:dash-budget"]'
+            page.wait_for_selector(row, timeout=5000)
+            cells = page.eval_on_selector_all(row + " td", "tds => tds.map(t => t.innerText)")
+            assert cells == ["dash-budget", "budget token_bucket", "2 / 4", "1", "1"]
+            rejected = f'tr[data-rejections="{fetch_it.__qualname__}"] td'
+            page.wait_for_selector(rejected, timeout=5000)
+            assert page.eval_on_selector_all(rejected, "tds => tds.map(t => t.innerText)") == [
+                fetch_it.__qualname__, "1", "0", "0", "0"]
+            bh = 'tr[data-limit="bulkhead:dash-bulkhead"] td'
+            assert page.eval_on_selector_all(bh, "tds => tds.map(t => t.innerText)") == [
+                "dash-bulkhead", "bulkhead", "1 / 1 (+0 queued)", "0", "1"]
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "dashboard-limits.png"), full_page=True)
+        finally:
+            browser.close()
+    bulkhead._core.release()

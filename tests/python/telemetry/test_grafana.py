@@ -13,11 +13,20 @@ SUFFIXES = ("_bucket", "_sum", "_count")
 
 
 def exported_families() -> dict[str, str]:
+    # The overload primitives' families are exported while one is alive (0.4).
+    alive = (
+        mulligan.RetryBudget.token_bucket(name="grafana-budget"),
+        mulligan.AdaptiveThrottle(name="grafana-throttle"),
+        mulligan.Bulkhead(1, name="grafana-bulkhead"),
+        mulligan.RateLimiter(1, name="grafana-limiter"),
+        mulligan.AdaptiveRate(name="grafana-adaptive"),
+    )
     families = {}
     for line in mulligan.prometheus_text().splitlines():
         if line.startswith("# TYPE "):
             _, _, name, kind = line.split(" ")
             families[name] = kind
+    del alive
     return families
 
 

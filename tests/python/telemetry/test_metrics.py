@@ -77,7 +77,7 @@ def test_scripted_run_gives_exact_totals() -> None:
     assert snap["in_flight"] == 0
     totals = json.loads(mulligan.metrics_json())["totals"]
     assert totals == {
-        "calls": 15, "retries": 7, "circuit_opens": 0, "fallbacks": 0, "successes": 13, "failures": 2,
+        "calls": 15, "retries": 7, "circuit_opens": 0, "fallbacks": 0, "successes": 13, "failures": 2, "rejections": 0,
     }
 
 

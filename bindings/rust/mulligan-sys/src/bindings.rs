@@ -1512,6 +1512,7 @@ pub const MULLIGAN_EVENT_BREAKER_TRANSITION: mulligan_event_kind = 4;
 pub const MULLIGAN_EVENT_FALLBACK_USED: mulligan_event_kind = 5;
 pub const MULLIGAN_EVENT_SUCCEEDED: mulligan_event_kind = 6;
 pub const MULLIGAN_EVENT_SHORT_CIRCUITED: mulligan_event_kind = 7;
+pub const MULLIGAN_EVENT_REJECTED: mulligan_event_kind = 8;
 pub type mulligan_event_kind = core::ffi::c_uint;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -1795,5 +1796,61 @@ unsafe extern "C" {
     pub fn mulligan_pipeline_options_set_throttle(
         opts: *mut mulligan_pipeline_options,
         throttle: *const mulligan_throttle,
+    ) -> core::ffi::c_int;
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct mulligan_adaptive_rate {
+    _unused: [u8; 0],
+}
+pub const MULLIGAN_ADAPTIVE_ENABLED: mulligan_adaptive_field = 0;
+pub const MULLIGAN_ADAPTIVE_FILL_RATE: mulligan_adaptive_field = 1;
+pub const MULLIGAN_ADAPTIVE_MAX_CAPACITY: mulligan_adaptive_field = 2;
+pub const MULLIGAN_ADAPTIVE_CAPACITY: mulligan_adaptive_field = 3;
+pub const MULLIGAN_ADAPTIVE_MEASURED_RATE: mulligan_adaptive_field = 4;
+pub const MULLIGAN_ADAPTIVE_LAST_MAX_RATE: mulligan_adaptive_field = 5;
+pub const MULLIGAN_ADAPTIVE_TIME_WINDOW: mulligan_adaptive_field = 6;
+pub const MULLIGAN_ADAPTIVE_CALCULATED_RATE: mulligan_adaptive_field = 7;
+pub type mulligan_adaptive_field = core::ffi::c_uint;
+unsafe extern "C" {
+    pub fn mulligan_adaptive_rate_create(
+        out: *mut *mut mulligan_adaptive_rate,
+        name: *const core::ffi::c_char,
+        now_ms: f64,
+        beta: f64,
+        scale_constant: f64,
+        max_wait_ms: f64,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_adaptive_rate_destroy(rate: *mut mulligan_adaptive_rate);
+}
+unsafe extern "C" {
+    pub fn mulligan_adaptive_rate_acquire(
+        rate: *mut mulligan_adaptive_rate,
+        now_ms: f64,
+        max_wait_ms: f64,
+        wait_ms: *mut f64,
+        retry_in_ms: *mut f64,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_adaptive_rate_record(
+        rate: *mut mulligan_adaptive_rate,
+        throttled: core::ffi::c_int,
+        now_ms: f64,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_adaptive_rate_get(
+        rate: *const mulligan_adaptive_rate,
+        field: mulligan_adaptive_field,
+        now_ms: f64,
+    ) -> f64;
+}
+unsafe extern "C" {
+    pub fn mulligan_pipeline_options_set_adaptive_rate(
+        opts: *mut mulligan_pipeline_options,
+        rate: *const mulligan_adaptive_rate,
     ) -> core::ffi::c_int;
 }

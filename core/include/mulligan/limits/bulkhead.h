@@ -44,6 +44,7 @@
 
 #include "mulligan/base/clock.h"
 #include "mulligan/base/status.h"
+#include "mulligan/telemetry/histogram.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -158,6 +159,9 @@ class Bulkhead : public std::enable_shared_from_this<Bulkhead> {
   // Enqueue to grant, measured on the steady clock), in nanoseconds.
   uint64_t waits() const { return waits_.load(std::memory_order_relaxed); }
   uint64_t wait_ns() const { return wait_ns_.load(std::memory_order_relaxed); }
+  // The same waits as a histogram in seconds (metrics'
+  // mulligan_bulkhead_queue_wait_seconds). (Added in 0.4.)
+  HistogramSnapshot wait_histogram() const { return wait_histogram_.Snapshot(); }
   // Count a refusal made without Enqueue (no queue, no time left to wait),
   // and a waiter refused on its wait deadline (the pipeline's, or a front
   // door's). Enqueue counts its own "queue full" refusals.
@@ -183,6 +187,7 @@ class Bulkhead : public std::enable_shared_from_this<Bulkhead> {
   std::atomic<uint64_t> rejected_timeout_{0};
   std::atomic<uint64_t> waits_{0};
   std::atomic<uint64_t> wait_ns_{0};
+  SecondsHistogram wait_histogram_;
   std::mutex mu_;
   std::deque<Waiter> queue_;  // guarded by mu_
 };

@@ -51,6 +51,7 @@
 
 #include "mulligan/base/clock.h"
 #include "mulligan/base/status.h"
+#include "mulligan/telemetry/histogram.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -125,6 +126,9 @@ class RateLimiter {
   uint64_t waited() const { return waited_.load(std::memory_order_relaxed); }
   uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
   uint64_t wait_ns() const { return wait_ns_.load(std::memory_order_relaxed); }
+  // The waits of the calls admitted after a wait, as a histogram in seconds
+  // (metrics' mulligan_rate_limiter_wait_seconds). (Added in 0.4.)
+  HistogramSnapshot wait_histogram() const { return wait_histogram_.Snapshot(); }
   // Keys kept now.
   size_t key_count() const;
 
@@ -146,6 +150,7 @@ class RateLimiter {
   std::atomic<uint64_t> waited_{0};
   std::atomic<uint64_t> refused_{0};
   std::atomic<uint64_t> wait_ns_{0};
+  SecondsHistogram wait_histogram_;
 };
 
 }  // namespace v0

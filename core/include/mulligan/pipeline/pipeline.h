@@ -94,6 +94,11 @@ struct PipelineOptions {
   // every attempt with rate_limit_per_attempt (AWS adaptive mode's choice).
   std::shared_ptr<RateLimiter> rate_limiter;
   bool rate_limit_per_attempt = false;
+  // Strategy 2 (Added in 0.4.): the AWS SDKs' adaptive-mode client rate
+  // (limits/adaptive_rate.h), asked before every attempt, after the rate
+  // limiter; every answered attempt is recorded into it. Its refusal is
+  // StopReason::kRateLimited.
+  std::shared_ptr<AdaptiveRate> adaptive_rate;
 };
 
 // The validated, immutable composition.
@@ -124,6 +129,7 @@ class Pipeline {
     bool bulkhead_per_attempt = false;
     RateLimiter* rate_limiter = nullptr;
     bool rate_limit_per_attempt = false;
+    AdaptiveRate* adaptive_rate = nullptr;  // (Added in 0.4.)
   };
 
   // Validates `options` (the retry options as RetryPolicy::Create does; at
@@ -160,6 +166,7 @@ class Pipeline {
   // Strategy 2, or null. (Added in 0.3.)
   Bulkhead* bulkhead() const { return parts_.bulkhead; }
   RateLimiter* rate_limiter() const { return parts_.rate_limiter; }
+  AdaptiveRate* adaptive_rate() const { return parts_.adaptive_rate; }
 
  private:
   friend class Call;
@@ -174,6 +181,7 @@ class Pipeline {
   std::shared_ptr<BreakerRegistry> owned_breakers_;
   std::shared_ptr<Bulkhead> owned_bulkhead_;
   std::shared_ptr<RateLimiter> owned_rate_limiter_;
+  std::shared_ptr<AdaptiveRate> owned_adaptive_rate_;
   // The strategies, in the pipeline's fixed order.
   internal::LimitsStrategy limits_strategy_;
   internal::BreakerStrategy breaker_strategy_;

@@ -29,6 +29,7 @@
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/budget/budget.h"
 #include "mulligan/budget/throttle.h"
+#include "mulligan/limits/adaptive_rate.h"
 #include "mulligan/limits/bulkhead.h"
 #include "mulligan/limits/rate_limiter.h"
 #include "mulligan/retry/policy.h"
@@ -68,6 +69,11 @@ struct CallState {
   bool limiter_reserved = false;
   bool limiter_passed = false;
   TimePoint limiter_ready;
+  // The adaptive rate's token reserved for the attempt being admitted, and
+  // when it comes due (0.4).
+  bool adaptive_reserved = false;
+  bool adaptive_refused = false;
+  TimePoint adaptive_ready;
 };
 
 // The interface every strategy implements. Implementations are immutable
@@ -190,7 +196,11 @@ class LimitsStrategy final : public Strategy {
     limiter_ = limiter;
     limiter_per_attempt_ = limiter_per_attempt;
   }
-  bool enabled() const { return bulkhead_ != nullptr || limiter_ != nullptr; }
+  // The AWS adaptive-mode client rate, asked before every attempt (0.4).
+  void ConfigureAdaptive(AdaptiveRate* adaptive) { adaptive_ = adaptive; }
+  bool enabled() const {
+    return bulkhead_ != nullptr || limiter_ != nullptr || adaptive_ != nullptr;
+  }
   Bulkhead* bulkhead() const { return bulkhead_; }
   RateLimiter* limiter() const { return limiter_; }
 
@@ -202,11 +212,13 @@ class LimitsStrategy final : public Strategy {
  private:
   void AdmitBulkhead(CallState& call, TimePoint now, AttemptAdmission& admission) const;
   void AdmitLimiter(CallState& call, TimePoint now, AttemptAdmission& admission) const;
+  void AdmitAdaptive(CallState& call, TimePoint now, AttemptAdmission& admission) const;
 
   Bulkhead* bulkhead_ = nullptr;
   bool bulkhead_per_attempt_ = false;
   RateLimiter* limiter_ = nullptr;
   bool limiter_per_attempt_ = false;
+  AdaptiveRate* adaptive_ = nullptr;
 };
 
 }  // namespace internal

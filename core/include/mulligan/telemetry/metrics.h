@@ -21,6 +21,16 @@
 //   failures     calls that gave up (or were refused by an open breaker)
 //   fallbacks    failed calls answered by a fallback (also counted in failures)
 //   short_circuits  attempts refused by an open circuit breaker
+//   rejections   calls ended by an overload refusal, by reason: budget (a
+//                retry the retry budget refused), throttled (adaptive
+//                throttling), bulkhead_full, rate_limited (0.4). Counted in
+//                CallFailed from the stop reason: no extra engine call.
+//
+// Overload primitives (0.4): the retry budgets, adaptive throttles,
+// bulkheads and rate limiters a pipeline uses are tracked by the registry
+// (weakly: a primitive is exported while something else holds it) and read
+// at snapshot time from their own counters, as breakers are, so the success
+// path pays nothing for their metrics. See MetricsRegistry::Track.
 
 #ifndef MULLIGAN_TELEMETRY_METRICS_H_
 #define MULLIGAN_TELEMETRY_METRICS_H_
@@ -41,9 +51,16 @@
 #include "mulligan/base/clock.h"
 #include "mulligan/base/outcome.h"
 #include "mulligan/retry/policy.h"
+#include "mulligan/telemetry/histogram.h"
 
 namespace mulligan {
 inline namespace v0 {
+
+class AdaptiveRate;
+class AdaptiveThrottle;
+class Bulkhead;
+class RateLimiter;
+class RetryBudget;
 
 // Why a retry was scheduled. Values are pinned; append only.
 enum class RetryReason : int {
@@ -66,6 +83,24 @@ const char* RetryReasonName(RetryReason reason);
 // Returns the reason for retrying after `outcome` when `decision` says retry.
 RetryReason RetryReasonFor(const Outcome& outcome, const Decision& decision);
 
+// Why an overload protection refused a call. Values are pinned; append
+// only. (Added in 0.4.)
+enum class RejectionReason : int {
+  kBudget = 0,        // StopReason::kBudget: the retry budget refused a retry
+  kThrottled = 1,     // StopReason::kThrottled: adaptive throttling
+  kBulkheadFull = 2,  // StopReason::kBulkheadFull
+  kRateLimited = 3,   // StopReason::kRateLimited
+};
+inline constexpr int kRejectionReasonCount = 4;
+
+// Returns "budget", "throttled", "bulkhead_full" or "rate_limited" (the
+// StopReason names). (Added in 0.4.)
+const char* RejectionReasonName(RejectionReason reason);
+
+// The rejection reason of `stop`, or -1 when `stop` is not an overload
+// refusal. (Added in 0.4.)
+int RejectionReasonIndex(StopReason stop);
+
 // What kind of event a listener receives. Values are pinned; append only.
 enum class EventKind : int {
   kAttemptStarted = 0,
@@ -76,10 +111,15 @@ enum class EventKind : int {
   kFallbackUsed = 5,
   kSucceeded = 6,
   kShortCircuited = 7,
+  // A call was refused by a retry budget, adaptive throttling, a bulkhead or
+  // a rate limiter (stop_reason says which); emitted before kGaveUp.
+  // (Added in 0.4.)
+  kRejected = 8,
 };
 
 // Returns "attempt_started", "attempt_failed", "retry_scheduled", "gave_up",
-// "breaker_transition", "fallback_used", "succeeded" or "short_circuited".
+// "breaker_transition", "fallback_used", "succeeded", "short_circuited" or
+// "rejected".
 const char* EventKindName(EventKind kind);
 
 // One event. Fields that do not apply to a kind keep their defaults.
@@ -111,15 +151,7 @@ using EventListener = std::function<void(const Event&)>;
 // A consistent-enough reading of one Metrics object (each value is exact; the
 // values are read one after another while writers may run).
 struct MetricsSnapshot {
-  struct Histogram {
-    // Upper bounds of the finite buckets, ascending; a final +Inf bucket is
-    // implied. Units: seconds for durations and delays, attempts otherwise.
-    std::vector<double> upper_bounds;
-    // Non-cumulative counts; size upper_bounds.size() + 1 (the last is +Inf).
-    std::vector<uint64_t> counts;
-    uint64_t count = 0;
-    double sum = 0;
-  };
+  using Histogram = HistogramSnapshot;
   std::string name;
   uint64_t calls = 0;
   uint64_t attempts = 0;
@@ -129,6 +161,8 @@ struct MetricsSnapshot {
   uint64_t failures = 0;
   uint64_t fallbacks = 0;
   uint64_t short_circuits = 0;
+  // Calls ended by an overload refusal, indexed by RejectionReason. (0.4)
+  std::array<uint64_t, kRejectionReasonCount> rejections_by_reason{};
   // transitions[from][to], indexed by BreakerState values.
   std::array<std::array<uint64_t, 6>, 6> transitions{};
   // Transitions into kOpen from any state.
@@ -146,6 +180,71 @@ struct MetricsSnapshot {
   Histogram call_duration_seconds;
   Histogram attempts_per_call;
   Histogram retry_delay_seconds;
+};
+
+// A reading of the overload primitives a registry tracks (Added in 0.4.).
+// Each list is sorted by name; a name is the primitive's own, suffixed
+// "#2", "#3", ... when two live primitives of a kind share it.
+struct LimitsSnapshot {
+  struct Budget {
+    std::string name;
+    // BudgetKind value: 0 token_bucket, 1 quota, 2 ratio.
+    int kind = 0;
+    // RetryBudget::Tokens at the snapshot's time: tokens (token_bucket),
+    // capacity left (quota), retries available now (ratio).
+    double tokens = 0;
+    // The most it can hold: max_tokens, capacity; 0 for ratio (no bound).
+    double max_tokens = 0;
+    uint64_t retries_allowed = 0;
+    uint64_t retries_refused = 0;
+  };
+  struct Throttle {
+    std::string name;
+    // Requests and accepts in the window at the snapshot's time.
+    int64_t requests = 0;
+    int64_t accepts = 0;
+    // The rejection probability at the snapshot's time, in [0, 1).
+    double probability = 0;
+    uint64_t rejections = 0;
+  };
+  struct BulkheadStats {
+    std::string name;
+    int max_concurrent = 0;
+    int max_queue = 0;
+    int in_flight = 0;
+    int queued = 0;
+    // Refused because the bulkhead and its queue were full, and waiters
+    // that gave up (their wait bound passed, or they were cancelled).
+    uint64_t rejected_full = 0;
+    uint64_t rejected_timeout = 0;
+    // Waits from joining the queue to the grant, in seconds.
+    HistogramSnapshot queue_wait_seconds;
+  };
+  struct Limiter {
+    std::string name;
+    // Admitted at once, admitted after a (reserved) wait, and refused.
+    uint64_t admitted = 0;
+    uint64_t waited = 0;
+    uint64_t refused = 0;
+    // The waits of the calls admitted after one, in seconds.
+    HistogramSnapshot wait_seconds;
+  };
+  std::vector<Budget> budgets;
+  std::vector<Throttle> throttles;
+  std::vector<BulkheadStats> bulkheads;
+  std::vector<Limiter> rate_limiters;
+  // AWS adaptive-mode client rates (limits/adaptive_rate.h).
+  struct Adaptive {
+    std::string name;
+    bool enabled = false;        // a throttling answer was seen
+    double fill_rate = 0;        // requests per second the bucket allows now
+    double measured_rate = 0;    // smoothed requests per second sent
+    uint64_t admitted = 0;       // at once
+    uint64_t waited = 0;         // after a wait
+    uint64_t refused = 0;
+    uint64_t throttles = 0;      // throttling answers recorded
+  };
+  std::vector<Adaptive> adaptive_rates;
 };
 
 class MetricsRegistry;
@@ -261,6 +360,26 @@ class MetricsRegistry {
                          std::string* reported_name);
   // Snapshots of every name, sorted by name.
   std::vector<MetricsSnapshot> Snapshot() const;
+
+  // Tracks an overload primitive (Added in 0.4.): until it is destroyed,
+  // snapshots and exports read its counters (a weak reference: tracking
+  // never keeps it alive). Pipelines reporting here track theirs at
+  // creation; front doors that use a primitive without a pipeline (Python's
+  // guards) track it themselves. Tracking the same object again is a no-op;
+  // a null pointer or an empty name is ignored (a private, unnamed
+  // primitive is not exported); beyond max_names live primitives of a kind,
+  // further ones are not tracked. Thread-safe (takes the registry mutex).
+  void Track(const std::shared_ptr<RetryBudget>& budget);
+  void Track(const std::shared_ptr<AdaptiveThrottle>& throttle);
+  void Track(const std::shared_ptr<Bulkhead>& bulkhead);
+  void Track(const std::shared_ptr<RateLimiter>& limiter);
+  void Track(const std::shared_ptr<AdaptiveRate>& adaptive);
+  // Reads every live tracked primitive; windowed values (a budget's tokens
+  // for the ratio kind, a throttle's window) are evaluated at `now` (the
+  // clock the primitives are driven by; the exports without an argument use
+  // the steady clock's now). Folds pending successes into budgets and
+  // throttles, as their own Tokens()/Probability() do. (Added in 0.4.)
+  LimitsSnapshot SnapshotLimits(TimePoint now) const;
   // Clears every name (for tests): pointers handed out before stay valid but
   // are detached and no longer exported.
   void Clear();
@@ -277,13 +396,23 @@ class MetricsRegistry {
 
   // The Prometheus text exposition format (version 0.0.4): mulligan_calls_total,
   // mulligan_retries_total{reason=...}, mulligan_call_duration_seconds, ...
+  // Also exports the tracked primitives (0.4): mulligan_budget_tokens,
+  // mulligan_budget_retries_allowed_total, mulligan_budget_retries_refused_total,
+  // mulligan_throttle_*, mulligan_bulkhead_*, mulligan_rate_limiter_*, and
+  // each name's mulligan_rejections_total{reason=...}. Without `now`,
+  // windowed values are read at the steady clock's now.
   std::string ToPrometheus() const;
+  std::string ToPrometheus(TimePoint now) const;
   // A JSON object {"metrics": [{"name": ..., "calls": ..., ...}], "totals": {...}}
   // whose totals include the six classic counters: calls, retries,
   // circuit_opens, fallbacks, successes, failures.
   // Defined in the mulligan_config target (it uses Boost.JSON): a program
   // linking only mulligan_engine must link mulligan_config to call it.
+  // Since 0.4 the root also holds "budgets", "throttles", "bulkheads" and
+  // "rate_limiters" (LimitsSnapshot's lists), each entry has
+  // "rejections_by_reason", and totals hold "rejections".
   std::string ToJson() const;
+  std::string ToJson(TimePoint now) const;
 
  private:
   friend class Metrics;
@@ -300,6 +429,8 @@ class MetricsRegistry {
   std::atomic<bool> has_listeners_{false};
   std::atomic<uint64_t> clears_{0};
   uint64_t next_listener_id_ = 1;                        // guarded by mu_
+  struct Tracked;
+  std::unique_ptr<Tracked> tracked_;                     // guarded by mu_
 };
 
 }  // namespace v0
