@@ -6,8 +6,11 @@
 // worked out by hand), and the client budget reaching HttpClientOptions.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "mulligan/config/config.h"
 #include "mulligan/http/client_config.h"
@@ -288,6 +291,69 @@ TEST(ConfigLimits, ClientBudgetReachesHttpClientOptions) {
   Result<HttpClientOptions> via = HttpClientOptionsFromConfig(registry, "via_policy");
   ASSERT_TRUE(via.ok());
   EXPECT_EQ(via->shared_budget.get(), registry.BudgetNamed("tb")->get());
+}
+
+LoadOptions Env(std::map<std::string, std::string> vars) {
+  LoadOptions options;
+  options.env_names = [vars]() {
+    std::vector<std::string> names;
+    for (const auto& entry : vars) names.push_back(entry.first);
+    return names;
+  };
+  options.env = [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+  return options;
+}
+
+TEST(ConfigLimits, EnvironmentOverridesTheParts) {
+  PolicyRegistry registry;
+  Result<LoadReport> report = registry.LoadString(
+      kAll, "limits.json",
+      Env({{"MULLIGAN_BUDGET_TB_MAX_TOKENS", "20"},
+           {"MULLIGAN_BUDGET_AWS_RETRY_COST", "3"},
+           {"MULLIGAN_THROTTLE_SRE_K", "3"},
+           {"MULLIGAN_BULKHEAD_DB_MAX_WAIT", "none"},
+           {"MULLIGAN_RATE_LIMITER_API_RATE", "7.5"},
+           {"MULLIGAN_RATE_LIMITER_NOPE_RATE", "1"},
+           {"MULLIGAN_BULKHEAD_DB_MAX_INFLIGHT", "1"}}));
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  std::shared_ptr<const ConfigSnapshot> s = registry.Snapshot();
+  EXPECT_EQ(s->budgets.at("tb").token_bucket.max_tokens, 20.0);
+  EXPECT_EQ(s->budgets.at("aws").quota.retry_cost, 3);
+  EXPECT_EQ(s->throttles.at("sre").k, 3.0);
+  EXPECT_EQ(s->bulkheads.at("db").max_wait, std::nullopt);
+  EXPECT_EQ(s->rate_limiters.at("api").rate, 7.5);
+  const std::vector<std::string>& w = report->warnings;
+  auto has = [&](const std::string& text) {
+    for (const std::string& line : w) {
+      if (line == text) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has("limits.json: budgets.tb.max_tokens: overridden by "
+                  "MULLIGAN_BUDGET_TB_MAX_TOKENS=20"));
+  EXPECT_TRUE(has("limits.json: MULLIGAN_RATE_LIMITER_NOPE_RATE: names no rate limiter of this "
+                  "document (rate_limiters: api); not applied"));
+  EXPECT_TRUE(has("limits.json: MULLIGAN_BULKHEAD_DB_MAX_INFLIGHT: names no field of bulkhead "
+                  "\"db\" (fields: MAX_CONCURRENT, MAX_QUEUE, MAX_WAIT); not applied"));
+
+  // A field of another kind, and a bad value, are errors naming the variable.
+  Result<LoadReport> bad = registry.LoadString(
+      kAll, "limits.json",
+      Env({{"MULLIGAN_BUDGET_TB_CAPACITY", "9"}, {"MULLIGAN_RATE_LIMITER_API_RATE", "-2"}}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(
+                "environment: MULLIGAN_BUDGET_TB_CAPACITY: a field of kind \"quota\", but budget "
+                "\"tb\" is of kind \"token_bucket\""),
+            std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("environment: MULLIGAN_RATE_LIMITER_API_RATE: expected a "
+                                        "number > 0 (calls per second), got -2"),
+            std::string::npos)
+      << bad.status().message();
 }
 
 }  // namespace

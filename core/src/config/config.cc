@@ -132,6 +132,7 @@ Result<std::shared_ptr<const ConfigSnapshot>> ParseConfig(std::string_view text,
   if (ctx.error_count() > 0) return ctx.ToStatus();
   internal::ReportUnmatchedEnv(ctx, KeysOf(snapshot->policies), KeysOf(snapshot->breakers),
                                KeysOf(snapshot->clients));
+  internal::ReportUnmatchedLimitEnv(ctx, *snapshot);
   snapshot->warnings = std::move(ctx.warnings());
   return std::shared_ptr<const ConfigSnapshot>(std::move(snapshot));
 }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "environment.h"
 #include "fields.h"
 
 namespace mulligan {
@@ -44,7 +45,8 @@ bool ReadMaxWait(Context& c, const std::string& p, const json::value& v,
   return true;
 }
 
-// The kind each budget field belongs to (-1: every kind).
+}  // namespace
+
 int KindOfBudgetField(std::string_view key) {
   static const std::map<std::string_view, int> kinds = {
       {"max_tokens", 0},     {"token_ratio", 0},     {"capacity", 1},
@@ -54,6 +56,10 @@ int KindOfBudgetField(std::string_view key) {
   auto it = kinds.find(key);
   return it == kinds.end() ? -1 : it->second;
 }
+
+namespace {
+
+}  // namespace
 
 const FieldTable<BudgetOptions>& BudgetFields() {
   using O = BudgetOptions;
@@ -202,6 +208,8 @@ const FieldTable<RateLimiterOptions>& RateLimiterFields() {
   return table;
 }
 
+namespace {
+
 // Reports a field of another kind than the entry's ("capacity" in a
 // token_bucket budget), which would otherwise be silently unused.
 void CheckBudgetKind(Context& ctx, const std::string& path, const json::object& o,
@@ -225,6 +233,8 @@ template <typename Options, typename Finish>
 void ReadSection(Context& ctx, const json::object& root, const char* section,
                  const FieldTable<Options>& table, std::string_view required,
                  std::map<std::string, Options, std::less<>>& out, Finish finish) {
+  // The environment overrides of the entry (environment.h), after its fields.
+  void (*const env)(Context&, const std::string&, Options&) = &ApplyLimitEnv;
   const json::value* v = root.if_contains(section);
   if (v == nullptr) return;
   const json::object* entries =
@@ -241,6 +251,7 @@ void ReadSection(Context& ctx, const json::object& root, const char* section,
     Options options;
     const size_t before = ctx.error_count();
     ApplyObject(ctx, path, *o, table, options);
+    env(ctx, std::string(kv.key()), options);
     if (!required.empty() && !o->contains(required)) {
       ctx.Error(Join(path, required), "missing: this field is required");
     }

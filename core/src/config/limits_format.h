@@ -14,12 +14,22 @@
 #include <string>
 #include <string_view>
 
+#include "fields.h"
 #include "mulligan/config/config.h"
 #include "reader.h"
 
 namespace mulligan {
 inline namespace v0 {
 namespace internal {
+
+// The fields of the four sections' entries, by JSON name (fields.h).
+const FieldTable<BudgetOptions>& BudgetFields();
+const FieldTable<ThrottleOptions>& ThrottleFields();
+const FieldTable<BulkheadOptions>& BulkheadFields();
+const FieldTable<RateLimiterOptions>& RateLimiterFields();
+// The kind a budget field belongs to (0 token_bucket, 1 quota, 2 ratio), or
+// -1 for a field of every kind ("kind").
+int KindOfBudgetField(std::string_view key);
 
 // Reads the four sections of `root`, when present, into `out` (each entry
 // validated by its part's own Validate; the options' names set to the keys).

@@ -48,9 +48,16 @@
 //                            MAX_HALF_OPEN_DURATION}
 //   MULLIGAN_CLIENT_<NAME>_{ATTEMPT_TIMEOUT,CONNECT_TIMEOUT,VERIFY_TLS,USER_AGENT,
 //                           BREAKER_KEY}
+//   MULLIGAN_BUDGET_<NAME>_{MAX_TOKENS,TOKEN_RATIO,CAPACITY,RETRY_COST,TIMEOUT_COST,
+//                           THROTTLING_COST,NO_RETRY_INCREMENT,TTL,PERCENT,
+//                           MIN_RETRIES_PER_SECOND}   (the budget's kind's fields only)
+//   MULLIGAN_THROTTLE_<NAME>_{K,WINDOW}
+//   MULLIGAN_BULKHEAD_<NAME>_{MAX_CONCURRENT,MAX_QUEUE,MAX_WAIT}
+//   MULLIGAN_RATE_LIMITER_<NAME>_{RATE,BURST,MAX_WAIT}            (added in 0.4)
 // A value is read like the JSON field (a duration, a number, a name, true/false;
 // BREAKER_KEY takes origin, host or path, not templates); DEADLINE,
-// ATTEMPT_TIMEOUT (of a policy) and MAX_HALF_OPEN_DURATION also accept "none".
+// ATTEMPT_TIMEOUT (of a policy), MAX_HALF_OPEN_DURATION and MAX_WAIT also
+// accept "none".
 // A variable of these three prefixes that names no entry of the document, or
 // no field of the entry it names (a typo: MULLIGAN_POLICY_PAYMNETS_MAX_ATTEMPTS),
 // is not applied and is reported among the load's warnings.
