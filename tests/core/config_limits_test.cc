@@ -191,6 +191,13 @@ TEST(ConfigLimits, PartsAreSharedByNameAndKeptAcrossReloadsWhileUnchanged) {
   EXPECT_NE(tb.get(), tb2.get());
   EXPECT_EQ(tb2->options().token_bucket.max_tokens, 20.0);
   EXPECT_NE(db.get(), registry.BulkheadNamed("db")->get());
+  // A load without the entry forgets it: the same options later start afresh.
+  std::shared_ptr<Bulkhead> db2 = *registry.BulkheadNamed("db");
+  ASSERT_TRUE(registry.LoadString("{}", "limits.json", NoEnv()).ok());
+  ASSERT_TRUE(registry.LoadString(R"({"bulkheads": {"db": {"max_concurrent": 3}}})",
+                                  "limits.json", NoEnv())
+                  .ok());
+  EXPECT_NE(db2.get(), registry.BulkheadNamed("db")->get());
 }
 
 // gRFC A6's example: maxTokens 10, tokenRatio 0.1. Tokens start at 10; a

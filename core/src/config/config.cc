@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -168,6 +169,18 @@ Result<std::shared_ptr<const ConfigSnapshot>> ParseConfigFile(const std::string&
   return ParseConfig(text, path, options);
 }
 
+namespace {
+
+// Erases the entries of `built` whose names `section` does not have.
+template <typename Built, typename Section>
+void PruneBuilt(Built& built, const Section& section) {
+  for (auto it = built.begin(); it != built.end();) {
+    it = section.find(it->first) == section.end() ? built.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace
+
 LoadReport MakeLoadReport(const ConfigSnapshot& snapshot) {
   LoadReport report;
   report.source = snapshot.source;
@@ -189,6 +202,16 @@ Result<LoadReport> PolicyRegistry::Install(
   if (!parsed.ok()) return parsed.status();  // the old configuration stays
   std::shared_ptr<const ConfigSnapshot> next = std::move(parsed).value();
   LoadReport report = MakeLoadReport(*next);
+  {
+    // Forget the built parts the new configuration no longer has: a later
+    // entry of that name starts afresh (those still present and unchanged
+    // are kept; changed ones are rebuilt on their next lookup).
+    std::lock_guard<std::mutex> parts_lock(parts_mu_);
+    PruneBuilt(built_budgets_, next->budgets);
+    PruneBuilt(built_throttles_, next->throttles);
+    PruneBuilt(built_bulkheads_, next->bulkheads);
+    PruneBuilt(built_rate_limiters_, next->rate_limiters);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     current_.swap(next);

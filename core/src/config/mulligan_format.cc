@@ -114,6 +114,21 @@ void ForEachEntry(Context& ctx, const json::object& root, const std::string& sec
   }
 }
 
+// The fields of a "policies" entry, for messages: the policy's own and the
+// part references (read by ReadPolicyLimitField; never called from here).
+const FieldTable<RetryOptions>& PolicyObjectFields() {
+  static const FieldTable<RetryOptions> table = [] {
+    FieldTable<RetryOptions> t = PolicyFields();
+    for (std::string_view ref : {"budget", "throttle", "bulkhead", "rate_limiter"}) {
+      t.emplace_back(ref, [](Context&, const std::string&, const json::value&, RetryOptions&) {
+        return false;
+      });
+    }
+    return t;
+  }();
+  return table;
+}
+
 // Applies a policy object: its part references ("budget", "throttle",
 // "bulkhead", "rate_limiter") to `limits`, every other field to `options`.
 void ApplyPolicyObject(Context& ctx, const std::string& path, const json::object& o,
@@ -123,7 +138,7 @@ void ApplyPolicyObject(Context& ctx, const std::string& path, const json::object
     if (ReadPolicyLimitField(ctx, p, kv.key(), kv.value(), limits)) continue;
     const FieldFn<RetryOptions>* fn = FindField(PolicyFields(), kv.key());
     if (fn == nullptr) {
-      UnknownField(ctx, path, kv.key(), PolicyFields());
+      UnknownField(ctx, path, kv.key(), PolicyObjectFields());
       continue;
     }
     (*fn)(ctx, p, kv.value(), options);

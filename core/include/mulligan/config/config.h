@@ -266,7 +266,9 @@ class PolicyRegistry {
   // same object, and so does every call after a reload that left the entry's
   // options unchanged (its state, tokens or slots held, carries over); a
   // reload that changed them gives a new object from then on (holders of the
-  // old one keep it). The objects' names are the entries' names.
+  // old one keep it); a load without the entry forgets it, so an entry of
+  // that name loaded later starts afresh. The objects' names are the
+  // entries' names.
   // `clock` dates a ratio budget's creation (RetryBudget::Create); null
   // means SystemClock::Default(). It is read only when the budget is built.
   // Errors: kInvalidArgument `no budget named "x" in <source> (known: ...)`.
