@@ -611,3 +611,12 @@ def test_the_engine_registry_shares_one_object_per_name() -> None:
     assert registry.budget("b") is registry.budget("b")
     with pytest.raises(ValueError, match=r'no budget named "c" in x\.json \(known: b\)'):
         registry.budget("c")
+
+
+def test_environment_overrides_a_budget(load: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MULLIGAN_BUDGET_B_MAX_TOKENS", "4")
+    # The file says 100; the environment 4: 4 -> 3 (retry) -> 2 (refused).
+    assert attempts_per_call(load, {"max_tokens": 100}, 2) == [2, 1]
+    monkeypatch.setenv("MULLIGAN_BUDGET_B_CAPACITY", "9")
+    with pytest.raises(ValueError, match='MULLIGAN_BUDGET_B_CAPACITY: a field of kind "quota"'):
+        load({"budgets": {"b": {}}})
