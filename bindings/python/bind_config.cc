@@ -11,6 +11,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "mulligan/base/clock.h"
 #include "mulligan/config/config.h"
 
 namespace mulligan {
@@ -24,7 +25,15 @@ py::dict ReportDict(const LoadReport& report) {
   d["breakers"] = report.breakers;
   d["clients"] = report.clients;
   d["warnings"] = report.warnings;
+  d["budgets"] = report.budgets;
+  d["throttles"] = report.throttles;
+  d["bulkheads"] = report.bulkheads;
+  d["rate_limiters"] = report.rate_limiters;
   return d;
+}
+
+py::object NameOrNone(const std::string& name) {
+  return name.empty() ? py::object(py::none()) : py::object(Utf8(name));
 }
 
 // Runs a load with the GIL released, then converts (or raises) with it held.
@@ -105,6 +114,9 @@ py::dict ClientDict(const ClientSettings& c) {
   } else {
     d["allowed_methods"] = py::none();
   }
+  // A "budgets" entry, or None; budget_off: the file's null (no budget).
+  d["budget"] = NameOrNone(c.budget);
+  d["budget_off"] = c.budget_off;
   return d;
 }
 
@@ -178,6 +190,49 @@ void BindConfig(py::module_& m) {
           "client",
           [](const PolicyRegistry& r, const std::string& name) {
             return ClientDict(Unwrap(r.Client(name)));
+          },
+          py::arg("name"))
+      // (Added in 0.4.) What a policy names, and the shared parts by name
+      // (PolicyRegistry::BudgetNamed and the others: one object per name,
+      // kept across reloads that leave its options unchanged).
+      .def(
+          "limits",
+          [](const PolicyRegistry& r, const std::string& policy) {
+            PolicyLimits l = Unwrap(r.Limits(policy));
+            py::dict d;
+            d["budget"] = NameOrNone(l.budget);
+            d["throttle"] = NameOrNone(l.throttle);
+            d["bulkhead"] = NameOrNone(l.bulkhead);
+            d["rate_limiter"] = NameOrNone(l.rate_limiter);
+            return d;
+          },
+          py::arg("policy"))
+      .def(
+          "budget",
+          [](const PolicyRegistry& r, const std::string& name, std::optional<double> now) {
+            // Dates a ratio budget's creation on the caller's clock
+            // (time.monotonic() or a FakeClock's), as RetryBudget.ratio does.
+            FakeClock at(now ? MonotonicToTimePoint(*now) : SystemClock::Default()->Now(),
+                         WallTime());
+            return Unwrap(r.BudgetNamed(name, &at));
+          },
+          py::arg("name"), py::arg("now") = py::none())
+      .def(
+          "throttle",
+          [](const PolicyRegistry& r, const std::string& name) {
+            return Unwrap(r.ThrottleNamed(name));
+          },
+          py::arg("name"))
+      .def(
+          "bulkhead",
+          [](const PolicyRegistry& r, const std::string& name) {
+            return Unwrap(r.BulkheadNamed(name));
+          },
+          py::arg("name"))
+      .def(
+          "rate_limiter",
+          [](const PolicyRegistry& r, const std::string& name) {
+            return Unwrap(r.RateLimiterNamed(name));
           },
           py::arg("name"));
 }

@@ -336,7 +336,7 @@ TEST(ConfigGrpc, MaxAttemptsAboveFiveIsCappedWithAWarning) {
   EXPECT_EQ(report->warnings,
             (std::vector<std::string>{
                 "service.json: loadBalancingConfig: ignored (mulligan reads only "
-                "methodConfig[].retryPolicy)",
+                "methodConfig[].retryPolicy and retryThrottling)",
                 "service.json: methodConfig[0].retryPolicy.maxAttempts: 7 is capped at 5, as "
                 "gRPC does (gRFC A6)"}));
   const RetryOptions& o = registry.Policy("shop.Payments/Charge").value()->options();

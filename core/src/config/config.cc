@@ -7,6 +7,7 @@
 //   reader.{h,cc}          JSON values -> typed fields; error collection
 //   fields.{h,cc}          the field tables of policies, breakers, clients
 //   environment.{h,cc}     the MULLIGAN_POLICY_/BREAKER_/CLIENT_ overrides
+//   limits_format.{h,cc}   budgets, throttles, bulkheads, rate_limiters
 //   formats.h              the two document formats:
 //     mulligan_format.cc     the mulligan format
 //     grpc_format.cc         the gRPC service config (gRFC A6)
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -131,6 +133,7 @@ Result<std::shared_ptr<const ConfigSnapshot>> ParseConfig(std::string_view text,
   if (ctx.error_count() > 0) return ctx.ToStatus();
   internal::ReportUnmatchedEnv(ctx, KeysOf(snapshot->policies), KeysOf(snapshot->breakers),
                                KeysOf(snapshot->clients));
+  internal::ReportUnmatchedLimitEnv(ctx, *snapshot);
   snapshot->warnings = std::move(ctx.warnings());
   return std::shared_ptr<const ConfigSnapshot>(std::move(snapshot));
 }
@@ -166,6 +169,18 @@ Result<std::shared_ptr<const ConfigSnapshot>> ParseConfigFile(const std::string&
   return ParseConfig(text, path, options);
 }
 
+namespace {
+
+// Erases the entries of `built` whose names `section` does not have.
+template <typename Built, typename Section>
+void PruneBuilt(Built& built, const Section& section) {
+  for (auto it = built.begin(); it != built.end();) {
+    it = section.find(it->first) == section.end() ? built.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace
+
 LoadReport MakeLoadReport(const ConfigSnapshot& snapshot) {
   LoadReport report;
   report.source = snapshot.source;
@@ -173,6 +188,10 @@ LoadReport MakeLoadReport(const ConfigSnapshot& snapshot) {
   for (const auto& kv : snapshot.breakers) report.breakers.push_back(kv.first);
   for (const auto& kv : snapshot.clients) report.clients.push_back(kv.first);
   report.warnings = snapshot.warnings;
+  report.budgets = KeysOf(snapshot.budgets);
+  report.throttles = KeysOf(snapshot.throttles);
+  report.bulkheads = KeysOf(snapshot.bulkheads);
+  report.rate_limiters = KeysOf(snapshot.rate_limiters);
   return report;
 }
 
@@ -183,6 +202,16 @@ Result<LoadReport> PolicyRegistry::Install(
   if (!parsed.ok()) return parsed.status();  // the old configuration stays
   std::shared_ptr<const ConfigSnapshot> next = std::move(parsed).value();
   LoadReport report = MakeLoadReport(*next);
+  {
+    // Forget the built parts the new configuration no longer has: a later
+    // entry of that name starts afresh (those still present and unchanged
+    // are kept; changed ones are rebuilt on their next lookup).
+    std::lock_guard<std::mutex> parts_lock(parts_mu_);
+    PruneBuilt(built_budgets_, next->budgets);
+    PruneBuilt(built_throttles_, next->throttles);
+    PruneBuilt(built_bulkheads_, next->bulkheads);
+    PruneBuilt(built_rate_limiters_, next->rate_limiters);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     current_.swap(next);
@@ -272,6 +301,97 @@ Result<ClientSettings> PolicyRegistry::Client(std::string_view name) const {
   auto it = s->clients.find(name);
   if (it == s->clients.end()) return NotFound(*s, s->clients, "client", name);
   return it->second;
+}
+
+Result<PolicyLimits> PolicyRegistry::Limits(std::string_view policy) const {
+  std::shared_ptr<const ConfigSnapshot> s = Snapshot();
+  if (s->policies.find(policy) == s->policies.end()) {
+    return NotFound(*s, s->policies, "retry policy", policy);
+  }
+  auto it = s->policy_limits.find(policy);
+  return it == s->policy_limits.end() ? PolicyLimits{} : it->second;
+}
+
+namespace {
+
+// Returns the part `name` of `section` (the snapshot's options) from
+// `built`, building it with `make` when absent or built from other options.
+// REQUIRES: `mu` guards `built`.
+template <typename Options, typename Built, typename Make>
+auto BuildPart(const ConfigSnapshot& s, const std::map<std::string, Options, std::less<>>& section,
+               const char* what, std::string_view name, std::mutex& mu, Built& built, Make make)
+    -> decltype(make(std::declval<const Options&>())) {
+  auto it = section.find(name);
+  if (it == section.end()) return NotFound(s, section, what, name);
+  std::lock_guard<std::mutex> lock(mu);
+  auto found = built.find(name);
+  if (found != built.end() && SameOptions(found->second.options, it->second)) {
+    return found->second.part;
+  }
+  auto made = make(it->second);
+  if (!made.ok()) return made.status();
+  built[std::string(name)] = {it->second, *made};
+  return made;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<RetryBudget>> PolicyRegistry::BudgetNamed(std::string_view name,
+                                                                 Clock* clock) const {
+  std::shared_ptr<const ConfigSnapshot> s = Snapshot();
+  return BuildPart(*s, s->budgets, "budget", name, parts_mu_, built_budgets_,
+                   [clock](const BudgetOptions& o) {
+                     BudgetOptions options = o;
+                     options.clock = clock;
+                     return RetryBudget::Create(options);
+                   });
+}
+
+Result<std::shared_ptr<AdaptiveThrottle>> PolicyRegistry::ThrottleNamed(
+    std::string_view name) const {
+  std::shared_ptr<const ConfigSnapshot> s = Snapshot();
+  return BuildPart(*s, s->throttles, "throttle", name, parts_mu_, built_throttles_,
+                   [](const ThrottleOptions& o) { return AdaptiveThrottle::Create(o); });
+}
+
+Result<std::shared_ptr<Bulkhead>> PolicyRegistry::BulkheadNamed(std::string_view name) const {
+  std::shared_ptr<const ConfigSnapshot> s = Snapshot();
+  return BuildPart(*s, s->bulkheads, "bulkhead", name, parts_mu_, built_bulkheads_,
+                   [](const BulkheadOptions& o) { return Bulkhead::Create(o); });
+}
+
+Result<std::shared_ptr<RateLimiter>> PolicyRegistry::RateLimiterNamed(
+    std::string_view name) const {
+  std::shared_ptr<const ConfigSnapshot> s = Snapshot();
+  return BuildPart(*s, s->rate_limiters, "rate limiter", name, parts_mu_, built_rate_limiters_,
+                   [](const RateLimiterOptions& o) { return RateLimiter::Create(o); });
+}
+
+bool SameOptions(const BudgetOptions& a, const BudgetOptions& b) {
+  const TokenBucketOptions &ta = a.token_bucket, &tb = b.token_bucket;
+  const QuotaOptions &qa = a.quota, &qb = b.quota;
+  const RatioOptions &ra = a.ratio, &rb = b.ratio;
+  return a.name == b.name && a.kind == b.kind && ta.max_tokens == tb.max_tokens &&
+         ta.token_ratio == tb.token_ratio && qa.capacity == qb.capacity &&
+         qa.retry_cost == qb.retry_cost && qa.timeout_cost == qb.timeout_cost &&
+         qa.throttling_cost == qb.throttling_cost &&
+         qa.no_retry_increment == qb.no_retry_increment && ra.ttl == rb.ttl &&
+         ra.percent == rb.percent && ra.min_retries_per_second == rb.min_retries_per_second;
+}
+
+bool SameOptions(const ThrottleOptions& a, const ThrottleOptions& b) {
+  return a.name == b.name && a.window == b.window && a.k == b.k && a.seed == b.seed;
+}
+
+bool SameOptions(const BulkheadOptions& a, const BulkheadOptions& b) {
+  return a.name == b.name && a.max_concurrent == b.max_concurrent &&
+         a.max_queue == b.max_queue && a.max_wait == b.max_wait;
+}
+
+bool SameOptions(const RateLimiterOptions& a, const RateLimiterOptions& b) {
+  return a.name == b.name && a.rate == b.rate && a.burst == b.burst &&
+         a.max_wait == b.max_wait && a.penalize_retry_after == b.penalize_retry_after &&
+         a.max_keys == b.max_keys;
 }
 
 }  // namespace v0

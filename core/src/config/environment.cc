@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fields.h"
+#include "limits_format.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -43,6 +44,39 @@ const EnvFields& ClientEnvFields() {
                                    {"VERIFY_TLS", "verify_tls"},
                                    {"USER_AGENT", "user_agent"},
                                    {"BREAKER_KEY", "breaker_key"}};
+  return fields;
+}
+
+const EnvFields& BudgetEnvFields() {
+  static const EnvFields fields = {
+      {"MAX_TOKENS", "max_tokens"},
+      {"TOKEN_RATIO", "token_ratio"},
+      {"CAPACITY", "capacity"},
+      {"RETRY_COST", "retry_cost"},
+      {"TIMEOUT_COST", "timeout_cost"},
+      {"THROTTLING_COST", "throttling_cost"},
+      {"NO_RETRY_INCREMENT", "no_retry_increment"},
+      {"TTL", "ttl"},
+      {"PERCENT", "percent"},
+      {"MIN_RETRIES_PER_SECOND", "min_retries_per_second"}};
+  return fields;
+}
+
+const EnvFields& ThrottleEnvFields() {
+  static const EnvFields fields = {{"K", "k"}, {"WINDOW", "window"}};
+  return fields;
+}
+
+const EnvFields& BulkheadEnvFields() {
+  static const EnvFields fields = {{"MAX_CONCURRENT", "max_concurrent"},
+                                   {"MAX_QUEUE", "max_queue"},
+                                   {"MAX_WAIT", "max_wait"}};
+  return fields;
+}
+
+const EnvFields& RateLimiterEnvFields() {
+  static const EnvFields fields = {
+      {"RATE", "rate"}, {"BURST", "burst"}, {"MAX_WAIT", "max_wait"}};
   return fields;
 }
 
@@ -88,8 +122,8 @@ void ApplyEnv(Context& ctx, std::string_view kind, const std::string& section,
     const FieldFn<T>* fn = FindField(table, field);
     // Errors from the environment name the variable, not a JSON path.
     Context env_ctx("environment", LoadOptions{});
-    const bool nullable =
-        field == "deadline" || field == "attempt_timeout" || field == "max_half_open_duration";
+    const bool nullable = field == "deadline" || field == "attempt_timeout" ||
+                          field == "max_half_open_duration" || field == "max_wait";
     if ((*fn)(env_ctx, var, EnvValue(*value, nullable), out)) {
       ctx.Warn(Join(Join(section, name), field), "overridden by " + var + "=" + *value);
     } else {
@@ -146,6 +180,57 @@ void ReportUnmatchedEnv(Context& ctx, const std::vector<std::string>& policies,
   ReportKind(ctx, vars, "POLICY", "policy", "policies", policies, PolicyEnvFields());
   ReportKind(ctx, vars, "BREAKER", "breaker", "breakers", breakers, BreakerEnvFields());
   ReportKind(ctx, vars, "CLIENT", "client", "clients", clients, ClientEnvFields());
+}
+
+void ReportUnmatchedLimitEnv(Context& ctx, const ConfigSnapshot& s) {
+  std::vector<std::string> vars = ctx.EnvNames();
+  if (vars.empty()) return;
+  std::sort(vars.begin(), vars.end());
+  auto keys = [](const auto& map) {
+    std::vector<std::string> names;
+    for (const auto& entry : map) names.push_back(entry.first);
+    return names;
+  };
+  ReportKind(ctx, vars, "BUDGET", "budget", "budgets", keys(s.budgets), BudgetEnvFields());
+  ReportKind(ctx, vars, "THROTTLE", "throttle", "throttles", keys(s.throttles),
+             ThrottleEnvFields());
+  ReportKind(ctx, vars, "BULKHEAD", "bulkhead", "bulkheads", keys(s.bulkheads),
+             BulkheadEnvFields());
+  ReportKind(ctx, vars, "RATE_LIMITER", "rate limiter", "rate_limiters", keys(s.rate_limiters),
+             RateLimiterEnvFields());
+}
+
+void ApplyLimitEnv(Context& ctx, const std::string& name, BudgetOptions& out) {
+  // Only the fields of the budget's kind apply; another kind's is an error.
+  static const char* const kKinds[] = {"token_bucket", "quota", "ratio"};
+  const int kind = static_cast<int>(out.kind);
+  EnvFields mine;
+  for (const auto& [suffix, field] : BudgetEnvFields()) {
+    const int of = KindOfBudgetField(field);
+    if (of == kind) {
+      mine.emplace_back(suffix, field);
+      continue;
+    }
+    const std::string var = "MULLIGAN_BUDGET_" + EnvName(name) + "_" + std::string(suffix);
+    if (ctx.Env(var)) {
+      ctx.AddRaw("environment: " + var + ": a field of kind \"" + kKinds[of] + "\", but budget " +
+                 Quote(name) + " is of kind \"" + kKinds[kind] + "\"");
+    }
+  }
+  ApplyEnv(ctx, "BUDGET", "budgets", name, mine, BudgetFields(), out);
+}
+
+void ApplyLimitEnv(Context& ctx, const std::string& name, ThrottleOptions& out) {
+  ApplyEnv(ctx, "THROTTLE", "throttles", name, ThrottleEnvFields(), ThrottleFields(), out);
+}
+
+void ApplyLimitEnv(Context& ctx, const std::string& name, BulkheadOptions& out) {
+  ApplyEnv(ctx, "BULKHEAD", "bulkheads", name, BulkheadEnvFields(), BulkheadFields(), out);
+}
+
+void ApplyLimitEnv(Context& ctx, const std::string& name, RateLimiterOptions& out) {
+  ApplyEnv(ctx, "RATE_LIMITER", "rate_limiters", name, RateLimiterEnvFields(),
+           RateLimiterFields(), out);
 }
 
 void ApplyPolicyEnv(Context& ctx, const std::string& name, RetryOptions& out) {

@@ -41,6 +41,24 @@ void ApplyBreakerEnv(Context& ctx, const std::string& name, CircuitBreakerOption
 // USER_AGENT} to the client `name` ("clients" entry) in `out`.
 void ApplyClientEnv(Context& ctx, const std::string& name, ClientSettings& out);
 
+// Apply MULLIGAN_BUDGET_<NAME>_<FIELD> (MAX_TOKENS, TOKEN_RATIO, CAPACITY,
+// RETRY_COST, TIMEOUT_COST, THROTTLING_COST, NO_RETRY_INCREMENT, TTL,
+// PERCENT, MIN_RETRIES_PER_SECOND: a field of another kind than the
+// budget's is an error), MULLIGAN_THROTTLE_<NAME>_{K,WINDOW},
+// MULLIGAN_BULKHEAD_<NAME>_{MAX_CONCURRENT,MAX_QUEUE,MAX_WAIT} and
+// MULLIGAN_RATE_LIMITER_<NAME>_{RATE,BURST,MAX_WAIT} to the entry `name` of
+// its section. MAX_WAIT also accepts "none". (Added in 0.4.)
+void ApplyLimitEnv(Context& ctx, const std::string& name, BudgetOptions& out);
+void ApplyLimitEnv(Context& ctx, const std::string& name, ThrottleOptions& out);
+void ApplyLimitEnv(Context& ctx, const std::string& name, BulkheadOptions& out);
+void ApplyLimitEnv(Context& ctx, const std::string& name, RateLimiterOptions& out);
+
+// Reports, as warnings, the environment's MULLIGAN_BUDGET_, MULLIGAN_THROTTLE_,
+// MULLIGAN_BULKHEAD_ and MULLIGAN_RATE_LIMITER_ variables that name no entry
+// of `snapshot`'s sections or no field of one, as ReportUnmatchedEnv does.
+// (Added in 0.4.)
+void ReportUnmatchedLimitEnv(Context& ctx, const ConfigSnapshot& snapshot);
+
 // Reports, as warnings, the environment's MULLIGAN_POLICY_, MULLIGAN_BREAKER_
 // and MULLIGAN_CLIENT_ variables that no Apply*Env above reads for the
 // document's entries: those naming no entry of their kind ("<source>: VAR:

@@ -373,6 +373,23 @@ const FieldTable<ClientSettings>& ClientFields() {
        [](Context& c, const std::string& p, const json::value& v, O& o) {
          return ReadString(c, p, v, o.breaker);
        }},
+      // A "budgets" entry shared by every origin, or null: no budget at all
+      // (absent: the HTTP clients' per-origin default). (Added in 0.4.)
+      {"budget",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         if (v.is_null()) {
+           o.budget.clear();
+           o.budget_off = true;
+           return true;
+         }
+         if (!v.is_string() || v.get_string().empty()) {
+           c.Expected(p, "the name of an entry of \"budgets\", or null (no budget)", v);
+           return false;
+         }
+         o.budget = std::string(v.get_string());
+         o.budget_off = false;
+         return true;
+       }},
       {"attempt_timeout",
        [](Context& c, const std::string& p, const json::value& v, O& o) {
          return ReadDuration(c, p, v, true, o.attempt_timeout);

@@ -8,7 +8,13 @@
 //                      "timeout": "2s",
 //                      "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s",
 //                                      "maxBackoff": "1s", "backoffMultiplier": 2,
-//                                      "retryableStatusCodes": ["UNAVAILABLE"]}}]}
+//                                      "retryableStatusCodes": ["UNAVAILABLE"]}}],
+//    "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}
+//
+// retryThrottling (gRFC A6 "Throttling Retry Attempts and Hedged RPCs")
+// becomes the token-bucket budget kGrpcThrottlingBudget of the snapshot's
+// "budgets", and every policy of the file names it (PolicyLimits::budget),
+// as the throttle of a gRPC channel covers every method of it.
 #include <cmath>
 #include <map>
 #include <memory>
@@ -21,6 +27,7 @@
 #include "environment.h"
 #include "formats.h"
 #include "internal/saturating.h"
+#include "limits_format.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -163,15 +170,19 @@ void ParseGrpcRetryPolicy(Context& ctx, const std::string& path, const json::obj
   }
 }
 
-// Reports the top-level fields other than methodConfig: the known gRPC ones
-// are warnings (ignored), anything else an error.
+// The name of the budget a service config's retryThrottling becomes.
+constexpr const char* kGrpcThrottlingBudget = "retryThrottling";
+
+// Reports the top-level fields other than methodConfig and retryThrottling:
+// the known gRPC ones are warnings (ignored), anything else an error.
 void CheckGrpcTopLevel(Context& ctx, const json::object& root) {
   for (const auto& kv : root) {
     const std::string_view key = kv.key();
-    if (key == "methodConfig") continue;
+    if (key == "methodConfig" || key == "retryThrottling") continue;
     if (key == "loadBalancingPolicy" || key == "loadBalancingConfig" ||
-        key == "retryThrottling" || key == "healthCheckConfig") {
-      ctx.Warn(Join("", key), "ignored (mulligan reads only methodConfig[].retryPolicy)");
+        key == "healthCheckConfig") {
+      ctx.Warn(Join("", key),
+               "ignored (mulligan reads only methodConfig[].retryPolicy and retryThrottling)");
     } else {
       ctx.Error(Join("", key),
                 "unknown field; expected one of: methodConfig, loadBalancingPolicy, "
@@ -268,6 +279,13 @@ void ParseGrpc(Context& ctx, const json::object& root, ConfigSnapshot& out) {
                  [&](const std::string& path, const json::value& entry) {
                    return ReadMethodConfig(ctx, path, entry, first_seen, out);
                  });
+  if (const json::value* throttling = root.if_contains("retryThrottling")) {
+    BudgetOptions budget;
+    if (ReadRetryThrottling(ctx, "retryThrottling", *throttling, kGrpcThrottlingBudget, budget)) {
+      out.budgets[kGrpcThrottlingBudget] = budget;
+      for (const auto& entry : out.policies) out.policy_limits[entry.first].budget = budget.name;
+    }
+  }
 }
 
 }  // namespace internal

@@ -2,13 +2,16 @@
 // (see formats.h; the fields are documented in docs/configuration.md):
 //
 //   {"version": 1, "defaults": {"policy": {...}, "breaker": {...}, "client": {...}},
-//    "policies": {...}, "breakers": {...}, "clients": {...}}
+//    "policies": {...}, "breakers": {...}, "clients": {...},
+//    "budgets": {...}, "throttles": {...}, "bulkheads": {...}, "rate_limiters": {...}}
 //
 // Each entry starts from its section's defaults, takes its own fields, then
 // the environment overrides, and is kept only when all of that was valid
 // and the options validate (RetryPolicy::Create, CircuitBreaker::Validate).
-// Sections are read in that order, so a client's "policy" and "breaker" are
-// checked once every policy and breaker is known.
+// The parts sections (limits_format.cc) are read first, then policies,
+// breakers and clients, so a policy's "budget" (and the others) and a
+// client's "policy", "breaker" and "budget" are checked once every entry
+// they may name is known.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -21,6 +24,7 @@
 #include "environment.h"
 #include "fields.h"
 #include "formats.h"
+#include "limits_format.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -39,14 +43,16 @@ struct Defaults {
 // Reports unknown top-level fields and checks "$schema" and "version".
 void CheckTopLevel(Context& ctx, const json::object& root) {
   static const std::vector<std::string_view> kTopLevel = {
-      "$schema", "version", "defaults", "policies", "breakers", "clients"};
+      "$schema", "version",  "defaults",  "policies",  "breakers",
+      "clients", "budgets", "throttles", "bulkheads", "rate_limiters"};
   for (const auto& kv : root) {
     const std::string_view key = kv.key();
     if (std::find(kTopLevel.begin(), kTopLevel.end(), key) == kTopLevel.end()) {
       const std::string best = Suggest(key, kTopLevel);
       ctx.Error(Join("", key), best.empty()
                                    ? "unknown field; expected one of: $schema, version, "
-                                     "defaults, policies, breakers, clients (or methodConfig "
+                                     "defaults, policies, breakers, clients, budgets, "
+                                     "throttles, bulkheads, rate_limiters (or methodConfig "
                                      "for a gRPC service config)"
                                    : "unknown field, did you mean " + Quote(best) + "?");
     }
@@ -108,14 +114,47 @@ void ForEachEntry(Context& ctx, const json::object& root, const std::string& sec
   }
 }
 
+// The fields of a "policies" entry, for messages: the policy's own and the
+// part references (read by ReadPolicyLimitField; never called from here).
+const FieldTable<RetryOptions>& PolicyObjectFields() {
+  static const FieldTable<RetryOptions> table = [] {
+    FieldTable<RetryOptions> t = PolicyFields();
+    for (std::string_view ref : {"budget", "throttle", "bulkhead", "rate_limiter"}) {
+      t.emplace_back(ref, [](Context&, const std::string&, const json::value&, RetryOptions&) {
+        return false;
+      });
+    }
+    return t;
+  }();
+  return table;
+}
+
+// Applies a policy object: its part references ("budget", "throttle",
+// "bulkhead", "rate_limiter") to `limits`, every other field to `options`.
+void ApplyPolicyObject(Context& ctx, const std::string& path, const json::object& o,
+                       RetryOptions& options, PolicyLimits& limits) {
+  for (const auto& kv : o) {
+    const std::string p = Join(path, kv.key());
+    if (ReadPolicyLimitField(ctx, p, kv.key(), kv.value(), limits)) continue;
+    const FieldFn<RetryOptions>* fn = FindField(PolicyFields(), kv.key());
+    if (fn == nullptr) {
+      UnknownField(ctx, path, kv.key(), PolicyObjectFields());
+      continue;
+    }
+    (*fn)(ctx, p, kv.value(), options);
+  }
+}
+
 void ReadPolicies(Context& ctx, const json::object& root, const RetryOptions& base,
                   ConfigSnapshot& out) {
   ForEachEntry(ctx, root, "policies", "retry policies",
                [&](const std::string& name, const std::string& path, const json::object& o) {
                  RetryOptions options = base;
+                 PolicyLimits limits;
                  const size_t before = ctx.error_count();
-                 ApplyObject(ctx, path, o, PolicyFields(), options);
+                 ApplyPolicyObject(ctx, path, o, options, limits);
                  ApplyPolicyEnv(ctx, name, options);
+                 CheckPolicyLimits(ctx, root, out, path, limits, o);
                  if (ctx.error_count() != before) return;
                  Result<RetryPolicy> policy = RetryPolicy::Create(options);
                  if (!policy.ok()) {
@@ -124,6 +163,7 @@ void ReadPolicies(Context& ctx, const json::object& root, const RetryOptions& ba
                  }
                  out.policies[name] =
                      std::make_shared<const RetryPolicy>(std::move(policy).value());
+                 if (!limits.empty()) out.policy_limits[name] = limits;
                });
 }
 
@@ -170,6 +210,7 @@ void CheckClientRefs(Context& ctx, const json::object& root, const ConfigSnapsho
                      const json::object* source) {
   CheckRef(ctx, root, out.policies, "policies", "policy", c.policy, path, source);
   CheckRef(ctx, root, out.breakers, "breakers", "breaker", c.breaker, path, source);
+  CheckRef(ctx, root, out.budgets, "budgets", "budget", c.budget, path, source);
 }
 
 void ReadClients(Context& ctx, const json::object& root, const ClientSettings& base,
@@ -192,6 +233,7 @@ void ParseMulligan(Context& ctx, const json::object& root, ConfigSnapshot& out) 
   CheckTopLevel(ctx, root);
   Defaults defaults;
   ReadDefaults(ctx, root, defaults);
+  ReadLimitSections(ctx, root, out);
   ReadPolicies(ctx, root, defaults.policy, out);
   ReadBreakers(ctx, root, defaults.breaker, out);
   // Client references are checked once every policy and breaker is known.

@@ -25,6 +25,22 @@ Result<HttpClientOptions> HttpClientOptionsFromConfig(const PolicyRegistry& regi
   options.breaker_key = c.breaker_key;
   // The loader checked that both names exist in the same snapshot.
   if (!c.policy.empty()) options.retry = snapshot->policies.at(c.policy)->options();
+  // The client's "budget": a budgets entry shared by every origin (built
+  // once by the registry, shared by name), or null: no budget; absent keeps
+  // the per-origin default. A policy's "budget" applies when the client
+  // names none (a client's own "budget" wins).
+  const std::string* budget = &c.budget;
+  if (budget->empty() && !c.budget_off && !c.policy.empty()) {
+    auto named = snapshot->policy_limits.find(c.policy);
+    if (named != snapshot->policy_limits.end()) budget = &named->second.budget;
+  }
+  if (c.budget_off) {
+    options.retry_budget.reset();
+  } else if (!budget->empty()) {
+    Result<std::shared_ptr<RetryBudget>> shared = registry.BudgetNamed(*budget);
+    if (!shared.ok()) return shared.status();
+    options.shared_budget = std::move(shared).value();
+  }
   if (!c.breaker.empty()) {
     BreakerRegistryOptions breakers;
     breakers.breaker = snapshot->breakers.at(c.breaker);

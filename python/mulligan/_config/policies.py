@@ -28,10 +28,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+import threading
+from typing import Any, Callable, Optional, Union
 
 from .. import _core, _validate
 from .. import stop as _stop, wait as _wait
+from .._budget import AdaptiveThrottle, RetryBudget
+from .._retry.state import STATE
 
 __all__ = [
     "BreakerConfig",
@@ -52,6 +55,17 @@ _REGISTRY = _core.PolicyRegistry()
 # failure path; a call already retrying keeps the session it started with.
 _generation = 0
 
+# The parts a configuration names (issue 14), wrapped once per engine object:
+# (section, name) -> (engine object, Python wrapper). The engine registry
+# shares one object per name (kept across reloads that leave its options
+# unchanged); this keeps one wrapper per object, so every decorator and
+# client naming "api" holds the same mulligan.RetryBudget.
+_parts: dict[tuple[str, str], tuple[Any, Any]] = {}
+_parts_lock = threading.Lock()
+# How engine bulkheads and limiters become mulligan.Bulkhead / RateLimiter:
+# registered by mulligan._limits (which imports this module, not the reverse).
+_PART_WRAPPERS: dict[str, Callable[[Any], Any]] = {}
+
 
 @dataclass(frozen=True)
 class ConfigReport:
@@ -64,6 +78,12 @@ class ConfigReport:
         clients: names of the client settings, sorted.
         warnings: notes that did not stop the load, each naming the file and
             the JSON path, e.g. a gRPC ``maxAttempts`` above 5 capped at 5.
+        budgets, throttles, bulkheads, rate_limiters: names of the entries
+            of those sections, sorted (a gRPC service config's
+            ``retryThrottling`` is the budget ``"retryThrottling"``).
+
+    .. versionchanged:: 0.4.0
+       ``budgets``, ``throttles``, ``bulkheads``, ``rate_limiters``.
     """
 
     source: str
@@ -71,6 +91,10 @@ class ConfigReport:
     breakers: tuple[str, ...]
     clients: tuple[str, ...]
     warnings: tuple[str, ...]
+    budgets: tuple[str, ...] = ()
+    throttles: tuple[str, ...] = ()
+    bulkheads: tuple[str, ...] = ()
+    rate_limiters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,6 +132,15 @@ class Policy:
     wait: Any = None
     #: The file's composed ``stop`` (a :class:`mulligan.stop.Stop`), or None.
     stop: Any = None
+    #: The parts the policy names (0.4): the shared
+    #: :class:`mulligan.RetryBudget`, :class:`mulligan.AdaptiveThrottle`,
+    #: :class:`mulligan.Bulkhead` and :class:`mulligan.RateLimiter` of the
+    #: file's ``budgets``, ``throttles``, ``bulkheads`` and ``rate_limiters``
+    #: entries, or None. Every policy naming one entry holds the same object.
+    budget: Any = None
+    throttle: Any = None
+    bulkhead: Any = None
+    rate_limiter: Any = None
     # The engine's own policy (a copy taken at lookup): sessions begun from it
     # decide exactly as the C++ and C front doors do.
     _native: Any = field(default=None, repr=False, compare=False)
@@ -117,8 +150,13 @@ class Policy:
 
         Only the fields ``@retry`` accepts: attempts, deadline, backoff,
         base_delay, multiplier, max_delay, jitter, jitter_fraction,
-        retry_after_max, clamp_retry_after, seed, min_delay, wait and stop. ``on`` is not part of a
-        policy: the decorated code says which exceptions are retryable.
+        retry_after_max, clamp_retry_after, seed, min_delay, wait, stop,
+        budget, throttle, bulkhead and rate_limiter (the shared objects, or
+        None). ``on`` is not part of a policy: the decorated code says which
+        exceptions are retryable.
+
+        .. versionchanged:: 0.4.0
+           budget, throttle, bulkhead and rate_limiter.
         """
         return {
             "attempts": self.attempts,
@@ -135,6 +173,10 @@ class Policy:
             "min_delay": self.min_delay,
             "wait": self.wait,
             "stop": self.stop,
+            "budget": self.budget,
+            "throttle": self.throttle,
+            "bulkhead": self.bulkhead,
+            "rate_limiter": self.rate_limiter,
         }
 
 
@@ -198,6 +240,11 @@ class ClientConfig:
     #: None (not given: method_rule decides), "all" (the file's null: every
     #: method) or the tuple of methods replayed.
     allowed_methods: Any = None
+    #: The name of the ``budgets`` entry shared by every origin (0.4), or
+    #: None: the HTTP clients' default (a gRFC A6 token bucket per origin),
+    #: or no budget at all when ``budget_off`` (the file's ``"budget": null``).
+    budget: Optional[str] = None
+    budget_off: bool = False
 
 
 def _report(d: dict[str, Any]) -> ConfigReport:
@@ -207,7 +254,42 @@ def _report(d: dict[str, Any]) -> ConfigReport:
         breakers=tuple(d["breakers"]),
         clients=tuple(d["clients"]),
         warnings=tuple(d["warnings"]),
+        budgets=tuple(d["budgets"]),
+        throttles=tuple(d["throttles"]),
+        bulkheads=tuple(d["bulkheads"]),
+        rate_limiters=tuple(d["rate_limiters"]),
     )
+
+
+def _wrap(section: str, name: str, core: Any, make: Callable[[Any], Any]) -> Any:
+    """The one Python wrapper of the engine part ``core`` (see ``_parts``)."""
+    with _parts_lock:
+        found = _parts.get((section, name))
+        if found is not None and found[0] is core:
+            return found[1]
+        wrapper = make(core)
+        _parts[(section, name)] = (core, wrapper)
+        return wrapper
+
+
+def _throttle_of(core: Any) -> AdaptiveThrottle:
+    throttle = object.__new__(AdaptiveThrottle)
+    throttle._core = core
+    return throttle
+
+
+def _part(section: str, name: Optional[str]) -> Any:
+    """The shared part ``name`` of ``section`` ("budget", "throttle",
+    "bulkhead", "rate_limiter") of the loaded configuration, or None."""
+    if name is None:
+        return None
+    if section == "budget":
+        return _wrap(section, name, _REGISTRY.budget(name, STATE.now()), RetryBudget)
+    if section == "throttle":
+        return _wrap(section, name, _REGISTRY.throttle(name), _throttle_of)
+    core = _REGISTRY.bulkhead(name) if section == "bulkhead" else _REGISTRY.rate_limiter(name)
+    return _wrap(section, name, core, _PART_WRAPPERS[section])
+
 
 
 def load_config(path: Optional[str] = None) -> ConfigReport:
@@ -269,6 +351,7 @@ def policy(name: str) -> Policy:
     .. versionadded:: 0.1.0
     """
     native, extras = _REGISTRY.policy_with_extras(_validate.name("mulligan.policy", "name", name))
+    limits = _REGISTRY.limits(name)
     return Policy(
         name=name,
         attempts=native.attempts,
@@ -290,6 +373,10 @@ def policy(name: str) -> Policy:
         min_delay=native.min_delay,
         wait=None if native.wait is None else _wait._from_engine(native.wait),
         stop=None if native.stop is None else _stop._from_engine(native.stop),
+        budget=_part("budget", limits["budget"]),
+        throttle=_part("throttle", limits["throttle"]),
+        bulkhead=_part("bulkhead", limits["bulkhead"]),
+        rate_limiter=_part("rate_limiter", limits["rate_limiter"]),
         _native=native,
     )
 
@@ -321,14 +408,30 @@ def client_config(name: str) -> ClientConfig:
 # --- hooks for @mulligan.retry(policy=...) and Client(policy=...) ---
 
 
+_LIMIT_ARGS = ("bulkhead", "rate_limiter")
+
+
 def _resolve_retry_kwargs(name: str) -> dict[str, Any]:
-    """Returns the ``@mulligan.retry`` keyword arguments of policy `name`.
+    """Returns the ``@mulligan.retry`` keyword arguments of policy `name`,
+    without the bulkhead and the rate limiter (the decorator applies those
+    outside the retry loop: see :func:`_resolve_limit_kwargs`).
 
     For ``@mulligan.retry(policy="payments", on=...)``: explicit keyword
     arguments of the decorator should override these. Raises ValueError for
     an unknown name.
     """
-    return policy(name).retry_kwargs()
+    kwargs = policy(name).retry_kwargs()
+    for key in _LIMIT_ARGS:
+        kwargs.pop(key)
+    return kwargs
+
+
+def _resolve_limit_kwargs(name: str) -> dict[str, Any]:
+    """Returns the shared ``bulkhead`` and ``rate_limiter`` policy `name`
+    names (each None when it names none). Raises ValueError for an unknown
+    name. (Added in 0.4.)"""
+    limits = _REGISTRY.limits(_validate.name("mulligan.retry", "policy", name))
+    return {key: _part(key, limits[key]) for key in _LIMIT_ARGS}
 
 
 def _resolve_retry_extras(name: str) -> dict[str, Any]:
@@ -362,7 +465,10 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
     policy, with ``"_native_policy"`` the policy's engine object (every field
     of it); ``"breaker"`` is the breaker's ``CircuitBreaker`` keyword
     arguments when the client names one, and ``"breaker_key"`` the client's
-    breaker key.
+    breaker key. Only when the file names them (0.4): ``"budget"`` (the
+    client's shared budget, or None for ``"budget": null``, else the
+    policy's), ``"throttle"``, ``"bulkhead"`` and ``"rate_limiter"`` (the
+    policy's shared objects).
 
     Raises:
         ValueError: neither a client nor a policy has that name.
@@ -387,6 +493,10 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
         policy_name = c.policy
         if c.breaker is not None:
             kwargs["breaker"] = _resolve_breaker_kwargs(c.breaker)
+        if c.budget_off:
+            kwargs["budget"] = None
+        elif c.budget is not None:
+            kwargs["budget"] = _part("budget", c.budget)
     elif name in snapshot["policies"]:
         policy_name = name
     else:
@@ -417,4 +527,9 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
         if p.attempt_timeout is not None:
             kwargs["timeout"] = p.attempt_timeout
         kwargs["_native_policy"] = p._native
+        # The parts the policy names (0.4); a client's own "budget" wins.
+        for key in ("budget", "throttle", "bulkhead", "rate_limiter"):
+            part = getattr(p, key)
+            if part is not None and key not in kwargs:
+                kwargs[key] = part
     return kwargs

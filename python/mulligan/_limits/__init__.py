@@ -23,6 +23,7 @@ import math
 from typing import Any, Callable, Optional, TypeVar, Union
 
 from .. import _core
+from .._config import policies as _config_policies
 from .._errors import BulkheadFullError, RateLimitedError
 from .._retry.async_driver import sleep as _async_sleep
 from .._retry.state import STATE
@@ -96,6 +97,14 @@ class Bulkhead:
             raise TypeError(f"max_queue must be an int, got {max_queue!r}")
         self._core = _core.Bulkhead(name, max_concurrent, max_queue, _seconds(max_wait, "max_wait"))
         _core.metrics_track(self._core)  # exported by the metrics (0.4)
+
+    @classmethod
+    def _from_core(cls, core: Any) -> "Bulkhead":
+        """Private: wraps an engine object the configuration registry built
+        (shared by name, mulligan.load_config's "bulkheads" section)."""
+        self = cls.__new__(cls)
+        self._core = core
+        return self
 
     @property
     def name(self) -> str:
@@ -260,6 +269,14 @@ class RateLimiter:
             name, float(rate), float(burst), _seconds(max_wait, "max_wait"), bool(penalize_retry_after)
         )
         _core.metrics_track(self._core)  # exported by the metrics (0.4)
+
+    @classmethod
+    def _from_core(cls, core: Any) -> "RateLimiter":
+        """Private: wraps an engine object the configuration registry built
+        (shared by name, mulligan.load_config's "rate_limiters" section)."""
+        self = cls.__new__(cls)
+        self._core = core
+        return self
 
     @property
     def name(self) -> str:
@@ -427,3 +444,11 @@ def guard(
     if bulkhead is None and limiter is None:
         return fn
     return _guard(fn, bulkhead, limiter, on_refused)
+
+
+# Configuration files name bulkheads and limiters (issue 14): the registry of
+# mulligan._config wraps the engine objects it builds with these. Registered
+# from here because this module imports the retry drivers, which import the
+# configuration module (the reverse import would be a cycle).
+_config_policies._PART_WRAPPERS["bulkhead"] = Bulkhead._from_core
+_config_policies._PART_WRAPPERS["rate_limiter"] = RateLimiter._from_core

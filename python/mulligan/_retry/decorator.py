@@ -36,6 +36,7 @@ from typing import (
 )
 
 from .._breaker.breaker import CircuitBreaker
+from .._config import policies as _config
 from .._limits import Bulkhead, RateLimiter, guard
 from .._validate import UNSET as _UNSET, Seconds
 from .async_driver import wrap_async
@@ -114,10 +115,17 @@ _LIMIT_KEYS = ("bulkhead", "rate_limiter", "rate_limit_per_attempt")
 
 
 def _split_limits(options: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, Any, bool]]:
-    """Takes the bulkhead/limiter options (0.3) out of the retry options."""
+    """Takes the bulkhead/limiter options (0.3) out of the retry options; a
+    named policy's ``bulkhead`` and ``rate_limiter`` (0.4) fill the ones the
+    decorator does not give."""
     rest = {k: v for k, v in options.items() if k not in _LIMIT_KEYS}
-    limits = (options.get("bulkhead"), options.get("rate_limiter"),
-              bool(options.get("rate_limit_per_attempt", False)))
+    bulkhead, limiter = options.get("bulkhead"), options.get("rate_limiter")
+    policy_name = options.get("policy")
+    if isinstance(policy_name, str) and (bulkhead is None or limiter is None):
+        named = _config._resolve_limit_kwargs(policy_name)
+        bulkhead = named["bulkhead"] if bulkhead is None else bulkhead
+        limiter = named["rate_limiter"] if limiter is None else limiter
+    limits = (bulkhead, limiter, bool(options.get("rate_limit_per_attempt", False)))
     guard(lambda: None, limits[0], limits[1])  # type checks, at decoration time
     return rest, limits
 

@@ -252,6 +252,11 @@ class _Config:
         """Validates and compiles ``options``; ``report=False`` only validates
         (no metrics are registered under ``name``)."""
         given = {k: v for k, v in options.items() if v is not _UNSET}
+        # budget=None and throttle=None are the decorator's defaults: a named
+        # policy's budget and throttle (0.4) fill them.
+        for gate in ("budget", "throttle"):
+            if gate in given and given[gate] is None:
+                del given[gate]
         policy_name = _validate.name_or_none(_OWNER, "policy", given.pop("policy", None))
         unknown = set(given) - set(_DEFAULTS)
         if unknown:

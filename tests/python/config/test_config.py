@@ -101,7 +101,7 @@ def test_hooks_give_keyword_arguments_the_decorators_accept() -> None:
         "attempts": 5, "deadline": 20.0, "backoff": "exponential", "base_delay": 0.1,
         "multiplier": 2.0, "max_delay": 5.0, "jitter": "full", "jitter_fraction": 0.2,
         "retry_after_max": 30.0, "clamp_retry_after": False, "seed": 7,
-        "min_delay": 0.0, "wait": None, "stop": None,
+        "min_delay": 0.0, "wait": None, "stop": None, "budget": None, "throttle": None,
     }
     calls = []
 
@@ -320,10 +320,12 @@ def test_the_schema_and_the_loader_reject_the_same_documents(doc: dict[str, Any]
 def test_the_schema_lists_exactly_the_loader_fields() -> None:
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     for section, probe in (("policy", "policies"), ("breaker", "breakers"),
-                           ("client", "clients")):
+                           ("client", "clients"), ("budget", "budgets"),
+                           ("throttle", "throttles"), ("bulkhead", "bulkheads"),
+                           ("rateLimiter", "rate_limiters")):
         fields = set(schema["$defs"][section]["properties"])
         with pytest.raises(ValueError) as info:
             _core.PolicyRegistry().load_string(
                 json.dumps({probe: {"x": {"zzzzzzzzzzzz": 1}}}), "doc.json")
-        listed = str(info.value).split("expected one of: ")[1]
+        listed = str(info.value).split("expected one of: ")[1].split("\n")[0]
         assert set(listed.split(", ")) == fields

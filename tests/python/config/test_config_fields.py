@@ -21,6 +21,7 @@ suite has the same test (tests/core/config_fields_test.cc).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import shutil
@@ -802,6 +803,14 @@ FIELD_TESTS: dict[str, dict[str, Any]] = {
 }
 
 
+# The overload-protection sections and references (issue 14) have their
+# tests in test_config_limits.py (same directory, imported by its basename).
+from test_config_limits import LIMIT_FIELD_TESTS  # noqa: E402
+
+for _kind, _tests in LIMIT_FIELD_TESTS.items():
+    FIELD_TESTS.setdefault(_kind, {}).update(_tests)
+
+
 def test_every_schema_field_has_a_behaviour_test() -> None:
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     missing, stale = [], []
@@ -815,7 +824,7 @@ def test_every_schema_field_has_a_behaviour_test() -> None:
     for tests in FIELD_TESTS.values():
         for target in tests.values():
             assert callable(target) and target.__name__.startswith("test_")
-            assert globals()[target.__name__] is target
+            assert getattr(inspect.getmodule(target), target.__name__) is target
 
 
 def test_the_new_fields_are_checked_at_load_time(tmp_path: Path) -> None:

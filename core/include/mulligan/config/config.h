@@ -16,8 +16,19 @@
 //     "defaults": {"policy": {...}, "breaker": {...}, "client": {...}},
 //     "policies": {"payments": {"max_attempts": 5, "base_delay": "100ms", ...}},
 //     "breakers": {"payments": {"failure_threshold": 5, "reset_timeout": "30s"}},
-//     "clients":  {"payments": {"policy": "payments", "connect_timeout": "2s"}}
+//     "clients":  {"payments": {"policy": "payments", "connect_timeout": "2s"}},
+//     "budgets":  {"api": {"kind": "token_bucket", "max_tokens": 100, "token_ratio": 0.5}},
+//     "throttles": {"api": {"k": 2, "window": "2m"}},
+//     "bulkheads": {"db": {"max_concurrent": 8, "max_queue": 16, "max_wait": "1s"}},
+//     "rate_limiters": {"api": {"rate": 50, "burst": 10}}
 //   }
+//
+// A policy may name a "budget", "throttle", "bulkhead" and "rate_limiter"
+// of the same file; a client may name a "budget" (or set it null: no retry
+// budget at all, instead of the HTTP clients' per-origin default). The named
+// parts are built by the registry (PolicyRegistry::BudgetNamed and the others)
+// and shared by name: every holder of one name gets the same object.
+// (Sections and references added in 0.4.)
 //
 // Every field is optional and defaults to DESIGN.md section 4 (through the
 // "defaults" section when present). Durations are strings with units ("500us",
@@ -37,9 +48,16 @@
 //                            MAX_HALF_OPEN_DURATION}
 //   MULLIGAN_CLIENT_<NAME>_{ATTEMPT_TIMEOUT,CONNECT_TIMEOUT,VERIFY_TLS,USER_AGENT,
 //                           BREAKER_KEY}
+//   MULLIGAN_BUDGET_<NAME>_{MAX_TOKENS,TOKEN_RATIO,CAPACITY,RETRY_COST,TIMEOUT_COST,
+//                           THROTTLING_COST,NO_RETRY_INCREMENT,TTL,PERCENT,
+//                           MIN_RETRIES_PER_SECOND}   (the budget's kind's fields only)
+//   MULLIGAN_THROTTLE_<NAME>_{K,WINDOW}
+//   MULLIGAN_BULKHEAD_<NAME>_{MAX_CONCURRENT,MAX_QUEUE,MAX_WAIT}
+//   MULLIGAN_RATE_LIMITER_<NAME>_{RATE,BURST,MAX_WAIT}            (added in 0.4)
 // A value is read like the JSON field (a duration, a number, a name, true/false;
 // BREAKER_KEY takes origin, host or path, not templates); DEADLINE,
-// ATTEMPT_TIMEOUT (of a policy) and MAX_HALF_OPEN_DURATION also accept "none".
+// ATTEMPT_TIMEOUT (of a policy), MAX_HALF_OPEN_DURATION and MAX_WAIT also
+// accept "none".
 // A variable of these three prefixes that names no entry of the document, or
 // no field of the entry it names (a typo: MULLIGAN_POLICY_PAYMNETS_MAX_ATTEMPTS),
 // is not applied and is reported among the load's warnings.
@@ -58,6 +76,10 @@
 
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/base/clock.h"
+#include "mulligan/budget/budget.h"
+#include "mulligan/budget/throttle.h"
+#include "mulligan/limits/bulkhead.h"
+#include "mulligan/limits/rate_limiter.h"
 #include "mulligan/http/breaker_key.h"
 #include "mulligan/retry/policy.h"
 #include "mulligan/base/status.h"
@@ -103,6 +125,30 @@ struct ClientSettings {
   // array exactly those methods. (Appended in 0.2.)
   bool all_methods = false;
   std::optional<std::vector<std::string>> allowed_methods;
+  // The retry budget of this client (JSON "budget"): the name of a "budgets"
+  // entry, shared by every origin of the client (HttpClientOptions::
+  // shared_budget), or empty for the HTTP clients' default (a gRFC A6 token
+  // bucket per origin). Checked to exist at load time. (Added in 0.4.)
+  std::string budget;
+  // JSON "budget": null: no retry budget at all (HttpClientOptions::
+  // retry_budget = nullopt). Never true together with a non-empty `budget`.
+  // (Added in 0.4.)
+  bool budget_off = false;
+};
+
+// The parts a retry policy names (JSON "budget", "throttle", "bulkhead",
+// "rate_limiter" of a "policies" entry): names of entries of the sections
+// "budgets", "throttles", "bulkheads" and "rate_limiters", or empty for
+// none. Checked to exist at load time. A gRPC service config's
+// retryThrottling sets `budget` of every policy of the file. (Added in 0.4.)
+struct PolicyLimits {
+  std::string budget;
+  std::string throttle;
+  std::string bulkhead;
+  std::string rate_limiter;
+  bool empty() const {
+    return budget.empty() && throttle.empty() && bulkhead.empty() && rate_limiter.empty();
+  }
 };
 
 // One loaded configuration: immutable, shared by every reader that took it.
@@ -115,6 +161,14 @@ struct ConfigSnapshot {
   // Breaker options by name; each `name` field equals its key.
   std::map<std::string, CircuitBreakerOptions, std::less<>> breakers;
   std::map<std::string, ClientSettings, std::less<>> clients;
+  // The parts by name (each options' `name` equals its key), and what each
+  // policy names (only policies that name at least one part are present).
+  // (Added in 0.4.)
+  std::map<std::string, BudgetOptions, std::less<>> budgets;
+  std::map<std::string, ThrottleOptions, std::less<>> throttles;
+  std::map<std::string, BulkheadOptions, std::less<>> bulkheads;
+  std::map<std::string, RateLimiterOptions, std::less<>> rate_limiters;
+  std::map<std::string, PolicyLimits, std::less<>> policy_limits;
   // Notes that did not stop the load (a gRPC maxAttempts capped at 5, an
   // ignored gRPC field, an environment override applied). Each names the
   // source and the JSON path or variable.
@@ -128,6 +182,11 @@ struct LoadReport {
   std::vector<std::string> breakers;
   std::vector<std::string> clients;
   std::vector<std::string> warnings;
+  // Sorted names of the parts sections. (Added in 0.4.)
+  std::vector<std::string> budgets;
+  std::vector<std::string> throttles;
+  std::vector<std::string> bulkheads;
+  std::vector<std::string> rate_limiters;
 };
 
 // Looks up an environment variable; nullopt when unset.
@@ -197,6 +256,29 @@ class PolicyRegistry {
   Result<std::shared_ptr<const RetryPolicy>> Policy(std::string_view name) const;
   Result<CircuitBreakerOptions> Breaker(std::string_view name) const;
   Result<ClientSettings> Client(std::string_view name) const;
+  // Returns what policy `name` names (all empty when it names no part).
+  // Errors: as Policy. (Added in 0.4.)
+  Result<PolicyLimits> Limits(std::string_view policy) const;
+
+  // Return the part `name` of its section ("budgets", "throttles",
+  // "bulkheads", "rate_limiters") of the current configuration, built on
+  // first use and then shared: every later call, from any thread, gets the
+  // same object, and so does every call after a reload that left the entry's
+  // options unchanged (its state, tokens or slots held, carries over); a
+  // reload that changed them gives a new object from then on (holders of the
+  // old one keep it); a load without the entry forgets it, so an entry of
+  // that name loaded later starts afresh. The objects' names are the
+  // entries' names.
+  // `clock` dates a ratio budget's creation (RetryBudget::Create); null
+  // means SystemClock::Default(). It is read only when the budget is built.
+  // Errors: kInvalidArgument `no budget named "x" in <source> (known: ...)`.
+  // Thread-safety: thread-safe (a mutex guards the cache of built parts).
+  // (Added in 0.4.)
+  Result<std::shared_ptr<RetryBudget>> BudgetNamed(std::string_view name,
+                                              Clock* clock = nullptr) const;
+  Result<std::shared_ptr<AdaptiveThrottle>> ThrottleNamed(std::string_view name) const;
+  Result<std::shared_ptr<Bulkhead>> BulkheadNamed(std::string_view name) const;
+  Result<std::shared_ptr<RateLimiter>> RateLimiterNamed(std::string_view name) const;
 
  private:
   Result<LoadReport> Install(Result<std::shared_ptr<const ConfigSnapshot>> parsed,
@@ -207,7 +289,29 @@ class PolicyRegistry {
   // Re-runs the last successful load (for Reload); guarded by reload_mu_.
   std::mutex reload_mu_;
   std::function<Result<std::shared_ptr<const ConfigSnapshot>>()> reload_;
+  // The parts built so far, by name, with the options they were built from
+  // (guarded by parts_mu_).
+  template <typename Options, typename Part>
+  struct Built {
+    Options options;
+    std::shared_ptr<Part> part;
+  };
+  mutable std::mutex parts_mu_;
+  mutable std::map<std::string, Built<BudgetOptions, RetryBudget>, std::less<>> built_budgets_;
+  mutable std::map<std::string, Built<ThrottleOptions, AdaptiveThrottle>, std::less<>>
+      built_throttles_;
+  mutable std::map<std::string, Built<BulkheadOptions, mulligan::Bulkhead>, std::less<>>
+      built_bulkheads_;
+  mutable std::map<std::string, Built<RateLimiterOptions, mulligan::RateLimiter>, std::less<>>
+      built_rate_limiters_;
 };
+
+// Whether two option sets configure the same part (every field but
+// BudgetOptions::clock). (Added in 0.4.)
+bool SameOptions(const BudgetOptions& a, const BudgetOptions& b);
+bool SameOptions(const ThrottleOptions& a, const ThrottleOptions& b);
+bool SameOptions(const BulkheadOptions& a, const BulkheadOptions& b);
+bool SameOptions(const RateLimiterOptions& a, const RateLimiterOptions& b);
 
 // Returns the report of `snapshot` (names sorted, warnings in order).
 LoadReport MakeLoadReport(const ConfigSnapshot& snapshot);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "mulligan/breaker/registry.h"
+#include "mulligan/budget/budget.h"
 #include "mulligan/http/breaker_key.h"
 #include "mulligan/base/clock.h"
 #include "mulligan/base/outcome.h"
@@ -314,6 +315,13 @@ struct HttpClientOptions {
   // host, path, path template or a function (breaker_key.h). The metrics
   // stay by origin (or metrics_name) whatever the breaker key.
   BreakerKeyOptions breaker_key;
+  // Retry budget per origin (issue 14): each origin gets its own RetryBudget
+  // built from these options (gRFC A6 token bucket, max 100, ratio 0.5, by
+  // default); nullopt turns budgets off. Ignored when shared_budget is set.
+  std::optional<BudgetOptions> retry_budget = BudgetOptions{};
+  // One budget for every origin of this client (and of any other holder of it);
+  // null means per-origin budgets built from retry_budget.
+  std::shared_ptr<RetryBudget> shared_budget;
 
   // Report every call (calls, attempts, retries by reason, successes,
   // failures, retry delays, durations; metrics.h) to

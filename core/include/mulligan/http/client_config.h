@@ -28,7 +28,11 @@ inline namespace v0 {
 // from the same load): connect_timeout, attempt_timeout, verify_tls,
 // user_agent and breaker_key from the client; `retry` = every field of its
 // policy (the defaults without one); `breakers` = a new registry whose
-// breakers have every option of its breaker (none without one). The other
+// breakers have every option of its breaker (none without one);
+// `shared_budget` = the registry's shared budget of the client's "budget"
+// (PolicyRegistry::BudgetNamed), or of its policy's "budget" when the client
+// names none, and `retry_budget` = nullopt for "budget": null (otherwise the
+// per-origin default stays; added in 0.4). The other
 // options keep their defaults; the caller may change any of them.
 // Errors: kInvalidArgument `no client named "x" in <source> (known: ...)`.
 // Thread-safety: safe while another thread reloads the registry.
