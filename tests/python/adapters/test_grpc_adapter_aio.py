@@ -177,3 +177,18 @@ def test_fallback(server: ScriptedServer, clock: Any) -> None:
         return await ch.unary_unary(UNARY)(b"x")
 
     assert run(server, body, attempts=1, fallback=b"cached") == b"cached"
+
+
+def test_stream_refused_by_an_open_breaker(server: ScriptedServer, clock: Any) -> None:
+    server.script(STREAM, Step(U))
+
+    async def body(ch: Any) -> Any:
+        with pytest.raises(grpc.aio.AioRpcError):
+            async for _ in ch.unary_stream(STREAM)(b"x"):
+                pass
+        with pytest.raises(mulligan.CircuitOpenError):
+            async for _ in ch.unary_stream(STREAM)(b"x"):
+                pass
+
+    run(server, body, attempts=1, breaker={"failure_threshold": 1})
+    assert len(server.attempts(STREAM)) == 1
