@@ -308,3 +308,24 @@ def test_readme_quick_start_runs(server: ScriptedServer) -> None:
     assert namespace["reply"] == b"ok:hi"
     asyncio.run(namespace["main"]())
     assert len(server.attempts(UNARY)) == 3
+
+
+def test_with_call_and_future(server: ScriptedServer, plain: Any, clock: Any) -> None:
+    server.script(UNARY, Step(U))
+    response, call = plain.unary_unary(UNARY).with_call(b"w")
+    assert response == b"ok:w" and call.code() == grpc.StatusCode.OK
+    assert len(server.attempts(UNARY)) == 2
+    server.script(UNARY, Step(U))
+    assert plain.unary_unary(UNARY).future(b"f").result() == b"ok:f"
+    assert len(server.attempts(UNARY)) == 2
+
+
+def test_cancelled_stream_is_not_retried(server: ScriptedServer, plain: Any, clock: Any) -> None:
+    server.script(STREAM, Step(messages=(b"a",), hold=0.5))
+    responses = plain.unary_stream(STREAM)(b"x")
+    assert responses.cancel()
+    with pytest.raises(grpc.RpcError) as info:
+        next(responses)
+    assert info.value.code() == grpc.StatusCode.CANCELLED
+    assert len(server.attempts(STREAM)) <= 1  # the cancel may beat the request to the server
+    assert clock.sleeps == []
