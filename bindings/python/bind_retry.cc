@@ -68,8 +68,9 @@ RetryPolicy MakePolicy(int attempts, const std::string& backoff, double base_del
 // A copy of `p` with the options named in `changes` replaced (the keyword
 // arguments of RetryPolicy() that a client may override: attempts, backoff,
 // base_delay, multiplier, max_delay, jitter, jitter_fraction, deadline and
-// attempt_timeout (None clears them), retry_after_max, retryable_statuses).
-// Every other field, retryable_errors and retryable_grpc_codes included, is
+// attempt_timeout (None clears them), retry_after_max, retryable_statuses,
+// and, since 0.4, retryable_grpc_codes (gRPC codes in [1, 16]).
+// Every other field, retryable_errors included, is
 // kept. Raises ValueError for an unknown name or a bad value.
 RetryPolicy ReplacePolicy(const RetryPolicy& p, const py::kwargs& changes) {
   RetryOptions o = p.options();
@@ -102,6 +103,8 @@ RetryPolicy ReplacePolicy(const RetryPolicy& p, const py::kwargs& changes) {
       o.retry_after_max = SecondsToDuration(v.cast<double>(), "retry_after_max");
     } else if (key == "retryable_statuses") {
       o.retryable_statuses = v.cast<std::vector<int>>();
+    } else if (key == "retryable_grpc_codes") {  // since 0.4
+      o.retryable_grpc_codes = v.cast<std::vector<int>>();
     } else {
       ThrowStatus(InvalidArgumentError("RetryPolicy.replace: unknown option '" + key + "'"));
     }
@@ -143,17 +146,22 @@ void BindOutcome(py::module_& m) {
                   "A transport failure of `kind`.")
       .def_static(
           "grpc",
-          [](int code) {
+          [](int code, std::optional<double> retry_after) {
             if (code < 0 || code > 16) {
               throw py::value_error("grpc: code must be a gRPC status code in [0, 16] (0 = OK), "
                                     "got " + std::to_string(code));
             }
-            return Outcome::Grpc(code);
+            Outcome o = Outcome::Grpc(code);
+            if (retry_after) o.retry_after = SecondsToDuration(*retry_after, "retry_after");
+            return o;
           },
-          py::arg("code"),
+          py::arg("code"), py::arg("retry_after") = py::none(),
           "A finished gRPC call with status `code` (0 = OK, 14 = UNAVAILABLE, ...): a\n"
           "success for OK, retryable when the policy's retryable_grpc_codes hold it\n"
           "(UNAVAILABLE by default, as gRFC A6's examples), terminal otherwise.\n"
+          "retry_after (seconds, since 0.4): a server's delay hint, e.g. gRFC A6's\n"
+          "grpc-retry-pushback-ms, that replaces the backoff like Retry-After\n"
+          "(retry_after_max, its clamp mode and the deadline apply to it).\n"
           "ValueError outside [0, 16].")
       .def_property_readonly("grpc_status", [](const Outcome& o) { return o.grpc_status; },
                              "The gRPC status code, or -1 when the outcome is not a gRPC one.")
@@ -240,7 +248,8 @@ void BindRetryPolicy(py::module_& m) {
       .def("classify", &RetryPolicy::Classify, py::arg("outcome"))
       .def("replace", &ReplacePolicy,
            "A copy with the given options replaced and every other field kept\n"
-           "(retryable errors and gRPC codes included). ValueError for a bad one.")
+           "(retryable errors included; retryable_grpc_codes may be replaced since\n"
+           "0.4). ValueError for a bad one.")
       .def_property_readonly("attempts",
                              [](const RetryPolicy& p) { return p.options().max_attempts; })
       .def_property_readonly(

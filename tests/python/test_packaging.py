@@ -115,7 +115,7 @@ PUBLIC_NAMES = [
 PUBLIC_SUBMODULES = [
     "mulligan.testing", "mulligan.wait", "mulligan.stop", "mulligan.prometheus", "mulligan.otel",
     "mulligan.adapters", "mulligan.adapters.requests", "mulligan.adapters.httpx",
-    "mulligan.adapters.aiohttp",
+    "mulligan.adapters.aiohttp", "mulligan.adapters.grpc",
 ]
 
 

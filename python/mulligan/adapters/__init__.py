@@ -2,7 +2,7 @@
 
 One module per library, each importable only when that library is installed
 (``pip install 'mulligan[requests]'``, ``'mulligan[httpx]'``,
-``'mulligan[aiohttp]'``); importing one without its library raises
+``'mulligan[aiohttp]'``, ``'mulligan[grpc]'``); importing one without its library raises
 ImportError naming the extra:
 
 - :mod:`mulligan.adapters.requests`: ``Adapter``, a requests transport
@@ -12,6 +12,12 @@ ImportError naming the extra:
   wrapping httpx's own transports (``httpx.Client(transport=...)``).
 - :mod:`mulligan.adapters.aiohttp`: ``Middleware``, an aiohttp (>= 3.12)
   client middleware (``aiohttp.ClientSession(middlewares=[...])``).
+- :mod:`mulligan.adapters.grpc`: ``RetryInterceptor`` and
+  ``AsyncRetryInterceptor``, grpcio client interceptors
+  (``grpc.intercept_channel(channel, RetryInterceptor(...))``,
+  ``grpc.aio.insecure_channel(target, interceptors=[...])``) with gRPC
+  status classification, A6 pushback and service config policies
+  (added in 0.4.0).
 
 Every adapter is a front door of the one pipeline (the engine decides, the
 adapter acts): the retry policy, Retry-After, the breakers per origin, the

@@ -11,7 +11,12 @@ import pytest
 
 @pytest.mark.parametrize(
     ("module", "library", "extra"),
-    [("requests", "requests", "requests"), ("httpx", "httpx", "httpx"), ("aiohttp", "aiohttp", "aiohttp")],
+    [
+        ("requests", "requests", "requests"),
+        ("httpx", "httpx", "httpx"),
+        ("aiohttp", "aiohttp", "aiohttp"),
+        ("grpc", "grpc", "grpc"),
+    ],
 )
 def test_missing_library_names_the_extra(module: str, library: str, extra: str) -> None:
     code = (
@@ -29,7 +34,7 @@ def test_missing_library_names_the_extra(module: str, library: str, extra: str) 
 def test_package_imports_no_library() -> None:
     code = (
         "import sys, mulligan, mulligan.adapters\n"
-        "print(sorted(m for m in ('requests', 'httpx', 'aiohttp') if m in sys.modules))\n"
+        "print(sorted(m for m in ('requests', 'httpx', 'aiohttp', 'grpc') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

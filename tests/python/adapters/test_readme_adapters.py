@@ -20,8 +20,9 @@ README = Path(__file__).resolve().parents[3] / "README.md"
 
 def snippets() -> list[str]:
     text = README.read_text(encoding="utf-8")
-    start = text.index("## Adapters: requests, httpx and aiohttp")
-    section = text[start:text.index("\n## ", start + 1)]
+    start = text.index("## Adapters: requests, httpx, aiohttp and gRPC")
+    # The HTTP libraries' quick starts (tests/python/adapters/test_grpc_adapter.py runs gRPC's).
+    section = text[start:text.index("\n### gRPC", start + 1)]
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
