@@ -57,9 +57,11 @@ def spans() -> Iterator[Spans]:
 
 
 def traceparent(span: ReadableSpan) -> str:
-    """The W3C traceparent naming ``span`` (sampled), as version 00 spells it."""
+    """The W3C traceparent naming ``span``, as version 00 spells it (the
+    flags: sampled, 0x01, and with this SDK also random, 0x02)."""
     ctx = span.context
-    return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-01"
+    assert ctx.trace_flags & 0x01
+    return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
 
 
 def attrs(span: ReadableSpan) -> dict[str, Any]:
