@@ -97,6 +97,21 @@ _KNOWN_METHODS = frozenset(
 )
 
 
+class _Api:
+    """opentelemetry-api's modules and names, imported once by :func:`enable`
+    (the package imports without opentelemetry; nothing reads these before)."""
+
+    trace: Any = None
+    context: Any = None
+    propagate: Any = None
+    SpanKind: Any = None
+    error: Any = None  # Status(StatusCode.ERROR)
+    proxy: Any = None  # the API's ProxyTracerProvider class
+
+
+_api = _Api()
+
+
 class _Switch:
     """The tracing switch: ``tracer`` is None while tracing is off."""
 
@@ -121,12 +136,20 @@ CURRENT: contextvars.ContextVar[Optional[CallTrace]] = contextvars.ContextVar(
 def enable(tracer_provider: Any = None) -> None:
     """Turns tracing on with a tracer of ``tracer_provider`` (the global one
     when None; a provider set globally later is used too, through the API's
-    proxy). Raises ImportError when opentelemetry-api is not installed."""
-    from opentelemetry import trace
+    proxy). The API's ``NoOpTracerProvider`` leaves tracing off. Raises
+    ImportError when opentelemetry-api is not installed."""
+    from opentelemetry import context, propagate, trace
+    from opentelemetry.trace import SpanKind, Status, StatusCode
 
     from .._version import __version__
 
+    _api.trace, _api.context, _api.propagate = trace, context, propagate
+    _api.SpanKind, _api.error = SpanKind, Status(StatusCode.ERROR)
+    _api.proxy = trace.ProxyTracerProvider
     provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
+    if isinstance(provider, trace.NoOpTracerProvider):
+        SWITCH.tracer = None
+        return
     SWITCH.tracer = provider.get_tracer("mulligan", __version__)
 
 
@@ -154,11 +177,10 @@ class CallTrace:
 
     def __init__(self, tracer: Any, name: str, attempt_name: str, kind: Any, span: Any,
                  base: dict[str, Any], http: bool) -> None:
-        from opentelemetry import trace
 
         self.tracer = tracer
         self.span = span
-        self.ctx = trace.set_span_in_context(span)
+        self.ctx = _api.trace.set_span_in_context(span)
         self.name = attempt_name
         self.kind = kind
         self.http = http
@@ -191,10 +213,9 @@ class CallTrace:
 
     def enter_attempt(self) -> None:
         """Starts the next attempt's span and makes it the current span."""
-        from opentelemetry import context, trace
 
         span = self.start_attempt()
-        self.token = context.attach(trace.set_span_in_context(span, self.ctx))
+        self.token = _api.context.attach(_api.trace.set_span_in_context(span, self.ctx))
 
     def end_attempt(self, status: int = 0, error_type: Optional[str] = None,
                     exc: Optional[BaseException] = None) -> None:
@@ -207,9 +228,8 @@ class CallTrace:
         self.current = None
         token, self.token = self.token, None
         if token is not None:
-            from opentelemetry import context
 
-            context.detach(token)
+            _api.context.detach(token)
         _set_outcome(span, status, error_type, exc, self.http)
         span.end()
 
@@ -301,15 +321,14 @@ class CallTrace:
         """Writes the attempt's (or, between attempts, the call's) trace
         context into ``headers`` with the configured propagator: a mutable
         mapping, or anything ``setter(headers, name, value)`` can write."""
-        from opentelemetry import propagate, trace
 
         span = self.current if self.current is not None else self.span
-        ctx = trace.set_span_in_context(span, self.ctx)
+        ctx = _api.trace.set_span_in_context(span, self.ctx)
         if setter is None:
-            propagate.inject(headers, context=ctx)
+            _api.propagate.inject(headers, context=ctx)
         else:
             carrier: dict[str, str] = {}
-            propagate.inject(carrier, context=ctx)
+            _api.propagate.inject(carrier, context=ctx)
             for name, value in carrier.items():
                 setter(headers, name, value)
 
@@ -317,10 +336,9 @@ class CallTrace:
         """``pairs`` with the call's trace context added (for the native
         clients, which send the same headers on every attempt); a header of
         the same name given by the caller is replaced."""
-        from opentelemetry import propagate
 
         carrier: dict[str, str] = {}
-        propagate.inject(carrier, context=self.ctx)
+        _api.propagate.inject(carrier, context=self.ctx)
         names = {name.lower() for name in carrier}
         kept = [p for p in pairs if p[0].lower() not in names]
         return kept + [(name, value.encode("latin-1")) for name, value in carrier.items()]
@@ -361,7 +379,6 @@ def _reason_of(exc: BaseException, attempts: int) -> str:
 
 def _set_outcome(span: Any, status: int, error_type: Optional[str],
                  exc: Optional[BaseException], http: bool) -> None:
-    from opentelemetry.trace import Status, StatusCode
 
     if status:
         span.set_attribute(STATUS_CODE, status)
@@ -371,7 +388,7 @@ def _set_outcome(span: Any, status: int, error_type: Optional[str],
         span.record_exception(exc)
     if error_type is not None:
         span.set_attribute(ERROR_TYPE, error_type)
-        span.set_status(Status(StatusCode.ERROR))
+        span.set_status(_api.error)
 
 
 # -- decorators and blocks --------------------------------------------------
@@ -380,13 +397,12 @@ def _set_outcome(span: Any, status: int, error_type: Optional[str],
 def begin_call(tracer: Any, name: str) -> Optional[CallTrace]:
     """Starts the INTERNAL span of a decorated call or a block named
     ``name``; None when it does not record (no SDK, not sampled)."""
-    from opentelemetry.trace import SpanKind
 
-    span = tracer.start_span(name, kind=SpanKind.INTERNAL, attributes={"mulligan.name": name})
+    span = tracer.start_span(name, kind=_api.SpanKind.INTERNAL, attributes={"mulligan.name": name})
     if not span.is_recording():
         span.end()
         return None
-    return CallTrace(tracer, name, f"{name} attempt", SpanKind.INTERNAL, span, {}, False)
+    return CallTrace(tracer, name, f"{name} attempt", _api.SpanKind.INTERNAL, span, {}, False)
 
 
 def begin_block(name: str) -> Optional[CallTrace]:
@@ -499,7 +515,6 @@ def http_call(method: str, url: str) -> Optional[CallTrace]:
     tracer = SWITCH.tracer
     if tracer is None:
         return None
-    from opentelemetry.trace import SpanKind
 
     known = method in _KNOWN_METHODS
     attrs: dict[str, Any] = {"http.request.method": method if known else "_OTHER"}
@@ -518,11 +533,11 @@ def http_call(method: str, url: str) -> Optional[CallTrace]:
     if port is not None:
         attrs["server.port"] = port
     name = method if known else "HTTP"
-    span = tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs)
+    span = tracer.start_span(name, kind=_api.SpanKind.CLIENT, attributes=attrs)
     if not span.is_recording() and not span.get_span_context().is_valid:
         span.end()
         return None
-    return CallTrace(tracer, name, name, SpanKind.CLIENT, span, attrs, True)
+    return CallTrace(tracer, name, name, _api.SpanKind.CLIENT, span, attrs, True)
 
 
 def client_call(name: str, attributes: dict[str, Any], attempt_name: Optional[str] = None) -> Optional[CallTrace]:
@@ -540,10 +555,9 @@ def client_call(name: str, attributes: dict[str, Any], attempt_name: Optional[st
     tracer = SWITCH.tracer
     if tracer is None:
         return None
-    from opentelemetry.trace import SpanKind
 
-    span = tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+    span = tracer.start_span(name, kind=_api.SpanKind.CLIENT, attributes=attributes)
     if not span.is_recording() and not span.get_span_context().is_valid:
         span.end()
         return None
-    return CallTrace(tracer, name, attempt_name or name, SpanKind.CLIENT, span, dict(attributes), False)
+    return CallTrace(tracer, name, attempt_name or name, _api.SpanKind.CLIENT, span, dict(attributes), False)
