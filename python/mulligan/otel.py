@@ -27,7 +27,18 @@ conventions, every retry scheduled while a span is recording sets
 to be sent minus one (attribute defined by OpenTelemetry's HTTP client span
 conventions).
 
+Traces (0.4): ``instrument(tracing=True)`` also turns on one span per logical
+call and one child span per attempt, from the decorators, ``retrying()``
+blocks, ``Client``/``AsyncClient`` and the requests, httpx and aiohttp
+adapters, with the trace context propagated into every attempt's request
+headers (README, "OpenTelemetry traces"; the spans and attributes are listed
+in ``mulligan._telemetry.tracing``). With tracing on, the attempt spans carry
+``http.request.resend_count`` themselves, so ``tag_spans`` is not used.
+Tracing is off until then, and turning it on without an SDK (the API's
+default provider) records nothing.
+
 .. versionadded:: 0.1.0
+.. versionchanged:: 0.4.0 ``tracing=`` and ``tracer_provider=``.
 """
 
 from __future__ import annotations
@@ -36,8 +47,10 @@ from typing import Any, Callable, Iterable, Optional
 
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
+from opentelemetry.trace import TracerProvider
 
 from ._telemetry import metrics as _metrics
+from ._telemetry import tracing as _tracing
 from ._version import __version__
 
 __all__ = ["OtelBridge", "instrument"]
@@ -48,9 +61,11 @@ RESEND_COUNT = "http.request.resend_count"
 class OtelBridge:
     """The registered instruments and span hook; :meth:`uninstrument` removes the hook."""
 
-    def __init__(self, meter: Meter, tag_spans: bool) -> None:
+    def __init__(self, meter: Meter, tag_spans: bool, tracing: bool = False) -> None:
         self.meter = meter
         self._listener_id = 0
+        #: True while this bridge has tracing on (``instrument(tracing=True)``).
+        self.tracing = tracing
 
         def counter(key: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
             def observe(_: CallbackOptions) -> Iterable[Observation]:
@@ -170,23 +185,46 @@ class OtelBridge:
             span.set_attribute(RESEND_COUNT, int(event["attempt"]))
 
     def uninstrument(self) -> None:
-        """Stops tagging spans (observable instruments live as long as their meter)."""
+        """Stops tagging spans and, when this bridge turned it on, tracing
+        (calls already traced end their spans); observable instruments live
+        as long as their meter. Idempotent."""
         if self._listener_id:
             _metrics.remove_event_listener(self._listener_id)
             self._listener_id = 0
+        if self.tracing:
+            _tracing.disable()
+            self.tracing = False
 
 
-def instrument(meter_provider: Optional[MeterProvider] = None, *, tag_spans: bool = True) -> OtelBridge:
-    """Registers mulligan's instruments on a meter of ``meter_provider``.
+def instrument(
+    meter_provider: Optional[MeterProvider] = None,
+    *,
+    tag_spans: bool = True,
+    tracing: bool = False,
+    tracer_provider: Optional[TracerProvider] = None,
+) -> OtelBridge:
+    """Registers mulligan's instruments on a meter of ``meter_provider``,
+    and with ``tracing=True`` turns traces on.
 
     Args:
         meter_provider: the provider to use; the global one when None.
         tag_spans: set ``http.request.resend_count`` on the current span when
-            a retry is scheduled.
+            a retry is scheduled (ignored with ``tracing=True``, whose attempt
+            spans carry it).
+        tracing: one span per logical call and one per attempt (process-wide,
+            until :meth:`OtelBridge.uninstrument`). Default False.
+        tracer_provider: the provider of mulligan's tracer; the global one
+            when None (read through the API's proxy, so an SDK provider set
+            globally later is used from then on).
 
     Returns:
         The :class:`OtelBridge`.
+
+    Thread-safety: call it once at start-up; calls in flight on other
+    threads keep the switch they began with.
     """
     provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
     meter = provider.get_meter("mulligan", __version__)
-    return OtelBridge(meter, tag_spans)
+    if tracing:
+        _tracing.enable(tracer_provider)
+    return OtelBridge(meter, tag_spans and not tracing, tracing)

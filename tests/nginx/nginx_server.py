@@ -305,7 +305,8 @@ class NginxServer:
         idempotency_key ("" when the request had none), request_id (32 hex
         digits), connection (int, nginx's connection serial number) and
         connection_requests (int, requests made on that connection so far)
-        and user_agent (the User-Agent header, "" when none).
+        and user_agent (the User-Agent header, "" when none), traceparent
+        (the W3C traceparent header, "" when none).
         nginx writes the line after the response has been sent, so a caller
         that has just read a response may poll briefly for its line.
         """

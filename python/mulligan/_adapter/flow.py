@@ -26,6 +26,7 @@ and the metrics exact.
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any, Callable, Optional
 
@@ -37,6 +38,7 @@ from .._http.request import _breaker_args, _breaker_key_of, _policy, _retry_on
 from .._redact import redact_url
 from .._retry.fallback import call_fallback
 from .._retry.state import STATE
+from .._telemetry import tracing as _tracing
 from .._validate import UNSET
 
 __all__ = ["AdapterConfig", "RequestCall", "IDEMPOTENT_METHODS", "KINDS", "new_key"]
@@ -160,7 +162,7 @@ class RequestCall:
     Not thread-safe: it belongs to one request (one thread, or one task).
     """
 
-    __slots__ = ("cfg", "core", "method", "url", "key", "kind", "status")
+    __slots__ = ("cfg", "core", "method", "url", "key", "kind", "status", "trace")
 
     def __init__(
         self, cfg: AdapterConfig, method: str, url: str, key: Optional[str], body_replayable: bool
@@ -176,10 +178,36 @@ class RequestCall:
             STATE.now(), method, url, key is not None, body_replayable,
             cfg.breaker_key(method, url), None, None, cfg.fallback is not UNSET, cap, no_wait,
         )
+        # The call's spans while mulligan.otel tracing is on, else None.
+        self.trace = _tracing.http_call(method, url) if _tracing.SWITCH.tracer is not None else None
 
     def admit(self) -> bool:
-        """Asks the engine before an attempt; False: the breaker refused."""
-        return bool(self.core.admit(STATE.now()))
+        """Asks the engine before an attempt; False: the breaker refused.
+        An admitted attempt's span starts here (tracing on)."""
+        admitted = bool(self.core.admit(STATE.now()))
+        if admitted and self.trace is not None:
+            self.trace.start_attempt()
+        return admitted
+
+    def inject(self, headers: Any) -> None:
+        """Writes the admitted attempt's trace context (W3C traceparent, or
+        the configured propagator's) into the mutable mapping ``headers``
+        of the request about to be sent; nothing while tracing is off."""
+        if self.trace is not None:
+            self.trace.inject(headers)
+
+    def _traced(self, decision: Any, status: int, error_type: Optional[str],
+                exc: Optional[BaseException]) -> None:
+        """Ends the attempt's span (``exc``: the exception it raised) with the
+        engine's ``decision``, and the call's span when it ends the call."""
+        trace = self.trace
+        assert trace is not None
+        trace.end_attempt(status, error_type, exc)
+        if decision.retry:
+            trace.retry_scheduled(float(decision.delay))
+        else:
+            trace.finished(decision.reason, int(decision.attempt))
+            trace.end(None, status, error_type=error_type)
 
     @property
     def attempt_timeout(self) -> Optional[float]:
@@ -199,24 +227,43 @@ class RequestCall:
         # The wall clock matters only to a Retry-After HTTP-date.
         now = wall_now() if retry_after is not None else 0.0
         outcome = _core.http_response_outcome(status, retry_after, self.key is not None, now)
-        return self.core.record(outcome, STATE.now())
+        decision = self.core.record(outcome, STATE.now())
+        if self.trace is not None:
+            self._traced(decision, status, None, None)
+        return decision
 
     def error(self, kind: str) -> Any:
         """Records an attempt that failed with a transport failure of
         ``kind`` (a name of :data:`KINDS`): the engine's Decision."""
         self.kind = kind
         self.status = 0
-        return self.core.record(_OUTCOMES[kind], STATE.now())
+        decision = self.core.record(_OUTCOMES[kind], STATE.now())
+        if self.trace is not None:
+            self._traced(decision, 0, kind, sys.exc_info()[1])  # called in the adapter's except
+        return decision
 
     def terminal(self) -> None:
         """Ends the call on an exception that is no transport failure (a bad
         URL, a hook's bug): recorded as terminal; the caller re-raises it."""
         self.core.record(_TERMINAL, STATE.now())
+        if self.trace is not None:
+            self._end_on(sys.exc_info()[1], "terminal")
+
+    def _end_on(self, exc: Optional[BaseException], reason: str) -> None:
+        """Ends the spans of a call stopped by ``exc`` (the exception being
+        handled) with the stop ``reason``."""
+        trace = self.trace
+        assert trace is not None
+        error_type = _tracing.qualname(exc) if exc is not None else None
+        trace.end_attempt(0, error_type, exc)
+        trace.end(exc, reason=reason, error_type=error_type)
 
     def abandon(self, in_flight: int) -> None:
         """Ends a call stopped by its caller (KeyboardInterrupt, a cancelled
         task, a raising hook); ``in_flight`` 1 when an attempt was running."""
         self.core.abandon(STATE.now(), in_flight)
+        if self.trace is not None:
+            self._end_on(sys.exc_info()[1], "terminal")  # nothing once the call has ended
 
     def report(self, decision: Any) -> Any:
         """Logs the retry ``decision`` and runs the on_retry hook with a
@@ -236,6 +283,8 @@ class RequestCall:
     def refused(self, error_type: type[CircuitOpenError], cause: Optional[BaseException]) -> Any:
         """Ends a refused call: the fallback's answer, or raises ``error_type``."""
         exc = self.refusal(error_type)
+        if self.trace is not None:
+            self.trace.end(exc, reason="circuit_open", error_type="circuit_open")
         _log_give_up(self.method, self.url, self.attempts, "circuit_open", str(exc))
         if self.core.use_fallback:
             return call_fallback(self.cfg.fallback, exc)

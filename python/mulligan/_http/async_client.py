@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Optional, Union
 from .. import _core, _validate
 from .._errors import CircuitOpenError, TransportError
 from .._retry.state import STATE
+from .._telemetry import tracing as _tracing
 from .._validate import UNSET as _UNSET
 from .base import _ClientBase, _merge_named, _testing
 from .events import _HttpRetryHook, _report_retry
@@ -222,9 +223,19 @@ class AsyncClient(_ClientBase):
         raise_on_give_up: bool,
         fallback: Any,
         check_url: bool = False,
+        trace: Optional[_tracing.CallTrace] = None,
     ) -> Response:
         """Runs one prepared call: attempts on the driver, waits between them
-        with asyncio.sleep, the give-up report and the fallback."""
+        with asyncio.sleep, the give-up report and the fallback; in its spans
+        while tracing is on (``trace``: ``_telemetry.tracing``)."""
+        if _tracing.SWITCH.tracer is not None and trace is None:
+            trace = _tracing.http_call(method, url)
+            if trace is not None:
+                return await trace.run_async(  # type: ignore[no-any-return]
+                    self._call, method, url, trace.header_pairs(pairs), body, key, policy,
+                    follow_redirects, max_redirects, strict, hook, raise_on_give_up, fallback,
+                    check_url, trace,
+                )
         if check_url:  # the short path: request() checked both already
             if self._closed:
                 raise RuntimeError("this client is closed")
@@ -234,6 +245,8 @@ class AsyncClient(_ClientBase):
         cap, no_wait, clock = _testing()
         try:
             fut = loop.create_future()
+            if trace is not None:
+                trace.start_attempt()
             call: Optional[int] = driver.begin(
                 fut, method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
                 fallback is not _UNSET, cap, no_wait, clock, self._breaker_key(method, url),
@@ -245,11 +258,15 @@ class AsyncClient(_ClientBase):
                     info = await fut
                     if info is None:
                         break
+                    if trace is not None:
+                        trace.http_retry(info)
                     result = _report_retry(info, method, url, hook)
                     if inspect.isawaitable(result):
                         await result
                     await self._wait(loop, info[1])
                     fut = loop.create_future()
+                    if trace is not None:
+                        trace.start_attempt()
                     driver.start(call, fut)
                 done, call = call, None
                 raw = driver.finish(done)
@@ -257,7 +274,11 @@ class AsyncClient(_ClientBase):
                 if call is not None:  # cancelled, failed or the client closed
                     driver.cancel(call)
         except (TransportError, CircuitOpenError) as exc:
+            if trace is not None:
+                trace.http_error(exc)
             return self._fall_back(method, url, exc, fallback)  # type: ignore[no-any-return]
+        if trace is not None:
+            trace.http_response(raw[0], raw[6], raw[2])
         return self._finish(raw, method, url, raise_on_give_up, fallback)  # type: ignore[no-any-return]
 
     def get(self, url: str, **kwargs: Any) -> Coroutine[Any, Any, Response]:

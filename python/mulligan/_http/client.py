@@ -22,6 +22,7 @@ from typing import Any, Optional, Union
 from .. import _core
 from .._errors import CircuitOpenError, TransportError
 from .._retry.state import STATE
+from .._telemetry import tracing as _tracing
 from .._validate import UNSET as _UNSET
 from .base import _ClientBase, _merge_named, _testing
 from .events import _HttpRetryHook, _report_retry
@@ -283,19 +284,35 @@ class Client(_ClientBase):
         hook: Optional[_HttpRetryHook],
         raise_on_give_up: bool,
         fallback: Any,
+        trace: Optional[_tracing.CallTrace] = None,
     ) -> Any:
         """Runs one prepared call: attempts in the engine, the waits between
-        them here, the give-up report and the fallback (``base``)."""
+        them here, the give-up report and the fallback (``base``); in its
+        spans while tracing is on (``trace``: ``_telemetry.tracing``)."""
+        if _tracing.SWITCH.tracer is not None and trace is None:
+            trace = _tracing.http_call(method, url)
+            if trace is not None:
+                return trace.run(
+                    self._send, client, method, url, trace.header_pairs(pairs), body, key,
+                    policy, follow_redirects, max_redirects, strict, hook, raise_on_give_up,
+                    fallback, trace,
+                )
         cap, no_wait, clock = _testing()
         try:
+            if trace is not None:
+                trace.start_attempt()
             raw = client.request(
                 method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
                 fallback is not _UNSET, cap, no_wait, clock, self._breaker_key(method, url),
             )
             while type(raw) is not tuple:  # an _core.HttpCall: a retry was decided
-                raw = _retry(raw, method, url, hook)
+                raw = _retry(raw, method, url, hook, trace)
         except (TransportError, CircuitOpenError) as exc:
+            if trace is not None:
+                trace.http_error(exc)
             return self._fall_back(method, url, exc, fallback)
+        if trace is not None:
+            trace.http_response(raw[0], raw[6], raw[2])
         return self._finish(raw, method, url, raise_on_give_up, fallback)
 
     def get(self, url: str, **kwargs: Any) -> Response:
@@ -327,12 +344,17 @@ class Client(_ClientBase):
         return self.request("DELETE", url, **kwargs) if kwargs else self._bare("DELETE", url)
 
 
-def _retry(pending: Any, method: str, url: str, hook: Optional[_HttpRetryHook]) -> Any:
-    """Makes the retry an ``_core.HttpCall`` decided: reports it (log, hook),
-    waits its delay with ``STATE.sleep`` and runs the next attempt. A hook
-    that raises, or an interrupted wait (Ctrl-C), ends the call without the
-    retry and propagates."""
+def _retry(
+    pending: Any, method: str, url: str, hook: Optional[_HttpRetryHook],
+    trace: Optional[_tracing.CallTrace] = None,
+) -> Any:
+    """Makes the retry an ``_core.HttpCall`` decided: reports it (log, hook,
+    the attempt's span), waits its delay with ``STATE.sleep`` and runs the
+    next attempt. A hook that raises, or an interrupted wait (Ctrl-C), ends
+    the call without the retry and propagates."""
     try:
+        if trace is not None:
+            trace.http_retry(pending.event)
         _report_retry(pending.event, method, url, hook)
         delay = pending.delay
         if delay > 0:
@@ -340,6 +362,8 @@ def _retry(pending: Any, method: str, url: str, hook: Optional[_HttpRetryHook]) 
     except BaseException:
         pending.cancel()
         raise
+    if trace is not None:
+        trace.start_attempt()
     return pending.resume()
 
 

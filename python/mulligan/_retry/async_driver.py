@@ -29,6 +29,7 @@ from .call import (
     refused_first_attempt,
     start_guarded,
 )
+from .._telemetry import tracing as _tracing
 from .options import _Config
 from .state import STATE
 
@@ -92,17 +93,21 @@ async def _run_async(
         raise
 
 
-def wrap_async(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
-    """Returns the retrying ``async def`` wrapper of coroutine function `fn`."""
+def wrap_async(fn: Callable[..., Any], cfg: _Config, switch: Any = _tracing.SWITCH) -> Callable[..., Any]:
+    """Returns the retrying ``async def`` wrapper of coroutine function `fn`
+    (traced while ``switch.tracer`` is set, as ``sync_driver.wrap_sync``)."""
     catch = cfg.catch
+    traced = _tracing.Traced(fn, cfg.name, lambda f: wrap_async(f, cfg, _tracing.OFF), True)
     if cfg.breaker is not None or cfg.throttle is not None:
-        return _wrap_async_with_breaker(fn, cfg)
+        return _wrap_async_with_breaker(fn, cfg, switch, traced)
     if cfg.check is None and cfg.on_result is None and not cfg.timed:
 
         tick = cfg.tick
 
         @functools.wraps(fn)
         async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if switch.tracer is not None:
+                return await traced.run_async(switch.tracer, args, kwargs)
             try:
                 result = await fn(*args, **kwargs)
             except catch as e:
@@ -122,6 +127,8 @@ def wrap_async(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     async def general_wrapper(*args: Any, **kwargs: Any) -> Any:
+        if switch.tracer is not None:
+            return await traced.run_async(switch.tracer, args, kwargs)
         start = state.now() if timed else None
         try:
             result = await fn(*args, **kwargs)
@@ -139,7 +146,9 @@ def wrap_async(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
     return general_wrapper
 
 
-def _wrap_async_with_breaker(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
+def _wrap_async_with_breaker(
+    fn: Callable[..., Any], cfg: _Config, switch: Any, traced: _tracing.Traced
+) -> Callable[..., Any]:
     """The async wrapper with ``breaker=`` (see sync_driver._wrap_sync_with_breaker)."""
     catch = cfg.catch
     check = cfg.check
@@ -149,6 +158,8 @@ def _wrap_async_with_breaker(fn: Callable[..., Any], cfg: _Config) -> Callable[.
 
     @functools.wraps(fn)
     async def breaker_wrapper(*args: Any, **kwargs: Any) -> Any:
+        if switch.tracer is not None:
+            return await traced.run_async(switch.tracer, args, kwargs)
         core = start_guarded(cfg, state.now() if timed else None)
         if core.refused:
             return refused_first_attempt(cfg, core)

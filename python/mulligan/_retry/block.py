@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any, Callable, Optional
 
 from .. import _validate
+from .._telemetry import tracing as _tracing
 from .._validate import UNSET as _UNSET, Seconds
 from .async_driver import sleep as async_sleep
 from .call import _Call
@@ -64,6 +65,9 @@ class Attempt:
         return self._result
 
     def __enter__(self) -> Attempt:
+        trace = self._run.trace
+        if trace is not None:
+            trace.enter_attempt()
         return self
 
     def __exit__(
@@ -72,6 +76,16 @@ class Attempt:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> bool:
+        suppress = self._judge(exc)
+        trace = self._run.trace
+        if trace is not None:
+            trace.end_attempt(0, None if exc is None else _tracing.qualname(exc), exc)
+            if exc is not None and not suppress:
+                trace.end(exc)  # the exception leaves the loop: the call is over
+        return suppress
+
+    def _judge(self, exc: Optional[BaseException]) -> bool:
+        """Records the block's outcome; True to suppress ``exc`` (retryable)."""
         cfg = self._run.cfg
         if exc is None:
             if self._has_result and cfg.rejects(self._result):
@@ -92,12 +106,13 @@ class Attempt:
 class _BlockRun:
     """The state of one iteration over a :class:`RetryBlock` (one logical call)."""
 
-    __slots__ = ("cfg", "start", "call")
+    __slots__ = ("cfg", "start", "call", "trace")
 
     def __init__(self, cfg: _Config) -> None:
         self.cfg = cfg
         self.start = STATE.now()
         self.call: Optional[_Call] = None
+        self.trace = _tracing.begin_block(cfg.name)  # None unless tracing is on
 
     def after(self, attempt: Attempt) -> Optional[float]:
         """Returns the delay before the next attempt, or None when the loop is over.
@@ -114,6 +129,7 @@ class _BlockRun:
             return None
         if self.call is None:
             self.call = _Call(self.cfg, self.start)
+            self.call.trace = self.trace
         exc, result = attempt._exception, attempt._result
         delay = self.call.failed(exc, None if exc is not None else result)
         if delay is None:
@@ -127,6 +143,11 @@ class _BlockRun:
     def abandon(self) -> None:
         if self.call is not None:
             self.call.abandon()
+
+    def end(self, exc: Optional[BaseException]) -> None:
+        """Ends the run's span (tracing on), once."""
+        if self.trace is not None:
+            self.trace.end(exc)
 
 
 class RetryBlock:
@@ -150,23 +171,60 @@ class RetryBlock:
 
     def __iter__(self) -> Iterator[Attempt]:
         run = _BlockRun(self._cfg)
-        number = 1
-        while True:
-            attempt = Attempt(run, number, run.waited())
-            yield attempt
-            delay = run.after(attempt)
-            if delay is None:
-                return
-            if delay > 0:
-                try:
-                    STATE.sleep(delay)
-                except BaseException:
-                    run.abandon()
-                    raise
-            number += 1
+        if run.trace is None:
+            return _iterate(run)
+        return _traced(run, _iterate(run))
 
     def __aiter__(self) -> AsyncIterator[Attempt]:
-        return _iterate_async(_BlockRun(self._cfg))
+        run = _BlockRun(self._cfg)
+        if run.trace is None:
+            return _iterate_async(run)
+        return _traced_async(run, _iterate_async(run))
+
+
+def _iterate(run: _BlockRun) -> Iterator[Attempt]:
+    """The ``for`` form of a :class:`RetryBlock`: waits with ``STATE.sleep``."""
+    number = 1
+    while True:
+        attempt = Attempt(run, number, run.waited())
+        yield attempt
+        delay = run.after(attempt)
+        if delay is None:
+            return
+        if delay > 0:
+            try:
+                STATE.sleep(delay)
+            except BaseException:
+                run.abandon()
+                raise
+        number += 1
+
+
+def _traced(run: _BlockRun, attempts: Iterator[Attempt]) -> Iterator[Attempt]:
+    """``attempts`` with the run's span ended when the loop ends."""
+    try:
+        yield from attempts
+    except GeneratorExit:  # the loop was left early (break, return): not a failure
+        run.end(None)
+        raise
+    except BaseException as e:
+        run.end(e)
+        raise
+    run.end(None)
+
+
+async def _traced_async(run: _BlockRun, attempts: AsyncIterator[Attempt]) -> AsyncIterator[Attempt]:
+    """``attempts`` (async) with the run's span ended when the loop ends."""
+    try:
+        async for attempt in attempts:
+            yield attempt
+    except GeneratorExit:  # the loop was left early (break, return): not a failure
+        run.end(None)
+        raise
+    except BaseException as e:
+        run.end(e)
+        raise
+    run.end(None)
 
 
 async def _iterate_async(run: _BlockRun) -> AsyncIterator[Attempt]:

@@ -22,6 +22,7 @@ import math
 from typing import Any, Optional
 
 from .. import _core
+from .._telemetry import tracing as _tracing
 from .._errors import AttemptOutcome, CircuitOpenError, RetriesExhausted, ThrottledError, _circuit_open
 from .._text import format_seconds
 from .fallback import call_fallback
@@ -144,7 +145,7 @@ class _Call:
 
     __slots__ = (
         "cfg", "core", "start", "attempt", "waited", "outcomes", "hint", "reason", "done",
-        "use_fallback", "guarded",
+        "use_fallback", "guarded", "trace",
     )
 
     def __init__(self, cfg: _Config, start: Optional[float], core: Any = None) -> None:
@@ -169,6 +170,9 @@ class _Call:
         self.reason = "attempts_exhausted"
         self.done = False
         self.use_fallback = False
+        # The call's spans (mulligan.otel tracing), or None: a retrying()
+        # block sets its own after construction.
+        self.trace: Optional[_tracing.CallTrace] = _tracing.CURRENT.get()
 
     def failed(self, exc: Optional[BaseException], result: Any) -> Optional[float]:
         """Records a failed attempt; returns the delay before the next one, or None to stop.
@@ -214,6 +218,8 @@ class _Call:
                 hook(details)
             self.waited += delay
             self.attempt += 1
+            if self.trace is not None:
+                self.trace.retry_scheduled(delay)
             return delay
         assert reason is not None
         self.reason = reason
@@ -327,6 +333,8 @@ class _Call:
         if self.done:
             return
         self.done = True
+        if self.trace is not None:
+            self.trace.finished(reason, self.attempt)
         self.cfg.statistics.set(
             RetryStatistics(
                 name=self.cfg.name,

@@ -24,6 +24,7 @@ from .call import (
     refused_first_attempt,
     start_guarded,
 )
+from .._telemetry import tracing as _tracing
 from .options import _Config
 from .state import STATE
 
@@ -79,17 +80,25 @@ def _run_sync(
         raise
 
 
-def wrap_sync(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
-    """Returns the retrying wrapper of the plain function `fn`."""
+def wrap_sync(fn: Callable[..., Any], cfg: _Config, switch: Any = _tracing.SWITCH) -> Callable[..., Any]:
+    """Returns the retrying wrapper of the plain function `fn`.
+
+    While tracing is on (``switch.tracer``, mulligan.otel), each call takes
+    the traced path instead: the same wrapper, built with the ``OFF`` switch
+    around each attempt's span (``_telemetry.tracing``); while it is off,
+    that check is all a call pays."""
     catch = cfg.catch
+    traced = _tracing.Traced(fn, cfg.name, lambda f: wrap_sync(f, cfg, _tracing.OFF), False)
     if cfg.breaker is not None or cfg.throttle is not None:
-        return _wrap_sync_with_breaker(fn, cfg)
+        return _wrap_sync_with_breaker(fn, cfg, switch, traced)
     if cfg.check is None and cfg.on_result is None and not cfg.timed:
         # The common case, kept minimal: exception types, no deadline.
         tick = cfg.tick
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if switch.tracer is not None:
+                return traced.run(switch.tracer, args, kwargs)
             try:
                 result = fn(*args, **kwargs)
             except catch as e:
@@ -107,6 +116,8 @@ def wrap_sync(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
         # Exception types with a deadline: one clock read per call.
         @functools.wraps(fn)
         def timed_wrapper(*args: Any, **kwargs: Any) -> Any:
+            if switch.tracer is not None:
+                return traced.run(switch.tracer, args, kwargs)
             start = state.now()
             try:
                 result = fn(*args, **kwargs)
@@ -125,6 +136,8 @@ def wrap_sync(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def general_wrapper(*args: Any, **kwargs: Any) -> Any:
+        if switch.tracer is not None:
+            return traced.run(switch.tracer, args, kwargs)
         # With a deadline the session must start when the first attempt did,
         # which costs one clock read per call; only deadline users pay it.
         start = state.now() if timed else None
@@ -144,7 +157,9 @@ def wrap_sync(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
     return general_wrapper
 
 
-def _wrap_sync_with_breaker(fn: Callable[..., Any], cfg: _Config) -> Callable[..., Any]:
+def _wrap_sync_with_breaker(
+    fn: Callable[..., Any], cfg: _Config, switch: Any, traced: _tracing.Traced
+) -> Callable[..., Any]:
     """The sync wrapper with ``breaker=``: the pipeline asks the breaker
     before every attempt, so an open breaker ends the call at once with
     CircuitOpenError (or the fallback) and never runs ``fn``."""
@@ -156,6 +171,8 @@ def _wrap_sync_with_breaker(fn: Callable[..., Any], cfg: _Config) -> Callable[..
 
     @functools.wraps(fn)
     def breaker_wrapper(*args: Any, **kwargs: Any) -> Any:
+        if switch.tracer is not None:
+            return traced.run(switch.tracer, args, kwargs)
         core = start_guarded(cfg, state.now() if timed else None)
         if core.refused:
             return refused_first_attempt(cfg, core)

@@ -195,6 +195,7 @@ async def _run(call: RequestCall, request: ClientRequest, handler: ClientHandler
         while True:
             if not call.admit():
                 return call.refused(CircuitOpenError, last)
+            call.inject(request.headers)  # the attempt's trace context (tracing on)
             bound = call.attempt_timeout
             in_flight = 1
             try:

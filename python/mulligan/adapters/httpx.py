@@ -211,6 +211,7 @@ class Transport(httpx.BaseTransport):
             while True:
                 if not call.admit():
                     return _refusal(call, request, last)  # type: ignore[no-any-return]
+                call.inject(request.headers)  # the attempt's trace context (tracing on)
                 _bound(request, call.attempt_timeout)
                 in_flight = 1
                 try:
@@ -298,6 +299,7 @@ class AsyncTransport(httpx.AsyncBaseTransport):
             while True:
                 if not call.admit():
                     return _refusal(call, request, last)  # type: ignore[no-any-return]
+                call.inject(request.headers)  # the attempt's trace context (tracing on)
                 _bound(request, call.attempt_timeout)
                 in_flight = 1
                 try:
