@@ -774,6 +774,7 @@ class HttpPipeline:
         breaker_options: Optional[dict[str, Any]] = None,
         methods: str = "idempotent",
         allowed_methods: list[str] = ...,
+        budget: str | RetryBudget | None = "per_origin",
     ) -> None: ...
     def begin(
         self,

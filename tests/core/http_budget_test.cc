@@ -157,6 +157,30 @@ TEST(HttpBudgetTest, BadBudgetOptionsAreRefusedNamingTheField) {
       << client.status().message();
 }
 
+TEST(HttpBudgetTest, TheAsyncEngineHasTheSameBudgets) {
+  HttpClientOptions options;
+  options.retry = FastRetry(3);
+  options.report_metrics = false;
+  options.retry_budget->token_bucket.max_tokens = 10;
+  auto engine = HttpAsyncEngine::Create(options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  PollDriver driver(**engine);
+  // One call at a time, as the sync client's test: 10 -> 7 -> 5 -> 4 -> 3 -> 2.
+  std::vector<int> attempts;
+  for (int i = 0; i < 5; ++i) {
+    HttpRequest request = Get("/down");
+    request.no_wait = true;
+    Result<uint64_t> id = (*engine)->Begin(request);
+    ASSERT_TRUE(id.ok());
+    ASSERT_TRUE((*engine)->StartAttempt(*id).ok());
+    driver.Run(static_cast<size_t>(i + 1));
+    ASSERT_EQ(driver.done.count(*id), 1u);
+    ASSERT_TRUE(driver.done.at(*id).ok());
+    attempts.push_back(driver.done.at(*id)->attempts);
+  }
+  EXPECT_EQ(attempts, (std::vector<int>{3, 2, 1, 1, 1}));
+}
+
 // ---------------------------------------------------------------------------
 // Limits: the client's bulkhead, rate limiter and throttle.
 
@@ -180,6 +204,37 @@ TEST(HttpLimitsTest, ARateLimiterSpacesCallsThroughTheClock) {
     EXPECT_EQ(response->status, 200);
   }
   EXPECT_EQ(clock.Now() - start, std::chrono::seconds(2));
+}
+
+TEST(HttpLimitsTest, TheAsyncEngineTellsAdmissionWaits) {
+  FakeClock clock;
+  RateLimiterOptions limiter;
+  limiter.rate = 1.0;
+  limiter.max_wait = std::chrono::seconds(10);
+  HttpClientOptions options;
+  options.clock = &clock;
+  options.report_metrics = false;
+  options.rate_limiter = RateLimiter::Create(limiter).value();
+  auto engine = HttpAsyncEngine::Create(options);
+  ASSERT_TRUE(engine.ok());
+  PollDriver driver(**engine, &clock);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    Result<uint64_t> id = (*engine)->Begin(Get("/ok"));
+    ASSERT_TRUE(id.ok());
+    ASSERT_TRUE((*engine)->StartAttempt(*id).ok());
+    ids.push_back(*id);
+  }
+  driver.Run(3);
+  // GCRA at 1/s from one instant: the slots are reserved at +0, +1 s, +2 s.
+  EXPECT_TRUE(driver.waits[ids[0]].empty());
+  EXPECT_EQ(driver.waits[ids[1]], (std::vector<Duration>{std::chrono::seconds(1)}));
+  EXPECT_EQ(driver.waits[ids[2]], (std::vector<Duration>{std::chrono::seconds(2)}));
+  for (uint64_t id : ids) {
+    ASSERT_TRUE(driver.done.at(id).ok()) << driver.done.at(id).status().ToString();
+    EXPECT_EQ(driver.done.at(id)->status, 200);
+    EXPECT_EQ(driver.done.at(id)->attempts, 1);
+  }
 }
 
 TEST(HttpLimitsTest, RefusalsCarryTheirOwnCodes) {

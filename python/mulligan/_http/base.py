@@ -13,8 +13,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Optional, Union
 
 from .. import _core, _validate
+from .._budget import AdaptiveThrottle, RetryBudget
 from .._config import policies as _config
 from .._errors import RetriesExhausted
+from .._limits import Bulkhead, RateLimiter
 from .._redact import redact_url
 from .._retry.fallback import call_fallback
 from .._retry.state import STATE
@@ -194,9 +196,6 @@ def _limit_args(owner: str, budget: Any, throttle: Any, bulkhead: Any, rate_limi
     shared by every origin; ``throttle``, ``bulkhead`` and ``rate_limiter``
     are None or a :class:`mulligan.AdaptiveThrottle`, :class:`mulligan.Bulkhead`,
     :class:`mulligan.RateLimiter`. TypeError/ValueError name the option."""
-    from .._budget import AdaptiveThrottle, RetryBudget
-    from .._limits import Bulkhead, RateLimiter
-
     if isinstance(budget, str):
         if budget != "per_origin":
             raise ValueError(
