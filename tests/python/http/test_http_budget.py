@@ -48,7 +48,7 @@ def test_a_scripted_outage_follows_the_a6_arithmetic(server: Any) -> None:
         for _ in range(9):
             assert client.get(server.url("/ok")).attempts == 1
         assert client.get(server.url("/down")).attempts == 1
-    assert budget.tokens == pytest.approx(4.5)
+    assert budget.tokens() == pytest.approx(4.5)
 
 
 def test_each_origin_has_its_own_default_budget(server: Any) -> None:
