@@ -407,8 +407,18 @@ class HttpClient {
   //   kTimeout          the last attempt timed out
   //   kDeadlineExceeded the deadline ended the chain after a failed attempt
   //   kCircuitOpen      the origin's circuit breaker refused an attempt
+  //   kThrottled        the client's AdaptiveThrottle rejected an attempt
+  //   kBulkheadFull     the client's bulkhead was full (no queue, or the
+  //                     wait ran past its max_wait or the deadline)
+  //   kRateLimited      the client's rate limiter's next slot for the origin
+  //                     was beyond its max_wait or the deadline
+  //                     (HttpCallInfo::retry_in: how far)
   //   kCallback         an on_retry hook set HttpRetryEvent::cancel, or the
   //                     should_abort hook returned true ("aborted")
+  // A retry refused by the retry budget is no error of its own: the last
+  // response (stop_reason kBudget) or the last attempt's error is returned.
+  // Waits for a bulkhead's queue, a rate limiter's slot and a connection
+  // (max_connections) block the calling thread, polling should_abort.
   // `info`, when non-null, is filled in either way.
   Result<HttpResponse> Send(const HttpRequest& request, HttpCallInfo* info = nullptr);
 
