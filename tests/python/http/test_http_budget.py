@@ -147,3 +147,44 @@ def test_max_connections_caps_transfers_across_threads(server: Any, cap: Any, wa
     entries = server.wait_for_access_log(8)
     assert len(entries) == 8
     assert _max_overlap(entries) == want
+
+
+def test_a_client_bulkhead_queues_threads_fifo(server: Any) -> None:
+    # 8 threads, 2 slots, a queue of 8: every call waits its turn (the
+    # client's thread blocks in the engine) and nginx never serves more than
+    # 2 at once.
+    bulkhead = mulligan.Bulkhead(2, max_queue=8, name="api")
+    with mulligan.Client(bulkhead=bulkhead) as client:
+        def run() -> None:
+            assert client.get(server.url("/slow?s=0.3&bulkhead=1")).status_code == 200
+
+        threads = [threading.Thread(target=run) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    entries = server.wait_for_access_log(8)
+    assert len(entries) == 8
+    assert _max_overlap(entries) == 2
+    assert bulkhead.in_flight == 0 and bulkhead.queued == 0
+
+
+def test_a_cancelled_async_waiter_frees_its_place(server: Any) -> None:
+    async def main() -> tuple[int, int, int]:
+        bulkhead = mulligan.Bulkhead(1, max_queue=1, name="api")
+        async with mulligan.AsyncClient(bulkhead=bulkhead) as client:
+            await bulkhead.acquire_async()  # holds the only slot
+            task = asyncio.ensure_future(client.get(server.url("/ok")))
+            while bulkhead.queued == 0:  # the request joins the queue
+                await asyncio.sleep(0.001)
+            queued = bulkhead.queued
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            after = bulkhead.queued
+            bulkhead.release()
+            # The slot is free again and nobody waits: the next call goes.
+            status = (await client.get(server.url("/ok"))).status_code
+        return queued, after, status
+
+    assert asyncio.run(main()) == (1, 0, 200)
