@@ -206,6 +206,32 @@ TEST(HttpLimitsTest, ARateLimiterSpacesCallsThroughTheClock) {
   EXPECT_EQ(clock.Now() - start, std::chrono::seconds(2));
 }
 
+TEST(HttpLimitsTest, A429RetryAfterHoldsEveryCallToTheOrigin) {
+  FakeClock clock;
+  RateLimiterOptions limiter;
+  limiter.rate = 1000.0;  // never the bound here
+  limiter.max_wait = std::chrono::seconds(30);
+  limiter.penalize_retry_after = true;
+  HttpClientOptions options;
+  options.clock = &clock;
+  options.report_metrics = false;
+  options.rate_limiter = RateLimiter::Create(limiter).value();
+  auto client = HttpClient::Create(options);
+  ASSERT_TRUE(client.ok());
+  const TimePoint start = clock.Now();
+  HttpRequest first = Get("/script?id=penalize429&steps=429:5,200");
+  first.max_attempts = 1;  // the 429 is the answer: no retry
+  Result<HttpResponse> limited = (*client)->Send(first);
+  ASSERT_TRUE(limited.ok()) << limited.status().ToString();
+  EXPECT_EQ(limited->status, 429);
+  EXPECT_EQ(clock.Now(), start);
+  // Another call to the same origin (another path) waits out the 5 s hint.
+  Result<HttpResponse> next = (*client)->Send(Get("/ok"));
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(next->status, 200);
+  EXPECT_EQ(clock.Now() - start, std::chrono::seconds(5));
+}
+
 TEST(HttpLimitsTest, TheAsyncEngineTellsAdmissionWaits) {
   FakeClock clock;
   RateLimiterOptions limiter;

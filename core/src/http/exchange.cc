@@ -590,6 +590,20 @@ Status Exchange::FinalError(const std::string& what, int attempts) const {
   return TransportError(what + ErrorPhrase(last_error) + tail);
 }
 
+Status Exchange::LimitError(const std::string& what, int attempts) const {
+  const std::string tail =
+      attempts > 0 ? " after " + std::to_string(attempts) + (attempts == 1 ? " attempt" : " attempts")
+                   : std::string();
+  if (connection_timed_out_) {
+    return DeadlineExceededError(what + "deadline exceeded waiting for a connection (max_connections " +
+                                 std::to_string(settings_->options.max_connections) + ")" + tail);
+  }
+  // A bulkhead, a rate limiter or the throttle refused: its own code
+  // (kBulkheadFull, kRateLimited, kThrottled), never retried.
+  const Status refusal = call_->RefusalStatus();
+  return Status(refusal.code(), what + refusal.message() + tail);
+}
+
 Result<HttpResponse> Exchange::Finish(TimePoint now, HttpCallInfo* info) {
   if (!call_) return InternalError("HTTP call finished before it began");
   // A call its caller stopped (aborted, cancelled, out of memory) is
@@ -650,21 +664,8 @@ Result<HttpResponse> Exchange::Finish(TimePoint now, HttpCallInfo* info) {
                   what + "the on_retry hook stopped the retries after " +
                       std::to_string(attempts) + (attempts == 1 ? " attempt" : " attempts"));
   }
-  if (connection_timed_out_) {
-    return DeadlineExceededError(what + "deadline exceeded waiting for a connection (max_connections " +
-                                 std::to_string(settings_->options.max_connections) + ") after " +
-                                 std::to_string(attempts) +
-                                 (attempts == 1 ? " attempt" : " attempts"));
-  }
-  if (circuit_open && admission_.reason != StopReason::kCircuitOpen) {
-    // A bulkhead, a rate limiter or the throttle refused: its own code
-    // (kBulkheadFull, kRateLimited, kThrottled), never retried.
-    const Status refusal = call_->RefusalStatus();
-    std::string message = what + refusal.message();
-    if (attempts > 0) {
-      message += " after " + std::to_string(attempts) + (attempts == 1 ? " attempt" : " attempts");
-    }
-    return Status(refusal.code(), message);
+  if (connection_timed_out_ || (circuit_open && admission_.reason != StopReason::kCircuitOpen)) {
+    return LimitError(what, attempts);
   }
   if (circuit_open) {
     std::string message = what + "circuit open: " + call_->RefusalStatus().message();

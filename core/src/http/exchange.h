@@ -183,6 +183,9 @@ class Exchange {
   static int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t);
   Outcome MakeOutcome();
   Status FinalError(const std::string& what, int attempts) const;
+  // The error of a call a limit ended: the connection cap's deadline, or a
+  // bulkhead's, rate limiter's or throttle's refusal.
+  Status LimitError(const std::string& what, int attempts) const;
 
   const Settings* settings_ = nullptr;
   const HttpRequest* request_ = nullptr;
