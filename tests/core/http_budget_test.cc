@@ -305,7 +305,8 @@ TEST(HttpLimitsTest, RefusalsCarryTheirOwnCodes) {
 // The sync client's connection cap (max_connections).
 
 // The most requests nginx served at once, each shrunk by `margin` ms at both
-// ends (the log's times are to the millisecond).
+// ends (nginx stamps its log with the time it caches once per event-loop
+// pass, which lags on a loaded machine).
 int MaxOverlap(const std::vector<LogEntry>& log, int64_t margin) {
   int best = 0;
   for (const LogEntry& a : log) {
@@ -328,7 +329,7 @@ int ServedAtOnce(int max_connections) {
   if (!client.ok()) return -1;
   ClearLog();
   // A query of its own: a line an earlier test's request logs late is not ours.
-  const std::string path = "/slow?s=0.3&cap=" + std::to_string(max_connections);
+  const std::string path = "/slow?s=0.5&cap=" + std::to_string(max_connections);
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&] {
@@ -342,7 +343,7 @@ int ServedAtOnce(int max_connections) {
                            [&](const LogEntry& e) { return e.uri != path; }),
             log.end());
   EXPECT_EQ(log.size(), 8u);
-  return MaxOverlap(log, 50);
+  return MaxOverlap(log, 120);
 }
 
 TEST(HttpConnectionCapTest, EightThreadsGetExactlyNTransfersAtOnce) {

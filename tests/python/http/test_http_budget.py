@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -113,18 +114,23 @@ def test_refusals_raise_their_own_errors(server: Any) -> None:
 
 
 def test_a_rate_limiter_spaces_calls(server: Any) -> None:
-    # 20 per second, no burst: GCRA spaces the calls 50 ms apart (a lower
-    # bound: a loaded machine only spaces them more).
+    # 20 per second, no burst: GCRA reserves the k-th call's slot k * 50 ms
+    # after the first call's, so the k-th returns no earlier than that (a
+    # lower bound, measured on the client: a loaded machine only adds).
     limiter = mulligan.RateLimiter(rate=20.0, max_wait=10.0)
     with mulligan.Client(rate_limiter=limiter) as client:
+        start = time.monotonic()
+        done = []
         for _ in range(3):
             assert client.get(server.url("/ok")).status_code == 200
-    starts = sorted(float(e["start"]) for e in server.wait_for_access_log(3))
-    assert len(starts) == 3
-    assert all(b - a >= 0.045 for a, b in zip(starts, starts[1:])), starts
+            done.append(time.monotonic() - start)
+    assert [d >= k * 0.05 for k, d in enumerate(done)] == [True, True, True], done
 
 
-def _max_overlap(entries: list[dict[str, Any]], margin: float = 0.05) -> int:
+def _max_overlap(entries: list[dict[str, Any]], margin: float = 0.12) -> int:
+    """The most requests nginx served at once, each shrunk by `margin` at
+    both ends: nginx stamps its log with the time cached once per event-loop
+    pass, which lags on a loaded machine."""
     spans = [(float(e["start"]), float(e["msec"])) for e in entries]
     best = 0
     for start, _ in spans:
@@ -137,7 +143,7 @@ def _max_overlap(entries: list[dict[str, Any]], margin: float = 0.05) -> int:
 def test_max_connections_caps_transfers_across_threads(server: Any, cap: Any, want: int) -> None:
     with mulligan.Client(max_connections=cap) as client:
         def run() -> None:
-            assert client.get(server.url("/slow?s=0.3")).status_code == 200
+            assert client.get(server.url("/slow?s=0.5")).status_code == 200
 
         threads = [threading.Thread(target=run) for _ in range(8)]
         for t in threads:
@@ -146,7 +152,7 @@ def test_max_connections_caps_transfers_across_threads(server: Any, cap: Any, wa
             t.join()
     entries = server.wait_for_access_log(8)
     assert len(entries) == 8
-    assert _max_overlap(entries) == want
+    assert _max_overlap(entries) == want, [(e["start"], e["msec"]) for e in entries]
 
 
 def test_a_client_bulkhead_queues_threads_fifo(server: Any) -> None:
@@ -156,7 +162,7 @@ def test_a_client_bulkhead_queues_threads_fifo(server: Any) -> None:
     bulkhead = mulligan.Bulkhead(2, max_queue=8, name="api")
     with mulligan.Client(bulkhead=bulkhead) as client:
         def run() -> None:
-            assert client.get(server.url("/slow?s=0.3&bulkhead=1")).status_code == 200
+            assert client.get(server.url("/slow?s=0.5&bulkhead=1")).status_code == 200
 
         threads = [threading.Thread(target=run) for _ in range(8)]
         for t in threads:
@@ -165,7 +171,7 @@ def test_a_client_bulkhead_queues_threads_fifo(server: Any) -> None:
             t.join()
     entries = server.wait_for_access_log(8)
     assert len(entries) == 8
-    assert _max_overlap(entries) == 2
+    assert _max_overlap(entries) == 2, [(e["start"], e["msec"]) for e in entries]
     assert bulkhead.in_flight == 0 and bulkhead.queued == 0
 
 
