@@ -58,6 +58,27 @@ func HTTPUserAgent(ua string) HTTPOption {
 	}
 }
 
+// HTTPTokenBucketBudget sets the per-origin retry budget: a gRPC A6 token
+// bucket of maxTokens (0 < maxTokens <= 1000) and tokenRatio (>= 0.001). By
+// default every origin already has one of 100 tokens, ratio 0.5: a failed
+// attempt takes a token, a success adds tokenRatio, and retries stop while
+// half the tokens or fewer are left (the last failure is then the result,
+// with stop reason budget). (Since 0.4.)
+func HTTPTokenBucketBudget(maxTokens, tokenRatio float64) HTTPOption {
+	return func(c *httpConfig) error {
+		return cerr("NewHTTPClient: retry budget",
+			C.mulligan_http_options_set_token_bucket_budget(c.o, C.double(maxTokens), C.double(tokenRatio)))
+	}
+}
+
+// HTTPNoRetryBudget turns the per-origin retry budgets off: every request
+// retries as its policy says. (Since 0.4.)
+func HTTPNoRetryBudget() HTTPOption {
+	return func(c *httpConfig) error {
+		return cerr("NewHTTPClient: retry budget", C.mulligan_http_options_disable_retry_budget(c.o))
+	}
+}
+
 // HTTPClient is the engine's libcurl client (mulligan_http.h): idempotent
 // methods retried on 408/429/500/502/503/504 and transport errors,
 // Retry-After honoured, POST/PATCH retried only with an idempotency key.

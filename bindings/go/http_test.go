@@ -95,3 +95,42 @@ func TestHTTPClientAgainstNginx(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The per-origin A6 budget, worked out by hand: 10 tokens, ratio 0.5, 3
+// attempts against /down. Call 1 takes 10 -> 7 (3 attempts); call 2 7 -> 5,
+// its second retry refused (5 > 5 is false); call 3 5 -> 4, refused at once.
+// Without a budget every call makes 3.
+func TestHTTPClientRetryBudget(t *testing.T) {
+	base := startNginx(t)
+	ctx := context.Background()
+	c, err := mulligan.NewHTTPClient(mulligan.HTTPRetry(mulligan.WithBaseDelay(0), mulligan.WithMaxAttempts(3)),
+		mulligan.HTTPTokenBucketBudget(10, 0.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	want := []int{3, 2, 1}
+	budget := mulligan.StopReason(8) // MULLIGAN_STOP_BUDGET
+	reasons := []mulligan.StopReason{mulligan.StopAttemptsExhausted, budget, budget}
+	for i := range want {
+		r, err := c.Request(ctx, "GET", base+"/down", nil, nil, "")
+		if err != nil || r.Status != 503 || r.Attempts != want[i] || r.StopReason != reasons[i] {
+			t.Fatalf("call %d: %+v %v", i+1, r, err)
+		}
+	}
+	off, err := mulligan.NewHTTPClient(mulligan.HTTPRetry(mulligan.WithBaseDelay(0), mulligan.WithMaxAttempts(3)),
+		mulligan.HTTPNoRetryBudget())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close()
+	for i := 0; i < 4; i++ {
+		r, err := off.Request(ctx, "GET", base+"/down", nil, nil, "")
+		if err != nil || r.Attempts != 3 {
+			t.Fatalf("call %d: %+v %v", i+1, r, err)
+		}
+	}
+	if _, err := mulligan.NewHTTPClient(mulligan.HTTPTokenBucketBudget(10, -1)); !errors.Is(err, mulligan.ErrInvalidArgument) {
+		t.Fatalf("a negative ratio must be refused: %v", err)
+	}
+}

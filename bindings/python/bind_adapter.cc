@@ -118,7 +118,9 @@ std::unique_ptr<PyAdapterCall> Begin(py::object self, double now, const std::str
       if (chosen) options.breaker_key = *chosen;
     }
   }
-  out->call.emplace(s.pipeline.Begin(MonotonicToTimePoint(now), options));
+  // The origin's pipeline: its own retry budget (the default), as
+  // Exchange::Begin picks it.
+  out->call.emplace(s.PipelineFor(out->key).Begin(MonotonicToTimePoint(now), options));
   return out;
 }
 
@@ -132,13 +134,16 @@ void BindHttpPipelineClass(py::module_& m) {
                        bool breaker_per_attempt, const std::string& breaker_key,
                        std::vector<std::string> breaker_key_templates,
                        const py::object& breaker_options, const std::string& methods,
-                       std::vector<std::string> allowed_methods) {
+                       std::vector<std::string> allowed_methods, const py::object& budget) {
              HttpClientOptions options =
                  MakeOptions(policy, 30.0, 10.0, true, "mulligan", false, 10, "", strict,
                              breaker_failure_threshold, breaker_reset_timeout, breaker_per_attempt);
              SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
              SetBreakerOptions(options, breaker_options, breaker_per_attempt);
              SetMethodRule(options, methods, std::move(allowed_methods));
+             // Budgets only: the adapters' admit() has no wait (a bulkhead's
+             // or limiter's kWait), so those stay the decorators' for now.
+             SetLimits(options, budget, py::none(), py::none(), py::none(), 0);
              auto p = std::make_unique<PyHttpPipeline>();
              p->settings = Unwrap(internal::MakeSettings(options));
              return p;
@@ -150,6 +155,7 @@ void BindHttpPipelineClass(py::module_& m) {
            py::arg("breaker_key_templates") = std::vector<std::string>(),
            py::arg("breaker_options") = py::none(), py::arg("methods") = "idempotent",
            py::arg("allowed_methods") = std::vector<std::string>(),
+           py::arg("budget") = "per_origin",
            "Validates the options as HttpClient() does: ValueError naming the bad one.")
       .def("begin", &Begin, py::arg("now"), py::arg("method"), py::arg("url"),
            py::arg("keyed"), py::arg("body_replayable") = true, py::arg("breaker_key") = "", py::arg("strict") = py::none(),

@@ -106,6 +106,39 @@ void SetMethodRule(HttpClientOptions& options, const std::string& methods,
       "'"));
 }
 
+void SetLimits(HttpClientOptions& options, const py::object& budget, const py::object& throttle,
+               const py::object& bulkhead, const py::object& rate_limiter, int max_connections) {
+  if (budget.is_none()) {
+    options.retry_budget.reset();
+  } else if (py::isinstance<py::str>(budget)) {
+    if (budget.cast<std::string>() != "per_origin") {
+      ThrowStatus(InvalidArgumentError("budget must be 'per_origin', None or a RetryBudget, got '" +
+                                       budget.cast<std::string>() + "'"));
+    }
+  } else if (py::isinstance<RetryBudget>(budget)) {
+    options.shared_budget = budget.cast<std::shared_ptr<RetryBudget>>();
+  } else {
+    throw py::type_error("budget must be 'per_origin', None or a RetryBudget");
+  }
+  if (!throttle.is_none()) {
+    if (!py::isinstance<AdaptiveThrottle>(throttle)) {
+      throw py::type_error("throttle must be an AdaptiveThrottle or None");
+    }
+    options.throttle = throttle.cast<std::shared_ptr<AdaptiveThrottle>>();
+  }
+  if (!bulkhead.is_none()) {
+    if (!py::isinstance<Bulkhead>(bulkhead)) throw py::type_error("bulkhead must be a Bulkhead or None");
+    options.bulkhead = bulkhead.cast<std::shared_ptr<Bulkhead>>();
+  }
+  if (!rate_limiter.is_none()) {
+    if (!py::isinstance<RateLimiter>(rate_limiter)) {
+      throw py::type_error("rate_limiter must be a RateLimiter or None");
+    }
+    options.rate_limiter = rate_limiter.cast<std::shared_ptr<RateLimiter>>();
+  }
+  options.max_connections = max_connections;
+}
+
 // Every request argument the Python layer passes, in one place.
 HttpRequest MakeRequest(std::string method, std::string url, HttpHeaders headers,
                         std::string body, std::optional<std::string> idempotency_key,
@@ -154,6 +187,10 @@ py::tuple RetryEventTuple(int attempt, Duration delay, ErrorKind error, int stat
     RaiseError(std::move(exc));
   }
   py::object exc = StatusError(status, &info);
+  if (status.code() == StatusCode::kRateLimited) {
+    // The client's limiter: one bucket per origin.
+    exc.attr("retry_in") = DurationToSeconds(info.retry_in);
+  }
   // Whether the request's fallback answers this error: the pipeline's say
   // (a give-up on retryable failures), never the driver's own rule.
   if (py::isinstance(exc, py::module_::import("mulligan._errors").attr("MulliganError"))) {
@@ -290,7 +327,9 @@ void BindHttp(py::module_& m) {
                         const std::string& breaker_key,
                         std::vector<std::string> breaker_key_templates,
                         const py::object& breaker_options, const std::string& methods,
-                        std::vector<std::string> allowed_methods) {
+                        std::vector<std::string> allowed_methods, const py::object& budget,
+                        const py::object& throttle, const py::object& bulkhead,
+                        const py::object& rate_limiter, int max_connections) {
     HttpClientOptions options =
         MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
                     follow_redirects, max_redirects, ca_bundle, strict,
@@ -298,6 +337,7 @@ void BindHttp(py::module_& m) {
     SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
     SetBreakerOptions(options, breaker_options, breaker_per_attempt);
     SetMethodRule(options, methods, std::move(allowed_methods));
+    SetLimits(options, budget, throttle, bulkhead, rate_limiter, max_connections);
     return Unwrap(HttpClient::Create(options));
   };
   // The one validation of the client options, for a front door that makes its
@@ -311,7 +351,9 @@ void BindHttp(py::module_& m) {
          std::optional<int> breaker_failure_threshold, double breaker_reset_timeout,
          bool breaker_per_attempt, const std::string& breaker_key,
          std::vector<std::string> breaker_key_templates, const py::object& breaker_options,
-         const std::string& methods, std::vector<std::string> allowed_methods) {
+         const std::string& methods, std::vector<std::string> allowed_methods,
+         const py::object& budget, const py::object& throttle, const py::object& bulkhead,
+         const py::object& rate_limiter, int max_connections) {
         HttpClientOptions options = MakeOptions(
             policy, attempt_timeout, connect_timeout, verify_tls, user_agent, follow_redirects,
             max_redirects, ca_bundle, strict, breaker_failure_threshold, breaker_reset_timeout,
@@ -319,6 +361,7 @@ void BindHttp(py::module_& m) {
         SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
         SetBreakerOptions(options, breaker_options, breaker_per_attempt);
         SetMethodRule(options, methods, std::move(allowed_methods));
+        SetLimits(options, budget, throttle, bulkhead, rate_limiter, max_connections);
         Unwrap(internal::MakeSettings(options));
       },
       py::kw_only(), py::arg("policy") = py::none(), py::arg("attempt_timeout") = 30.0,
@@ -330,6 +373,9 @@ void BindHttp(py::module_& m) {
       py::arg("breaker_key_templates") = std::vector<std::string>(),
       py::arg("breaker_options") = py::none(),
       py::arg("methods") = "idempotent", py::arg("allowed_methods") = std::vector<std::string>(),
+      py::arg("budget") = "per_origin", py::arg("throttle") = py::none(),
+      py::arg("bulkhead") = py::none(), py::arg("rate_limiter") = py::none(),
+      py::arg("max_connections") = 0,
       "Validates the HttpClient options as HttpClient() and HttpLoopDriver() do (the\n"
       "same core rule, HttpClient::Create's): ValueError naming the bad option, else None.");
   py::class_<HttpClient, std::unique_ptr<HttpClient>>(
@@ -344,7 +390,10 @@ void BindHttp(py::module_& m) {
            py::arg("breaker_key") = "origin",
            py::arg("breaker_key_templates") = std::vector<std::string>(),
            py::arg("breaker_options") = py::none(), py::arg("methods") = "idempotent",
-           py::arg("allowed_methods") = std::vector<std::string>())
+           py::arg("allowed_methods") = std::vector<std::string>(),
+           py::arg("budget") = "per_origin", py::arg("throttle") = py::none(),
+           py::arg("bulkhead") = py::none(), py::arg("rate_limiter") = py::none(),
+           py::arg("max_connections") = 0)
       .def("request", &Request, py::arg("method"), py::arg("url"), py::arg("headers"),
            py::arg("body"), py::arg("idempotency_key") = py::none(),
            py::arg("policy") = py::none(), py::arg("follow_redirects") = py::none(),

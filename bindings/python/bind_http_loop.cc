@@ -336,10 +336,16 @@ class LoopDriver {
       waiters_.erase(it);
       // A cancelled task's future is done before its coroutine cancels the call.
       if (future.attr(names().done)().cast<bool>()) continue;
-      py::object result = e.retry ? py::object(RetryEventTuple(
-                                        e.decision.attempt, e.decision.delay, e.error,
-                                        e.http_status, e.decision.from_retry_after))
-                                  : py::object(py::none());
+      // An admission wait (a bulkhead's queue, a limiter's slot) is told as
+      // attempt 0: the coroutine sleeps its delay and starts again, reporting
+      // no retry.
+      py::object result =
+          e.admission_wait ? py::object(RetryEventTuple(0, e.decision.delay, ErrorKind::kNone, 0,
+                                                        false))
+          : e.retry        ? py::object(RetryEventTuple(e.decision.attempt, e.decision.delay,
+                                                        e.error, e.http_status,
+                                                        e.decision.from_retry_after))
+                           : py::object(py::none());
       future.attr(names().set_result)(std::move(result));
     }
   }
@@ -374,7 +380,9 @@ void BindHttpLoop(py::module_& m) {
                         int max_connections, const std::string& breaker_key,
                         std::vector<std::string> breaker_key_templates,
                         const py::object& breaker_options, const std::string& methods,
-                        std::vector<std::string> allowed_methods) {
+                        std::vector<std::string> allowed_methods, const py::object& budget,
+                        const py::object& throttle, const py::object& bulkhead,
+                        const py::object& rate_limiter) {
     HttpClientOptions options =
         MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
                     follow_redirects, max_redirects, ca_bundle, strict, breaker_failure_threshold,
@@ -382,7 +390,7 @@ void BindHttpLoop(py::module_& m) {
     SetBreakerKey(options, breaker_key, std::move(breaker_key_templates));
     SetBreakerOptions(options, breaker_options, breaker_per_attempt);
     SetMethodRule(options, methods, std::move(allowed_methods));
-    options.max_connections = max_connections;
+    SetLimits(options, budget, throttle, bulkhead, rate_limiter, max_connections);
     std::unique_ptr<HttpAsyncEngine> engine = Unwrap(HttpAsyncEngine::Create(options));
     return std::make_unique<LoopDriver>(std::move(loop), std::move(engine));
   };
@@ -400,7 +408,9 @@ void BindHttpLoop(py::module_& m) {
            py::arg("max_connections") = 0, py::arg("breaker_key") = "origin",
            py::arg("breaker_key_templates") = std::vector<std::string>(),
            py::arg("breaker_options") = py::none(), py::arg("methods") = "idempotent",
-           py::arg("allowed_methods") = std::vector<std::string>())
+           py::arg("allowed_methods") = std::vector<std::string>(),
+           py::arg("budget") = "per_origin", py::arg("throttle") = py::none(),
+           py::arg("bulkhead") = py::none(), py::arg("rate_limiter") = py::none())
       .def_property_readonly("loop", &LoopDriver::loop)
       .def_property_readonly("closed", &LoopDriver::closed)
       .def(

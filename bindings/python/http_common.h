@@ -27,6 +27,14 @@ HttpClientOptions MakeOptions(const RetryPolicy* policy, double attempt_timeout,
                               std::optional<int> breaker_failure_threshold,
                               double breaker_reset_timeout, bool breaker_per_attempt);
 
+// Sets the overload options of a client (issue 14): `budget` is None (no
+// budget), "per_origin" (the default A6 bucket per origin) or a
+// _core.RetryBudget shared by every origin; `throttle`, `bulkhead` and
+// `rate_limiter` are None or the _core objects; max_connections >= 0.
+// Raises ValueError/TypeError naming the option.
+void SetLimits(HttpClientOptions& options, const py::object& budget, const py::object& throttle,
+               const py::object& bulkhead, const py::object& rate_limiter, int max_connections);
+
 // Every request argument the Python layer passes, in one place.
 // Sets what the client keys its breakers by: "origin", "host", "path" or
 // "path_template" (with `templates`). Raises ValueError for anything else

@@ -414,6 +414,60 @@ MULLIGAN_API int mulligan_http_options_add_breaker_key_template(mulligan_http_op
                                                                 const char *path_template);
 
 /**
+ * Retry budgets per origin (scheme://host:port). By default every origin of
+ * a client gets its own gRPC A6 token bucket (max_tokens 100, token_ratio
+ * 0.5: a failed attempt takes 1 token, a success adds 0.5, a retry is
+ * allowed only while tokens > 50). A retry the budget refuses ends the call
+ * at once: the last response (its status, with stop reason
+ * MULLIGAN_STOP_BUDGET) or the last error stays the result. First attempts
+ * are never refused. Each setter below replaces the per-origin budget's kind
+ * and parameters; mulligan_http_options_disable_retry_budget turns budgets
+ * off. Validated here (the last error names the field).
+ * Thread-safety: as every options setter (not thread-safe).
+ */
+
+/**
+ * Per-origin gRPC A6 token buckets: 0 < max_tokens <= 1000, token_ratio > 0
+ * (3 decimals kept).
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.4
+ */
+MULLIGAN_API int mulligan_http_options_set_token_bucket_budget(mulligan_http_options *opts,
+                                                               double max_tokens,
+                                                               double token_ratio);
+
+/**
+ * Per-origin AWS standard-mode (2020) retry quotas: capacity > 0, every cost
+ * >= 0 (AWS's defaults: 500, 5, 10, 5, 1).
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.4
+ */
+MULLIGAN_API int mulligan_http_options_set_quota_budget(mulligan_http_options *opts,
+                                                        int64_t capacity, int64_t retry_cost,
+                                                        int64_t timeout_cost,
+                                                        int64_t throttling_cost,
+                                                        int64_t no_retry_increment);
+
+/**
+ * Per-origin Finagle ratio budgets: retries at most `percent` (0 to 1) of
+ * the calls of the last ttl_ms (1000 to 60000 ms), plus a floor of
+ * min_retries_per_second (>= 0) (Finagle's defaults: 10000, 0.2, 10).
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * @since 0.4
+ */
+MULLIGAN_API int mulligan_http_options_set_ratio_budget(mulligan_http_options *opts,
+                                                        int64_t ttl_ms, double percent,
+                                                        double min_retries_per_second);
+
+/**
+ * Turns the per-origin retry budgets off: every call retries as its policy
+ * says. A later set_*_budget turns them on again.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (NULL opts).
+ * @since 0.4
+ */
+MULLIGAN_API int mulligan_http_options_disable_retry_budget(mulligan_http_options *opts);
+
+/**
  * What an on_retry callback is told before each wait. Grows only at the end;
  * read struct_size before any field added after 0.1.
  * @since 0.1

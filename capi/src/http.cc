@@ -294,6 +294,71 @@ int mulligan_http_options_add_breaker_key_template(mulligan_http_options* opts,
   MULLIGAN_CAPI_END
 }
 
+namespace {
+
+// Validates `budget` and makes it the per-origin budget of `opts`.
+int SetOriginBudget(mulligan_http_options* opts, const mulligan::BudgetOptions& budget) {
+  const mulligan::Status status = mulligan::ValidateBudgetOptions(budget);
+  if (!status.ok()) return SetError(status);
+  opts->impl.retry_budget = budget;
+  return MULLIGAN_OK;
+}
+
+}  // namespace
+
+int mulligan_http_options_set_token_bucket_budget(mulligan_http_options* opts,
+                                                  double max_tokens, double token_ratio) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  mulligan::BudgetOptions budget;
+  budget.kind = mulligan::BudgetKind::kTokenBucket;
+  budget.token_bucket.max_tokens = max_tokens;
+  budget.token_bucket.token_ratio = token_ratio;
+  return SetOriginBudget(opts, budget);
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_set_quota_budget(mulligan_http_options* opts, int64_t capacity,
+                                           int64_t retry_cost, int64_t timeout_cost,
+                                           int64_t throttling_cost, int64_t no_retry_increment) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  mulligan::BudgetOptions budget;
+  budget.kind = mulligan::BudgetKind::kQuota;
+  budget.quota.capacity = capacity;
+  budget.quota.retry_cost = retry_cost;
+  budget.quota.timeout_cost = timeout_cost;
+  budget.quota.throttling_cost = throttling_cost;
+  budget.quota.no_retry_increment = no_retry_increment;
+  return SetOriginBudget(opts, budget);
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_set_ratio_budget(mulligan_http_options* opts, int64_t ttl_ms,
+                                           double percent, double min_retries_per_second) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  if (ttl_ms < 1000 || ttl_ms > 60000) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "ratio.ttl must be in [1000, 60000] ms, got %lld",
+                    static_cast<long long>(ttl_ms));
+  }
+  mulligan::BudgetOptions budget;
+  budget.kind = mulligan::BudgetKind::kRatio;
+  budget.ratio.ttl = std::chrono::milliseconds(ttl_ms);
+  budget.ratio.percent = percent;
+  budget.ratio.min_retries_per_second = min_retries_per_second;
+  return SetOriginBudget(opts, budget);
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_disable_retry_budget(mulligan_http_options* opts) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  opts->impl.retry_budget.reset();
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
 int mulligan_http_options_set_on_retry(mulligan_http_options* opts, mulligan_http_retry_fn fn,
                                        void* user_data, void (*free_user_data)(void*)) {
   MULLIGAN_CAPI_BEGIN

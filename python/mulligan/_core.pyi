@@ -287,6 +287,11 @@ def check_http_client_options(
     breaker_options: Optional[dict[str, Any]] = ...,
     methods: str = ...,
     allowed_methods: list[str] = ...,
+    budget: str | RetryBudget | None = "per_origin",
+    throttle: Optional[AdaptiveThrottle] = None,
+    bulkhead: Optional[Bulkhead] = None,
+    rate_limiter: Optional[RateLimiter] = None,
+    max_connections: int = 0,
 ) -> None: ...
 
 class HttpClient:
@@ -310,6 +315,11 @@ class HttpClient:
         breaker_options: Optional[dict[str, Any]] = ...,
         methods: str = ...,
         allowed_methods: list[str] = ...,
+        budget: str | RetryBudget | None = "per_origin",
+        throttle: Optional[AdaptiveThrottle] = None,
+        bulkhead: Optional[Bulkhead] = None,
+        rate_limiter: Optional[RateLimiter] = None,
+        max_connections: int = 0,
     ) -> None: ...
     def request(
         self,
@@ -363,6 +373,10 @@ class HttpLoopDriver:
         breaker_options: Optional[dict[str, Any]] = ...,
         methods: str = ...,
         allowed_methods: list[str] = ...,
+        budget: str | RetryBudget | None = "per_origin",
+        throttle: Optional[AdaptiveThrottle] = None,
+        bulkhead: Optional[Bulkhead] = None,
+        rate_limiter: Optional[RateLimiter] = None,
     ) -> None: ...
     @property
     def loop(self) -> asyncio.AbstractEventLoop: ...
@@ -803,6 +817,7 @@ class HttpPipeline:
         breaker_options: Optional[dict[str, Any]] = None,
         methods: str = "idempotent",
         allowed_methods: list[str] = ...,
+        budget: str | RetryBudget | None = "per_origin",
     ) -> None: ...
     def begin(
         self,

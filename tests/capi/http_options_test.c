@@ -231,6 +231,61 @@ static void test_bad_options(void) {
   mulligan_http_options_destroy(NULL);
 }
 
+/* Per-origin A6 budget of 10 tokens, ratio 0.5, 3 attempts against /down
+ * (worked out by hand): call 1 takes 10 -> 7 (3 attempts, exhausted); call 2
+ * 7 -> 5, its second retry refused at 5 (5 > 5 is false); call 3 5 -> 4,
+ * refused after its first. Turned off: 3 attempts every time. */
+static void test_retry_budget(void) {
+  static const int want[3] = {3, 2, 1};
+  static const int reasons[3] = {MULLIGAN_STOP_ATTEMPTS_EXHAUSTED, MULLIGAN_STOP_BUDGET,
+                                 MULLIGAN_STOP_BUDGET};
+  mulligan_http_options *opts = NULL;
+  mulligan_http_client *client;
+  mulligan_http_response *resp = NULL;
+  int i;
+  CHECK_OK(mulligan_http_options_create(&opts));
+  CHECK_OK(mulligan_http_options_set_token_bucket_budget(opts, 10.0, 0.5));
+  client = make_client(opts, 3);
+  for (i = 0; i < 3; ++i) {
+    CHECK_OK(get(client, "GET", "/down", &resp));
+    CHECK_INT(mulligan_http_response_status(resp), 503);
+    CHECK_INT(mulligan_http_response_attempts(resp), want[i]);
+    CHECK_INT(mulligan_http_response_stop_reason(resp), reasons[i]);
+    mulligan_http_response_destroy(resp);
+  }
+  mulligan_http_client_destroy(client);
+
+  CHECK_OK(mulligan_http_options_disable_retry_budget(opts));
+  client = make_client(opts, 3);
+  for (i = 0; i < 4; ++i) {
+    CHECK_OK(get(client, "GET", "/down", &resp));
+    CHECK_INT(mulligan_http_response_attempts(resp), 3);
+    mulligan_http_response_destroy(resp);
+  }
+  mulligan_http_client_destroy(client);
+
+  /* Bad parameters are refused by the setter, naming the field. */
+  CHECK_INT(mulligan_http_options_set_token_bucket_budget(opts, 10.0, -1.0),
+            MULLIGAN_E_INVALID_ARGUMENT);
+  CHECK(strstr(mulligan_last_error(), "token_ratio") != NULL);
+  CHECK_INT(mulligan_http_options_set_token_bucket_budget(opts, 0.0, 0.5),
+            MULLIGAN_E_INVALID_ARGUMENT);
+  CHECK(strstr(mulligan_last_error(), "max_tokens") != NULL);
+  CHECK_INT(mulligan_http_options_set_quota_budget(opts, 0, 5, 10, 5, 1),
+            MULLIGAN_E_INVALID_ARGUMENT);
+  CHECK(strstr(mulligan_last_error(), "capacity") != NULL);
+  CHECK_INT(mulligan_http_options_set_ratio_budget(opts, 10000, 1.5, 10.0),
+            MULLIGAN_E_INVALID_ARGUMENT);
+  CHECK(strstr(mulligan_last_error(), "percent") != NULL);
+  CHECK_INT(mulligan_http_options_set_ratio_budget(opts, 10, 0.2, 10.0),
+            MULLIGAN_E_INVALID_ARGUMENT);
+  CHECK(strstr(mulligan_last_error(), "ttl") != NULL);
+  CHECK_OK(mulligan_http_options_set_quota_budget(opts, 500, 5, 10, 5, 1));
+  CHECK_OK(mulligan_http_options_set_ratio_budget(opts, 10000, 0.2, 10.0));
+  CHECK_INT(mulligan_http_options_disable_retry_budget(NULL), MULLIGAN_E_INVALID_ARGUMENT);
+  mulligan_http_options_destroy(opts);
+}
+
 int main(void) {
   char tmpdir[] = "/tmp/mulligan-capi-http2-XXXXXX";
   FILE *server;
@@ -247,6 +302,7 @@ int main(void) {
   test_breaker();
   test_method_rules();
   test_bad_options();
+  test_retry_budget();
   result = CHECK_REPORT();
   stop_server(server, tmpdir);
   return result;

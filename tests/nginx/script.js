@@ -44,4 +44,38 @@ function answer(r) {
     r.return(status, 'step ' + (seen + 1) + ' of ' + id + ': ' + status + '\n');
 }
 
-export default {answer};
+// murmur3's 32-bit finalizer over n: a deterministic sequence whose values
+// mod 100 are spread evenly, with no correlation between neighbours.
+function hash32(n) {
+    var x = (n + 0x9e3779b9) | 0;
+    x = Math.imul(x ^ (x >>> 16), 0x85ebca6b);
+    x = Math.imul(x ^ (x >>> 13), 0xc2b2ae35);
+    return (x ^ (x >>> 16)) >>> 0;
+}
+
+// /failing?id=<id>&p=<percent>: the n-th request (0-based) of an id is a 503
+// when hash32(n) % 100 < percent (default 30), else 200. The count lives in a
+// file, as answer()'s does.
+function failing(r) {
+    var id = r.args.id || '';
+    var percent = parseInt(r.args.p || '30', 10);
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(id) || !(percent >= 0 && percent <= 100)) {
+        r.return(400, 'bad failing: need id=[A-Za-z0-9_-]{1,64} and p in [0, 100]\n');
+        return;
+    }
+    var path = r.variables.mulligan_script_dir + '/failing-' + id;
+    var seen = 0;
+    try {
+        seen = parseInt(fs.readFileSync(path, 'utf8'), 10) || 0;
+    } catch (e) {
+        seen = 0;
+    }
+    fs.writeFileSync(path, String(seen + 1));
+    if (hash32(seen) % 100 < percent) {
+        r.return(503, 'failing\n');
+    } else {
+        r.return(200, 'ok\n');
+    }
+}
+
+export default {answer, failing};

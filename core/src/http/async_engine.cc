@@ -12,6 +12,7 @@
 #include <curl/curl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <unordered_map>
@@ -226,6 +227,20 @@ Status HttpAsyncEngine::StartAttempt(uint64_t id) {
     Event e;
     e.id = id;
     e.retry = false;
+    if (c.call.admission_wait()) {
+      // Strategy 2 asks the call to wait (a bulkhead's queue, a rate
+      // limiter's reserved slot): the caller sleeps, then starts again.
+      e.retry = true;
+      e.admission_wait = true;
+      e.decision.action = Decision::Action::kRetry;
+      // A place in a bulkhead's queue may be granted any time: the loop
+      // (which no other thread may wake) asks again at least every
+      // kAdmissionPollInterval; a rate limiter's slot comes due exactly.
+      e.decision.delay = c.call.admission_delay();
+      if (c.call.admission_queued()) {
+        e.decision.delay = std::min(e.decision.delay, kAdmissionPollInterval);
+      }
+    }
     impl.events.push_back(e);
     return OkStatus();
   }

@@ -60,10 +60,14 @@ namespace {
 Decision RunAttempt(internal::Exchange& call, CURL* easy) {
   Clock& clock = call.clock();
   if (call.PollAbort()) return Decision{};
-  const TimePoint now = clock.Now();
-  if (!call.Admit(now)) return Decision{};
-  call.Setup(easy, call.AttemptTimeout(now));
-  call.Collect(easy, curl_easy_perform(easy));
+  // A bulkhead's queue or a rate limiter's slot is waited for here, on the
+  // calling thread; then a transfer slot (max_connections).
+  if (!call.AdmitBlocking()) return Decision{};
+  if (!call.AcquireConnection()) return Decision{};
+  call.Setup(easy, call.AttemptTimeout(clock.Now()));
+  const CURLcode code = curl_easy_perform(easy);
+  call.ReleaseConnection();
+  call.Collect(easy, code);
   if (call.aborted()) return Decision{};
   return call.OnAttemptDone(clock.Now());
 }

@@ -74,6 +74,10 @@ Status ValidateOptions(const HttpClientOptions& options) {
     return InvalidArgumentError("max_connections must be >= 0 (0: no cap), got " +
                                 std::to_string(options.max_connections));
   }
+  if (options.retry_budget && !options.shared_budget) {
+    Status budget = ValidateBudgetOptions(*options.retry_budget);
+    if (!budget.ok()) return InvalidArgumentError("retry_budget: " + budget.message());
+  }
   return ValidateBreakerKey(options.breaker_key);
 }
 
@@ -86,6 +90,11 @@ Pipeline::Parts PartsFor(const HttpClientOptions& options, const RetryPolicy& po
   parts.breakers = options.breakers.get();
   parts.breaker_per_attempt = options.breaker_per_attempt;
   parts.clock = clock;
+  parts.budget = options.shared_budget.get();
+  parts.throttle = options.throttle.get();
+  parts.bulkhead = options.bulkhead.get();
+  parts.rate_limiter = options.rate_limiter.get();
+  parts.rate_limit_per_attempt = options.rate_limit_per_attempt;
   if (options.report_metrics) {
     if (options.metrics_name.empty()) {
       parts.metrics_registry = &MetricsRegistry::Default();
@@ -96,7 +105,27 @@ Pipeline::Parts PartsFor(const HttpClientOptions& options, const RetryPolicy& po
   return parts;
 }
 
+Pipeline::Parts WithBudget(Pipeline::Parts parts, RetryBudget* budget) {
+  parts.budget = budget;
+  return parts;
+}
+
+// The connection cap: a FIFO bulkhead whose queue never refuses (the calling
+// threads bound it).
+std::shared_ptr<Bulkhead> ConnectionCap(int max_connections) {
+  if (max_connections <= 0) return nullptr;
+  BulkheadOptions cap;
+  cap.name = "max_connections";
+  cap.max_concurrent = max_connections;
+  cap.max_queue = 1 << 30;
+  Result<std::shared_ptr<Bulkhead>> made = Bulkhead::Create(cap);
+  return made.ok() ? std::move(made).value() : nullptr;
+}
+
 }  // namespace
+
+OriginPipeline::OriginPipeline(const Pipeline::Parts& parts, std::shared_ptr<RetryBudget> b)
+    : budget(std::move(b)), pipeline(WithBudget(parts, budget.get())) {}
 
 Settings::Settings(const HttpClientOptions& opts, RetryPolicy pol)
     : options(opts),
@@ -104,7 +133,40 @@ Settings::Settings(const HttpClientOptions& opts, RetryPolicy pol)
       clock(opts.clock != nullptr ? opts.clock : SystemClock::Default()),
       proxy_from_env(ProxyFromEnvironment()),
       metrics_by_origin(opts.report_metrics && opts.metrics_name.empty()),
-      pipeline(PartsFor(options, policy, clock)) {}
+      per_origin_budget(opts.retry_budget.has_value() && !opts.shared_budget),
+      pipeline(PartsFor(options, policy, clock)),
+      connections(ConnectionCap(opts.max_connections)) {}
+
+const OriginPipeline& Settings::OriginFor(std::string_view origin) const {
+  std::lock_guard<std::mutex> lock(origins_mu_);
+  auto it = origins_.find(std::string(origin));
+  if (it != origins_.end()) return *it->second;
+  const bool overflow = origins_.size() >= kMaxBudgetOrigins;
+  if (overflow && overflow_) return *overflow_;
+  BudgetOptions budget = *options.retry_budget;
+  const std::string label = overflow ? std::string("*") : std::string(origin);
+  budget.name = budget.name.empty() ? label : budget.name + " " + label;
+  if (budget.clock == nullptr) budget.clock = clock;
+  // Validated with the options: Create cannot fail here.
+  std::shared_ptr<RetryBudget> made = RetryBudget::Create(budget).value();
+  auto entry =
+      std::make_unique<OriginPipeline>(PartsFor(options, policy, clock), std::move(made));
+  if (overflow) {
+    overflow_ = std::move(entry);
+    return *overflow_;
+  }
+  return *origins_.emplace(std::string(origin), std::move(entry)).first->second;
+}
+
+const Pipeline& Settings::PipelineFor(std::string_view origin) const {
+  if (!per_origin_budget) return pipeline;
+  return OriginFor(origin).pipeline;
+}
+
+std::shared_ptr<RetryBudget> Settings::BudgetFor(std::string_view origin) const {
+  if (!per_origin_budget) return options.shared_budget;
+  return OriginFor(origin).budget;
+}
 
 Result<std::unique_ptr<Settings>> MakeSettings(const HttpClientOptions& options) {
   Result<RetryPolicy> policy = RetryPolicy::Create(options.retry);
@@ -211,7 +273,8 @@ void Exchange::Begin(TimePoint now) {
   options.no_wait = request.no_wait;
   // The breakers and the metrics are by origin: the key is worked out only
   // when one of them needs it (a thread's last URL and origin are kept).
-  if (settings_->options.breakers || settings_->metrics_by_origin) {
+  if (settings_->options.breakers || settings_->metrics_by_origin ||
+      settings_->per_origin_budget || settings_->options.rate_limiter) {
     if (const std::string* origin = CachedOrigin(request.url)) options.key = *origin;
   }
   // Another breaker key than the origin: the request's own, or the client's
@@ -225,12 +288,73 @@ void Exchange::Begin(TimePoint now) {
       if (breaker_key) options.breaker_key = *breaker_key;
     }
   }
-  call_.emplace(settings_->pipeline.Begin(now, options));
+  // The origin's pipeline (its own budget): looked up before `options.key`
+  // is reused, since CachedOrigin's string changes with the next URL.
+  pipeline_ = &settings_->PipelineFor(options.key);
+  call_.emplace(pipeline_->Begin(now, options));
 }
 
 bool Exchange::Admit(TimePoint now) {
   admission_ = call_->Admit(now);
   return admission_.go();
+}
+
+bool Exchange::AdmitBlocking() {
+  Clock& clock = *clock_;
+  for (;;) {
+    if (Admit(clock.Now())) return true;
+    if (!admission_.wait()) return false;
+    if (abort_ == nullptr) {
+      WaitForAdmission(admission_, clock);
+      continue;
+    }
+    // In slices, so that the abort hook (Ctrl-C) is heard while queued; an
+    // aborted call is abandoned by Finish, which frees its queue place.
+    Duration left = admission_.delay;
+    while (left > Duration::zero()) {
+      if (PollAbort()) return false;
+      AttemptAdmission slice = admission_;
+      slice.delay = std::min(left, kAbortPollInterval);
+      const TimePoint before = clock.Now();
+      WaitForAdmission(slice, clock);
+      if (slice.ticket && slice.ticket->granted()) break;
+      left -= std::max(clock.Now() - before, slice.delay);
+    }
+    if (PollAbort()) return false;
+  }
+}
+
+bool Exchange::AcquireConnection() {
+  Bulkhead* cap = settings_->connections.get();
+  if (cap == nullptr) return true;
+  if (cap->TryAcquire()) {
+    connection_held_ = true;
+    return true;
+  }
+  std::shared_ptr<BulkheadTicket> ticket = cap->Enqueue();  // the queue never refuses
+  for (;;) {
+    if (ticket == nullptr || ticket->granted()) break;
+    if (PollAbort()) {
+      ticket->Cancel();  // a slot granted meanwhile goes on to the next waiter
+      return false;
+    }
+    const std::optional<Duration> left = call_->TimeLeft(clock_->Now());
+    if (left && *left <= Duration::zero()) {
+      ticket->Cancel();  // likewise: a slot granted at this moment is passed on
+      connection_timed_out_ = true;
+      return false;
+    }
+    ticket->WaitFor(left ? std::min(*left, kAbortPollInterval) : kAbortPollInterval);
+  }
+  // A null ticket (unreachable: the queue is unbounded) holds no slot.
+  connection_held_ = ticket != nullptr;
+  return true;
+}
+
+void Exchange::ReleaseConnection() {
+  if (!connection_held_) return;
+  connection_held_ = false;
+  settings_->connections->Release();
 }
 
 Duration Exchange::AttemptTimeout(TimePoint now) const {
@@ -450,6 +574,9 @@ Status Exchange::FinalError(const std::string& what, int attempts) const {
   std::string tail = " after " + std::to_string(attempts) +
                      (attempts == 1 ? " attempt" : " attempts") + " (" +
                      RedactUrlsInText(last_.error) + ")";
+  if (decision_.reason == StopReason::kBudget) {
+    tail += "; the retry budget refused a retry";
+  }
   if (decision_.reason == StopReason::kDeadline) {
     return DeadlineExceededError(what + "deadline exceeded; last error " +
                                  ErrorPhrase(last_error) + tail);
@@ -461,6 +588,20 @@ Status Exchange::FinalError(const std::string& what, int attempts) const {
     return TimeoutError(what + ErrorPhrase(last_error) + tail);
   }
   return TransportError(what + ErrorPhrase(last_error) + tail);
+}
+
+Status Exchange::LimitError(const std::string& what, int attempts) const {
+  const std::string tail =
+      attempts > 0 ? " after " + std::to_string(attempts) + (attempts == 1 ? " attempt" : " attempts")
+                   : std::string();
+  if (connection_timed_out_) {
+    return DeadlineExceededError(what + "deadline exceeded waiting for a connection (max_connections " +
+                                 std::to_string(settings_->options.max_connections) + ")" + tail);
+  }
+  // A bulkhead, a rate limiter or the throttle refused: its own code
+  // (kBulkheadFull, kRateLimited, kThrottled), never retried.
+  const Status refusal = call_->RefusalStatus();
+  return Status(refusal.code(), what + refusal.message() + tail);
 }
 
 Result<HttpResponse> Exchange::Finish(TimePoint now, HttpCallInfo* info) {
@@ -488,13 +629,19 @@ Result<HttpResponse> Exchange::Finish(TimePoint now, HttpCallInfo* info) {
     info->attempts = attempts;
     info->elapsed = elapsed;
     info->last_error = no_memory_ ? ErrorKind::kTransport : last_error;
-    info->stop_reason = circuit_open || aborted_ ? StopReason::kNone : decision_.reason;
+    info->stop_reason = circuit_open && admission_.reason != StopReason::kCircuitOpen
+                            ? admission_.reason
+                        : circuit_open || aborted_ || connection_timed_out_
+                            ? StopReason::kNone
+                            : decision_.reason;
     info->idempotency_key = key_;
     info->last_status = got_response ? last_.status : 0;
     info->use_fallback = use_fallback;
     if (circuit_open) {
       CircuitBreaker* breaker = call_->breaker();
-      info->breaker_key = breaker != nullptr ? breaker->name() : std::string();
+      if (admission_.reason == StopReason::kCircuitOpen) {
+        info->breaker_key = breaker != nullptr ? breaker->name() : std::string();
+      }
       info->retry_in = admission_.retry_in;
     }
   }
@@ -516,6 +663,9 @@ Result<HttpResponse> Exchange::Finish(TimePoint now, HttpCallInfo* info) {
     return Status(StatusCode::kCallback,
                   what + "the on_retry hook stopped the retries after " +
                       std::to_string(attempts) + (attempts == 1 ? " attempt" : " attempts"));
+  }
+  if (connection_timed_out_ || (circuit_open && admission_.reason != StopReason::kCircuitOpen)) {
+    return LimitError(what, attempts);
   }
   if (circuit_open) {
     std::string message = what + "circuit open: " + call_->RefusalStatus().message();

@@ -14,8 +14,11 @@
 #include <curl/curl.h>
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "mulligan/http/client.h"
 #include "mulligan/pipeline/pipeline.h"
@@ -26,13 +29,32 @@ namespace mulligan {
 inline namespace v0 {
 namespace internal {
 
+// One origin's retry budget and the pipeline over it (the client's parts,
+// with this budget). Not copyable or movable: the pipeline is borrowed by
+// calls.
+struct OriginPipeline {
+  OriginPipeline(const Pipeline::Parts& parts, std::shared_ptr<RetryBudget> b);
+  std::shared_ptr<RetryBudget> budget;
+  Pipeline pipeline;
+};
+
 // What every call of a client shares: the validated options, the default
-// policy and the pipeline over them.
+// policy and the pipeline over them (one per origin with per-origin
+// budgets), and the connection cap.
 // Not copyable or movable: the pipeline points at the policy.
+// Thread-safety: PipelineFor may be called from any thread.
 struct Settings {
   Settings(const HttpClientOptions& opts, RetryPolicy pol);
   Settings(const Settings&) = delete;
   Settings& operator=(const Settings&) = delete;
+
+  // The pipeline of a call to `origin` (HttpOrigin's form): the client's
+  // only one without per-origin budgets, else `origin`'s (made on first
+  // use; past kMaxBudgetOrigins origins, the overflow one). Never fails.
+  const Pipeline& PipelineFor(std::string_view origin) const;
+  // The per-origin budget of `origin` (made on first use), or null without
+  // per-origin budgets (tests and the C ABI read its tokens).
+  std::shared_ptr<RetryBudget> BudgetFor(std::string_view origin) const;
 
   HttpClientOptions options;
   RetryPolicy policy;
@@ -40,7 +62,17 @@ struct Settings {
   bool proxy_from_env;  // read once, when the client is made
   // Calls report metrics by origin (no metrics_name): their key is needed.
   bool metrics_by_origin;
+  // Budgets per origin (retry_budget set, no shared_budget).
+  bool per_origin_budget;
   Pipeline pipeline;
+  // HttpClient's cap on transfers in flight (max_connections > 0), FIFO.
+  std::shared_ptr<Bulkhead> connections;
+
+ private:
+  const OriginPipeline& OriginFor(std::string_view origin) const;
+  mutable std::mutex origins_mu_;
+  mutable std::unordered_map<std::string, std::unique_ptr<OriginPipeline>> origins_;
+  mutable std::unique_ptr<OriginPipeline> overflow_;
 };
 
 // Validates `options` (and the retry options in them) and builds the
@@ -81,8 +113,25 @@ class Exchange {
   Clock& clock() const { return *clock_; }
 
   // Asks the pipeline whether the next attempt may run at `now`. False: the
-  // call is over (refused: circuit open); Finish reports it.
+  // call is over (refused: circuit open, bulkhead full, rate limited,
+  // throttled), or must wait (admission_wait(): a bulkhead's queue or a rate
+  // limiter's slot; the event loop waits admission_delay() and asks again).
   bool Admit(TimePoint now);
+  // HttpClient's Admit: waits out kWait admissions on the calling thread
+  // (WaitForAdmission, in slices polling the abort hook when one is set),
+  // bounded by the pipeline (max_wait, deadline). False: refused or aborted.
+  bool AdmitBlocking();
+  bool admission_wait() const { return admission_.wait(); }
+  Duration admission_delay() const { return admission_.delay; }
+  // The wait is a place in a bulkhead's queue (granted early by a release).
+  bool admission_queued() const { return admission_.ticket != nullptr; }
+  // HttpClient's connection cap (Settings::connections): takes a transfer
+  // slot, waiting FIFO on the calling thread, bounded by the deadline and
+  // the abort hook. False: the call is over (deadline: Finish reports
+  // kDeadlineExceeded; or aborted). ReleaseConnection gives it back (no-op
+  // without a slot).
+  bool AcquireConnection();
+  void ReleaseConnection();
   // The admitted attempt's timeout for a transfer starting at `now`: the
   // admission's bound (never unset: an HTTP attempt is always bounded, by the
   // policy's, the client's, or the deadline's), trimmed again to the time
@@ -134,6 +183,9 @@ class Exchange {
   static int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t);
   Outcome MakeOutcome();
   Status FinalError(const std::string& what, int attempts) const;
+  // The error of a call a limit ended: the connection cap's deadline, or a
+  // bulkhead's, rate limiter's or throttle's refusal.
+  Status LimitError(const std::string& what, int attempts) const;
 
   const Settings* settings_ = nullptr;
   const HttpRequest* request_ = nullptr;
@@ -147,6 +199,9 @@ class Exchange {
   std::optional<Call> call_;
   AttemptAdmission admission_;
   bool no_memory_ = false;
+  const Pipeline* pipeline_ = nullptr;
+  bool connection_held_ = false;
+  bool connection_timed_out_ = false;
   bool cancelled_ = false;
   const HttpAbortHook* abort_ = nullptr;  // null: never aborted
   bool aborted_ = false;

@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional
 
 from .. import _core, _validate
 from .._errors import CircuitOpenError, RetriesExhausted
-from .._http.base import _composed, _method_args, _testing
+from .._http.base import _composed, _limit_args, _method_args, _testing
 from .._http.events import _GAVE_UP_REASONS, _log_give_up, _report_retry
 from .._http.request import _breaker_args, _breaker_key_of, _policy, _retry_on
 from .._redact import redact_url
@@ -114,6 +114,7 @@ class AdapterConfig:
         on_retry: Optional[Callable[..., Any]] = None,
         fallback: Any = UNSET,
         raise_on_give_up: bool = False,
+        budget: Any = "per_origin",
     ) -> None:
         v = _validate
         self.owner = owner
@@ -138,6 +139,7 @@ class AdapterConfig:
             strict=v.flag(owner, "strict", strict),
             **_method_args(owner, method_rule, allowed_methods),
             **_breaker_args(owner, breaker, breaker_per_attempt),
+            budget=_limit_args(owner, budget, None, None, None)["budget"],
         )
         self._breaker_key_fn: Any = native.pop("_breaker_key_fn", None)
         self.pipeline: Any = _core.HttpPipeline(policy=self.policy, **native)

@@ -24,9 +24,12 @@ from typing import Any, Callable, Optional
 
 from .._errors import (
     AttemptTimeout,
+    BulkheadFullError,
     CircuitOpenError,
     ConnectTimeout,
     DeadlineExceeded,
+    RateLimitedError,
+    ThrottledError,
     TransportError,
     _UsageError,
 )
@@ -36,6 +39,7 @@ from .._http.response import Response
 from .._redact import redact_url
 from .._telemetry.dashboard import start_dashboard
 from .config_check import check_main
+from .limits import add_limit_options, limit_kwargs
 
 __all__ = ["main"]
 
@@ -47,6 +51,9 @@ EXIT_CIRCUIT_OPEN = 4
 EXIT_TIMEOUT = 5
 EXIT_TRANSPORT = 6
 EXIT_HTTP_ERROR = 7
+EXIT_THROTTLED = 8
+EXIT_BULKHEAD_FULL = 9
+EXIT_RATE_LIMITED = 10
 EXIT_INTERRUPTED = 130
 
 EXIT_CODES_HELP = """\
@@ -62,10 +69,17 @@ exit codes:
   6    transport error: connection refused or reset, a truncated (cut-off)
        response, DNS failure, TLS error
   7    HTTP error: a non-retryable status >= 400 with --fail
+  8    throttled: adaptive throttling rejected the request locally
+  9    bulkhead full: --max-concurrent calls were already in flight
+  10   rate limited: --rate's next slot was beyond the deadline
+  (a --budget refusal keeps the last failure's code: 3 on a retryable
+  status, 5 or 6 on a timeout or transport error)
   130  interrupted (Ctrl-C)
 """
 
-_GAVE_UP_REASONS = ("attempts_exhausted", "deadline", "retry_after_too_long", "not_replay_safe")
+_GAVE_UP_REASONS = (
+    "attempts_exhausted", "deadline", "retry_after_too_long", "not_replay_safe", "budget",
+)
 
 
 def _seconds(text: str) -> float:
@@ -137,6 +151,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="guard the origin with a circuit breaker counting every attempt; it "
                         "opens after THRESHOLD consecutive failures (default 5) and ends the "
                         "retries with exit code 4")
+    add_limit_options(p)
     p.add_argument("--strict", action="store_true",
                    help="retry only GET, HEAD and OPTIONS once the request was sent")
     p.add_argument("-L", "--location", action="store_true", help="follow redirects")
@@ -348,6 +363,7 @@ def _client(args: argparse.Namespace, on_retry: Callable[[RetryEvent], None]) ->
             breaker=breaker,
             breaker_per_attempt=breaker is not None,
             user_agent="mulligan-cli",
+            **limit_kwargs(args),
         )
     except (ValueError, TypeError) as e:
         raise _UsageError(str(e)) from None
@@ -370,6 +386,12 @@ def _send(
         return EXIT_TRANSPORT, None, e
     except CircuitOpenError as e:
         return EXIT_CIRCUIT_OPEN, None, e
+    except ThrottledError as e:
+        return EXIT_THROTTLED, None, e
+    except BulkheadFullError as e:
+        return EXIT_BULKHEAD_FULL, None, e
+    except RateLimitedError as e:
+        return EXIT_RATE_LIMITED, None, e
     except (DeadlineExceeded, AttemptTimeout, ConnectTimeout) as e:
         return EXIT_TIMEOUT, None, e
     except TransportError as e:
@@ -382,7 +404,9 @@ def _report_error(
 ) -> None:
     """Tells on stderr why no response came, and fills the --metrics summary."""
     attempts = getattr(error, "attempts", 0)
-    summary.update(outcome={EXIT_CIRCUIT_OPEN: "circuit_open", EXIT_TIMEOUT: "timeout"}.get(
+    summary.update(outcome={
+        EXIT_CIRCUIT_OPEN: "circuit_open", EXIT_TIMEOUT: "timeout", EXIT_THROTTLED: "throttled",
+        EXIT_BULKHEAD_FULL: "bulkhead_full", EXIT_RATE_LIMITED: "rate_limited"}.get(
         code, "transport_error"), error=str(error), kind=getattr(error, "kind", None),
         stop_reason=getattr(error, "stop_reason", None), attempts=attempts, status=None)
     if args.verbose:

@@ -258,6 +258,13 @@ class AsyncClient(_ClientBase):
                     info = await fut
                     if info is None:
                         break
+                    if info[0] == 0:
+                        # An admission wait (bulkhead queue, rate limiter
+                        # slot): no attempt failed, no retry to report.
+                        await self._wait(loop, info[1])
+                        fut = loop.create_future()
+                        driver.start(call, fut)
+                        continue
                     if trace is not None:
                         trace.http_retry(info)
                     result = _report_retry(info, method, url, hook)

@@ -13,8 +13,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Optional, Union
 
 from .. import _core, _validate
+from .._budget import AdaptiveThrottle, RetryBudget
 from .._config import policies as _config
 from .._errors import RetriesExhausted
+from .._limits import Bulkhead, RateLimiter
 from .._redact import redact_url
 from .._retry.fallback import call_fallback
 from .._retry.state import STATE
@@ -187,6 +189,42 @@ def _composed(
     )
 
 
+def _limit_args(owner: str, budget: Any, throttle: Any, bulkhead: Any, rate_limiter: Any) -> dict[str, Any]:
+    """The engine's overload options (issue 14): ``budget`` is
+    ``"per_origin"`` (a gRPC A6 token bucket of 100 tokens and ratio 0.5 per
+    origin, the default), None (off) or a :class:`mulligan.RetryBudget`
+    shared by every origin; ``throttle``, ``bulkhead`` and ``rate_limiter``
+    are None or a :class:`mulligan.AdaptiveThrottle`, :class:`mulligan.Bulkhead`,
+    :class:`mulligan.RateLimiter`. TypeError/ValueError name the option."""
+    if isinstance(budget, str):
+        if budget != "per_origin":
+            raise ValueError(
+                f"{owner}: budget must be 'per_origin', None or a mulligan.RetryBudget, got {budget!r}"
+            )
+        native_budget: Any = "per_origin"
+    elif budget is None:
+        native_budget = None
+    elif isinstance(budget, RetryBudget):
+        native_budget = budget._core
+    else:
+        raise TypeError(
+            f"{owner}: budget must be 'per_origin', None or a mulligan.RetryBudget, got {budget!r}"
+        )
+    given = (
+        ("throttle", throttle, AdaptiveThrottle),
+        ("bulkhead", bulkhead, Bulkhead),
+        ("rate_limiter", rate_limiter, RateLimiter),
+    )
+    out: dict[str, Any] = {"budget": native_budget}
+    for name, value, kind in given:
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(
+                f"{owner}: {name} must be None or a mulligan.{kind.__name__}, got {value!r}"
+            )
+        out[name] = None if value is None else value._core
+    return out
+
+
 class _ClientBase:
     """The configuration and request preparation shared by Client and AsyncClient."""
 
@@ -227,6 +265,10 @@ class _ClientBase:
         breaker_per_attempt: bool = False,
         headers: HeadersInput = None,
         user_agent: str = _USER_AGENT,
+        budget: Any = "per_origin",
+        throttle: Any = None,
+        bulkhead: Any = None,
+        rate_limiter: Any = None,
         _named_policy: Any = None,
         _named_given: frozenset[str] = frozenset(),
     ) -> None:
@@ -291,6 +333,7 @@ class _ClientBase:
             strict=_validate.flag(owner, "strict", strict),
             **_method_args(owner, method_rule, allowed_methods),
             **_breaker_args(owner, breaker, breaker_per_attempt),
+            **_limit_args(owner, budget, throttle, bulkhead, rate_limiter),
         )
         # A key function runs here, on the caller's thread, never in the engine.
         self._breaker_key_fn: Any = self._native_args.pop("_breaker_key_fn", None)

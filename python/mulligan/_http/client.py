@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Optional, Union
 
-from .. import _core
+from .. import _core, _validate
 from .._errors import CircuitOpenError, TransportError
 from .._retry.state import STATE
 from .._telemetry import tracing as _tracing
@@ -126,6 +126,30 @@ class Client(_ClientBase):
             Transfer-Encoding, TE and Upgrade are set by the client itself
             and raise ValueError here and in a request's ``headers``.
         user_agent: the User-Agent sent when a request sets none.
+        budget: the retry budget: ``"per_origin"`` (default: each origin
+            gets a gRPC A6 token bucket of 100 tokens, ratio 0.5: a failed
+            attempt takes a token, a success gives half of one back, retries
+            stop while half the tokens or fewer are left), a
+            :class:`mulligan.RetryBudget` shared by every origin, or None
+            (off). A refused retry ends the call with its last failure
+            (the last response, or its error), stop reason ``budget``; first
+            attempts are never refused.
+        throttle: a :class:`mulligan.AdaptiveThrottle` asked before every
+            attempt (SRE client-side throttling; a rejection raises
+            :class:`mulligan.ThrottledError`). Default None.
+        bulkhead: a :class:`mulligan.Bulkhead` every call holds a slot of
+            (a full one queues, within its ``max_wait`` and the deadline, or
+            raises :class:`mulligan.BulkheadFullError`). Default None.
+        rate_limiter: a :class:`mulligan.RateLimiter`, one bucket per origin
+            (calls wait for their slot within its ``max_wait`` and the
+            deadline, else :class:`mulligan.RateLimitedError`; with its
+            ``penalize_retry_after``, a 429's Retry-After holds the origin).
+            Default None.
+        max_connections: at most this many transfers in flight at once
+            across every thread of this client (``Client`` only; the excess
+            waits in FIFO order, bounded by the deadline), in [1, 2**31 - 1];
+            None (default): no cap. :class:`mulligan.AsyncClient` takes its
+            own (default 100).
         policy: the name of a client (or policy) loaded with
             :func:`mulligan.load_config`: every field of it becomes this
             client's default -- its timeouts, TLS setting, user agent and
@@ -140,9 +164,17 @@ class Client(_ClientBase):
        the policy's numbers and the breaker's threshold and reset timeout).
     """
 
-    def __init__(self, *, policy: Optional[str] = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, policy: Optional[str] = None, max_connections: Optional[int] = None, **kwargs: Any
+    ) -> None:
+        _validate.integer_or_none(
+            self._OWNER, "max_connections", max_connections, 1, _validate.INT_MAX,
+            range_text="[1, 2**31 - 1] or None",
+        )
         super().__init__(**_merge_named(self._OWNER, policy, kwargs))
-        self._client: Any = _core.HttpClient(**self._native_args)
+        self._client: Any = _core.HttpClient(
+            **self._native_args, max_connections=max_connections or 0
+        )
 
     def close(self) -> None:
         """Closes the connection pool; later requests raise RuntimeError. Idempotent."""

@@ -115,4 +115,4 @@ def _log_give_up(method: str, url: str, attempts: int, reason: str, what: str) -
     )
 
 
-_GAVE_UP_REASONS = frozenset(("attempts_exhausted", "deadline", "retry_after_too_long"))
+_GAVE_UP_REASONS = frozenset(("attempts_exhausted", "deadline", "retry_after_too_long", "budget"))

@@ -331,3 +331,19 @@ def test_breaker_key_by_path(server: Any, clock: Any) -> None:
         with pytest.raises(CircuitOpenError):
             s.get(server.url("/down"), timeout=5)
         assert s.get(server.url("/ok"), timeout=5).status_code == 200  # another breaker
+
+
+def test_a_retry_budget_bounds_the_retries(server: Any, clock: Any) -> None:
+    # A6 by hand: 10 tokens, 3 attempts against an always-503 script. Call 1
+    # takes 10 -> 7 (3 attempts); call 2 7 -> 5, refused at 5 (5 > 5 is
+    # false); call 3 5 -> 4, refused after its first attempt.
+    budget = mulligan.RetryBudget.token_bucket(max_tokens=10, token_ratio=0.5)
+    seen = []
+    with session(attempts=3, budget=budget, **FAST) as s:
+        for _ in range(3):
+            url, call_id = script(server, "503")
+            assert s.get(url, timeout=5).status_code == 503
+            seen.append(call_id)
+    assert [len(lines(server, call_id, 1)) for call_id in seen] == [3, 2, 1]
+    with pytest.raises(ValueError, match="budget"):
+        Adapter(budget="global")

@@ -1306,6 +1306,36 @@ unsafe extern "C" {
         path_template: *const core::ffi::c_char,
     ) -> core::ffi::c_int;
 }
+unsafe extern "C" {
+    pub fn mulligan_http_options_set_token_bucket_budget(
+        opts: *mut mulligan_http_options,
+        max_tokens: f64,
+        token_ratio: f64,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_http_options_set_quota_budget(
+        opts: *mut mulligan_http_options,
+        capacity: i64,
+        retry_cost: i64,
+        timeout_cost: i64,
+        throttling_cost: i64,
+        no_retry_increment: i64,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_http_options_set_ratio_budget(
+        opts: *mut mulligan_http_options,
+        ttl_ms: i64,
+        percent: f64,
+        min_retries_per_second: f64,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_http_options_disable_retry_budget(
+        opts: *mut mulligan_http_options,
+    ) -> core::ffi::c_int;
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct mulligan_http_retry_event {

@@ -37,6 +37,10 @@ inline namespace v0 {
 //
 // Thread-safety: not thread-safe; one engine belongs to one event-loop
 // thread. Not copyable or movable (libcurl callbacks point at it).
+// How often an event loop asks again for a call queued in a bulkhead
+// (Event::admission_wait). (Added in 0.4.)
+inline constexpr Duration kAdmissionPollInterval = std::chrono::milliseconds(20);
+
 class HttpAsyncEngine {
  public:
   // A socket whose watch changed: events is a mask of kRead | kWrite, 0 to
@@ -58,6 +62,13 @@ class HttpAsyncEngine {
     Decision decision;
     ErrorKind error = ErrorKind::kNone;
     int http_status = 0;
+    // True (with retry): no attempt ran; the pipeline's strategy 2 (the
+    // client's bulkhead queue, or its rate limiter's reserved slot) asks the
+    // call to wait `decision.delay`, then StartAttempt(id) again. Not a
+    // retry: report none. A caller that gives up meanwhile calls Cancel(id),
+    // which frees its place. A place in a bulkhead's queue is polled: its
+    // delay is then at most kAdmissionPollInterval. (Appended in 0.4.)
+    bool admission_wait = false;
   };
 
   // Validates `options` as HttpClient::Create does. `options.clock` is used

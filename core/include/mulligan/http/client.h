@@ -29,7 +29,10 @@
 
 #include "mulligan/breaker/registry.h"
 #include "mulligan/budget/budget.h"
+#include "mulligan/budget/throttle.h"
 #include "mulligan/http/breaker_key.h"
+#include "mulligan/limits/bulkhead.h"
+#include "mulligan/limits/rate_limiter.h"
 #include "mulligan/base/clock.h"
 #include "mulligan/base/outcome.h"
 #include "mulligan/retry/policy.h"
@@ -137,6 +140,10 @@ using HttpAbortHook = std::function<bool()>;
 // The longest slice of a wait between attempts before the abort hook is
 // polled again.
 inline constexpr Duration kAbortPollInterval = std::chrono::milliseconds(50);
+
+// The most origins an HTTP client keeps a budget of its own for
+// (HttpClientOptions::retry_budget). (Added in 0.4.)
+inline constexpr size_t kMaxBudgetOrigins = 1024;
 
 // Header fields the client frames the message with itself; a request that
 // sets one of them is rejected with kInvalidArgument (no attempt is made),
@@ -322,6 +329,37 @@ struct HttpClientOptions {
   // One budget for every origin of this client (and of any other holder of it);
   // null means per-origin budgets built from retry_budget.
   std::shared_ptr<RetryBudget> shared_budget;
+  // (Appended in 0.4.) The per-origin budgets: the origin is HttpOrigin's
+  // "scheme://host:port" (the breakers' default key), whatever breaker_key
+  // says. Each is made on an origin's first call, named
+  // retry_budget->name + " " + origin (the origin alone when the name is
+  // empty), dated by `clock`. A client keeps at most kMaxBudgetOrigins of
+  // them; the calls to any later origin share one more budget (named
+  // "... *"), so a crawler's memory stays bounded. A6 is the default (not
+  // AWS's quota or Finagle's ratio) because it is deterministic (no window,
+  // no clock), costs one atomic word, and is what gRPC clients already do.
+  // A retry the budget refuses ends the call with StopReason::kBudget: the
+  // last response (HttpResponse::stop_reason) or the last error stays the
+  // result. First attempts are never refused.
+
+  // Adaptive throttling (budget/throttle.h) asked before every attempt of
+  // every origin; a rejection ends the call with kThrottled. Default none.
+  // (Appended in 0.4.)
+  std::shared_ptr<AdaptiveThrottle> throttle;
+  // A bulkhead shared by every call of the client: at most its
+  // max_concurrent calls in flight (held for the whole call, retries and
+  // waits included); a full one queues (HttpClient waits on the calling
+  // thread, bounded by its max_wait and the deadline) or refuses with
+  // kBulkheadFull. Default none. (Appended in 0.4.)
+  std::shared_ptr<Bulkhead> bulkhead;
+  // A rate limiter with one bucket per origin, asked once per call (before
+  // every attempt with rate_limit_per_attempt); HttpClient waits for a
+  // reserved slot on the calling thread, bounded by the limiter's max_wait
+  // and the deadline, else refuses with kRateLimited. With the limiter's
+  // penalize_retry_after, a 429/503's Retry-After holds the origin's bucket
+  // for every call. Default none. (Appended in 0.4.)
+  std::shared_ptr<RateLimiter> rate_limiter;
+  bool rate_limit_per_attempt = false;
 
   // Report every call (calls, attempts, retries by reason, successes,
   // failures, retry delays, durations; metrics.h) to
@@ -331,12 +369,14 @@ struct HttpClientOptions {
   // (below 400, or not classified terminal or retryable). Default true.
   bool report_metrics = true;
 
-  // HttpAsyncEngine only: at most this many transfers (so connections in
-  // use) at once. An attempt started beyond it waits, in order, for one to
-  // end; its attempt timeout starts when its transfer does (the call's
-  // deadline runs meanwhile), so waiting here is never a connect timeout or
-  // a failure of the origin. 0: no cap. Default 0. HttpClient ignores it:
-  // each Send uses one connection, so the calling threads bound it. >= 0.
+  // At most this many transfers (so connections in use) at once, across
+  // every thread (HttpClient) or call (HttpAsyncEngine) of the client. An
+  // attempt started beyond it waits, in FIFO order, for one to end (an
+  // HttpClient's calling thread blocks on a core Bulkhead's ticket; the
+  // engine queues it); its attempt timeout starts when its transfer does
+  // (the call's deadline runs meanwhile), so waiting here is never a
+  // connect timeout or a failure of the origin. 0: no cap. Default 0. >= 0.
+  // (HttpClient honours it since 0.4; it ignored it before.)
   int max_connections = 0;
   std::string metrics_name;
 };
@@ -367,8 +407,18 @@ class HttpClient {
   //   kTimeout          the last attempt timed out
   //   kDeadlineExceeded the deadline ended the chain after a failed attempt
   //   kCircuitOpen      the origin's circuit breaker refused an attempt
+  //   kThrottled        the client's AdaptiveThrottle rejected an attempt
+  //   kBulkheadFull     the client's bulkhead was full (no queue, or the
+  //                     wait ran past its max_wait or the deadline)
+  //   kRateLimited      the client's rate limiter's next slot for the origin
+  //                     was beyond its max_wait or the deadline
+  //                     (HttpCallInfo::retry_in: how far)
   //   kCallback         an on_retry hook set HttpRetryEvent::cancel, or the
   //                     should_abort hook returned true ("aborted")
+  // A retry refused by the retry budget is no error of its own: the last
+  // response (stop_reason kBudget) or the last attempt's error is returned.
+  // Waits for a bulkhead's queue, a rate limiter's slot and a connection
+  // (max_connections) block the calling thread, polling should_abort.
   // `info`, when non-null, is filled in either way.
   Result<HttpResponse> Send(const HttpRequest& request, HttpCallInfo* info = nullptr);
 

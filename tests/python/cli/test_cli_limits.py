@@ -1,0 +1,88 @@
+"""The command's --budget, --max-concurrent, --rate and --burst (issue 14),
+run as a subprocess against the real nginx."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+import pytest
+from conftest import mulligan_cmd
+
+
+def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(mulligan_cmd() + list(args), capture_output=True, timeout=60)
+
+
+def summary(done: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
+    line = done.stderr.decode().strip().splitlines()[-1]
+    result: dict[str, Any] = json.loads(line)
+    return result
+
+
+def test_help_documents_the_options_and_the_new_exit_codes() -> None:
+    out = run("get", "--help").stdout.decode()
+    for words in ("--budget", "--max-concurrent", "--rate", "--burst", "8    throttled",
+                  "9    bulkhead full", "10   rate limited"):
+        assert words in out, words
+
+
+@pytest.mark.parametrize(
+    "spec, attempts",
+    [
+        # A6, 2 tokens: the first failure leaves 1, and 1 > 1 is false.
+        ("token_bucket:2,0.5", 1),
+        # AWS quota of 7: the first retry costs 5 (a 503 is a throttling
+        # answer: 5), leaving 2 < 5: the second is refused.
+        ("quota:7,5,10,5,1", 2),
+        ("none", 3),
+        ("per_origin", 3),
+    ],
+)
+def test_budget_bounds_the_retries_and_keeps_the_gave_up_code(
+    server: Any, spec: str, attempts: int
+) -> None:
+    done = run("get", server.url("/down"), "--attempts", "3", "--backoff", "0.001",
+               "--budget", spec, "--metrics")
+    assert done.returncode == 3, done.stderr  # a refused retry keeps "gave up"
+    s = summary(done)
+    assert s["attempts"] == attempts
+    assert s["stop_reason"] == ("budget" if attempts < 3 else "attempts_exhausted")
+
+
+def test_transport_failure_refused_by_the_budget_keeps_exit_6(server: Any) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    done = run("get", f"http://127.0.0.1:{port}/x", "--attempts", "3", "--backoff", "0.001",
+               "--budget", "token_bucket:2,0.5", "--metrics")
+    assert done.returncode == 6, done.stderr
+    assert summary(done)["attempts"] == 1
+
+
+def test_rate_and_max_concurrent_pass_a_single_request(server: Any) -> None:
+    done = run("get", server.url("/ok"), "--rate", "5/s", "--burst", "2", "--max-concurrent", "1")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"ok\n"
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("--budget", "global"), "--budget"),
+        (("--budget", "token_bucket:0,0.5"), "max_tokens"),
+        (("--budget", "ratio:10,2"), "percent"),
+        (("--budget", "quota:1,2,3,4,5,6"), "at most 5"),
+        (("--rate", "0"), "--rate"),
+        (("--rate", "fast"), "--rate"),
+        (("--burst", "0.5"), "--burst"),
+        (("--max-concurrent", "0"), ">= 1"),
+    ],
+)
+def test_bad_values_are_usage_errors(server: Any, args: tuple[str, ...], words: str) -> None:
+    done = run("get", server.url("/ok"), *args)
+    assert done.returncode == 2
+    assert words in done.stderr.decode()
