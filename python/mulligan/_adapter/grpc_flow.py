@@ -23,6 +23,14 @@ Rules and their sources:
   recorded as terminal).
 - ``grpc-previous-rpc-attempts`` (gRFC A6 "Exposed Retry Metadata"): sent
   on every retry with the number of attempts made before it.
+- Traces (OpenTelemetry, when ``mulligan.otel.instrument(tracing=True)``
+  is on): a CLIENT span per logical RPC named by the method path without
+  its leading slash (``pkg.Service/Method``, the RPC conventions' span
+  name) with ``rpc.system`` "grpc", ``rpc.service`` and ``rpc.method``, and
+  a CLIENT child span per attempt carrying ``rpc.grpc.status_code``,
+  ``error.type`` (the status code's name) and ``mulligan.retry.delay_s``;
+  each attempt's trace context goes out in its request metadata
+  (``traceparent``, through the configured propagator).
 - Deadline: the call's own ``timeout`` is the logical call's deadline (the
   smaller of it and the policy's ``deadline``); each attempt is sent with
   the time left, trimmed to the policy's attempt timeout. An attempt that
@@ -47,6 +55,7 @@ from .._retry.call import refusal
 from .._retry.fallback import call_fallback
 from .._retry.state import STATE
 from .._telemetry import metrics as _metrics
+from .._telemetry import tracing as _tracing
 from .._validate import UNSET
 
 __all__ = ["CODES", "GrpcCall", "GrpcConfig", "PREVIOUS_ATTEMPTS", "PUSHBACK", "pushback"]
@@ -93,6 +102,17 @@ def pushback(trailers: Optional[Iterable[Any]]) -> Optional[float]:
             return REFUSE
         return int(text) / 1000.0
     return None
+
+
+def _span_of(method: str) -> tuple[str, dict[str, Any]]:
+    """The span name and the RPC attributes of ``method`` ("/pkg.Svc/M")."""
+    name = method[1:] if method.startswith("/") else method
+    service, _, rpc = name.rpartition("/")
+    return name, {"rpc.system": "grpc", "rpc.service": service, "rpc.method": rpc}
+
+
+def _append_pair(pairs: list[tuple[str, Any]], key: str, value: str) -> None:
+    pairs.append((key, value))
 
 
 def _code(owner: str, value: Any) -> int:
@@ -346,7 +366,7 @@ class GrpcCall:
     Not thread-safe: it belongs to one call (one thread, or one task).
     """
 
-    __slots__ = ("cfg", "route", "core", "by_attempt", "code")
+    __slots__ = ("cfg", "route", "core", "by_attempt", "code", "trace")
 
     def __init__(self, cfg: GrpcConfig, route: _Route, timeout: Optional[float]) -> None:
         cap, no_wait, _ = _testing()
@@ -355,11 +375,17 @@ class GrpcCall:
         self.by_attempt = False
         self.code = -1
         self.core: Any = route.for_timeout(timeout).begin(STATE.now(), cfg.fallback is not UNSET, cap, no_wait)
+        self.trace: Optional[_tracing.CallTrace] = (
+            _tracing.client_call(*_span_of(route.method)) if _tracing.SWITCH.tracer is not None else None
+        )
 
     def admit(self) -> bool:
         """Asks the engine before an attempt; False: refused (breaker open,
         or the adaptive throttle)."""
-        return bool(self.core.admit(STATE.now()))
+        admitted = bool(self.core.admit(STATE.now()))
+        if admitted and self.trace is not None:
+            self.trace.start_attempt()
+        return admitted
 
     def attempt_timeout(self) -> Optional[float]:
         """The admitted attempt's timeout in seconds: the time left before
@@ -375,16 +401,35 @@ class GrpcCall:
         """The attempt's request metadata: the caller's, plus
         ``grpc-previous-rpc-attempts`` on a retry (when sent)."""
         previous = self.core.attempts
-        if previous == 0 or not self.cfg.send_attempt_count:
+        counted = previous > 0 and self.cfg.send_attempt_count
+        if self.trace is None and not counted:
             return None if metadata is None else list(metadata)
         pairs = [(k, val) for k, val in (metadata or ()) if k != PREVIOUS_ATTEMPTS]
-        pairs.append((PREVIOUS_ATTEMPTS, str(previous)))
+        if counted:
+            pairs.append((PREVIOUS_ATTEMPTS, str(previous)))
+        if self.trace is not None:
+            self.trace.inject(pairs, setter=_append_pair)
         return pairs
 
     def record(self, code: int, trailers: Optional[Iterable[Any]]) -> Any:
         """Records an attempt that ended with status ``code`` and
-        ``trailers``: the engine's Decision."""
+        ``trailers``: the engine's Decision (and, when tracing, ends the
+        attempt's span; the call's too when the call is over)."""
         self.code = code
+        if self.trace is None:
+            return self._record(code, trailers)
+        error_type = None if code == 0 else _NAMES.get(code, str(code))
+        self.trace.set_attempt_attribute("rpc.grpc.status_code", code)
+        self.trace.end_attempt(0, error_type)
+        decision = self._record(code, trailers)
+        if decision.retry:
+            self.trace.retry_scheduled(float(decision.delay))
+        else:
+            self.trace.finished(decision.reason, decision.attempt)
+            self.trace.end(None, 0, None, error_type)
+        return decision
+
+    def _record(self, code: int, trailers: Optional[Iterable[Any]]) -> Any:
         now = STATE.now()
         if code == 0:
             return self.core.record(_OK, now)
@@ -404,17 +449,26 @@ class GrpcCall:
         """Records the success of a stream whose first message arrived
         (gRFC A6 "committed"): later errors are the caller's."""
         self.code = 0
-        self.core.record(_OK, STATE.now())
+        decision = self.core.record(_OK, STATE.now())
+        if self.trace is not None:
+            self.trace.set_attempt_attribute("rpc.grpc.status_code", 0)
+            self.trace.end_attempt()
+            self.trace.finished(decision.reason, decision.attempt)
+            self.trace.end()
 
     def terminal(self) -> None:
         """Ends the call on an exception that is no RPC status (a
         serializer's bug): recorded as terminal; the caller re-raises it."""
         self.core.record(_TERMINAL, STATE.now())
+        if self.trace is not None:
+            self.trace.end(None, 0, "terminal", "local_failure")
 
     def abandon(self, in_flight: int) -> None:
         """Ends a call its caller stopped (KeyboardInterrupt, a cancelled
         task or stream); ``in_flight`` 1 when an attempt was running."""
         self.core.abandon(STATE.now(), in_flight)
+        if self.trace is not None:  # nothing once the call's span has ended
+            self.trace.end(None, 0, "abandoned", "abandoned")
 
     def report(self, decision: Any) -> Any:
         """Logs the retry and runs the on_retry hook with a
@@ -430,6 +484,8 @@ class GrpcCall:
         mulligan.CircuitOpenError (mulligan.ThrottledError for the
         throttle)."""
         exc = refusal(self.core, self.core.attempts)
+        if self.trace is not None:
+            self.trace.end(exc)
         _log_give_up("grpc", self.route.method, self.core.attempts, "circuit_open", str(exc))
         if self.core.use_fallback:
             return call_fallback(self.cfg.fallback, exc)
