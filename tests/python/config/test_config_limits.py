@@ -23,7 +23,6 @@ The arithmetic (by hand):
 
 from __future__ import annotations
 
-import inspect
 import json
 import threading
 from pathlib import Path
@@ -446,15 +445,13 @@ def test_policy_rate_limiter(load: Any) -> None:
 
 
 def test_client_budget(load: Any, server: Any) -> None:
-    if "budget" not in inspect.signature(mulligan.Client).parameters:
-        pytest.skip("Client(budget=) lands with the http branch (issue 14)")
     doc = {"budgets": {"b": {"max_tokens": 4}},
            "policies": {"p": {"max_attempts": 5, "base_delay": 0}}}
     load({**doc, "clients": {"c": {"policy": "p", "budget": "b"}}})
-    with mulligan.Client(client="c") as c:  # type: ignore[call-arg]
+    with mulligan.Client(policy="c") as c:
         assert [c.get(server.url("/down")).attempts for _ in range(2)] == [2, 1]
     load({**doc, "clients": {"c": {"policy": "p", "budget": None}}})
-    with mulligan.Client(client="c") as c:  # type: ignore[call-arg]
+    with mulligan.Client(policy="c") as c:
         assert [c.get(server.url("/down")).attempts for _ in range(2)] == [5, 5]
 
 
