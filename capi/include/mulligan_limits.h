@@ -54,7 +54,9 @@ MULLIGAN_API void mulligan_bulkhead_destroy(mulligan_bulkhead *bulkhead);
 /** Takes a slot if one is free and nobody waits: 1 (release it later with
  *  mulligan_bulkhead_release), else 0. @since 0.3 */
 MULLIGAN_API int mulligan_bulkhead_try_acquire(mulligan_bulkhead *bulkhead);
-/** Frees a slot the caller holds; the oldest waiter gets it. @since 0.3 */
+/** Frees a slot the caller holds; the oldest waiter gets it. A release
+ *  while no slot is held does nothing (since 0.4: the count never goes below
+ *  zero). @since 0.3 */
 MULLIGAN_API void mulligan_bulkhead_release(mulligan_bulkhead *bulkhead);
 /** Slots held now (0 for NULL). @since 0.3 */
 MULLIGAN_API int mulligan_bulkhead_in_flight(const mulligan_bulkhead *bulkhead);

@@ -50,6 +50,19 @@ TEST(BulkheadTest, BadOptionsNameTheField) {
   EXPECT_NE(Bulkhead::Create(o).status().message().find("max_wait"), std::string::npos);
 }
 
+TEST(BulkheadTest, AStrayReleaseChangesNothing) {
+  auto b = MakeBulkhead(2, 0);
+  EXPECT_FALSE(b->Release());  // nothing held: the count stays at 0
+  EXPECT_EQ(b->in_flight(), 0);
+  EXPECT_TRUE(b->TryAcquire());
+  EXPECT_TRUE(b->TryAcquire());
+  EXPECT_FALSE(b->TryAcquire());  // still 2 at most, not 3
+  EXPECT_TRUE(b->Release());
+  EXPECT_TRUE(b->Release());
+  EXPECT_FALSE(b->Release());
+  EXPECT_EQ(b->in_flight(), 0);
+}
+
 TEST(BulkheadTest, AtMostNThenFifoHandOff) {
   auto b = MakeBulkhead(2, 2);
   EXPECT_TRUE(b->TryAcquire());

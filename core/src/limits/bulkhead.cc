@@ -77,15 +77,18 @@ bool Bulkhead::GrantOldestLocked(std::function<void()>& out) {
   return true;
 }
 
-void Bulkhead::Release() {
+bool Bulkhead::Release() {
   std::function<void()> wake;
   if (waiting_.load() == 0) {
-    in_flight_.fetch_sub(1);
-    if (waiting_.load() == 0) return;
+    int held = in_flight_.load();
+    do {
+      if (held <= 0) return false;  // nothing to release
+    } while (!in_flight_.compare_exchange_weak(held, held - 1));
+    if (waiting_.load() == 0) return true;
     // A waiter joined while the slot was returned: take it back for the
     // oldest waiter, unless a newcomer or the waiter's own retry took it.
     std::lock_guard<std::mutex> lock(mu_);
-    if (queue_.empty()) return;
+    if (queue_.empty()) return true;
     int current = in_flight_.load(std::memory_order_relaxed);
     while (current < options_.max_concurrent) {
       if (in_flight_.compare_exchange_weak(current, current + 1)) {
@@ -94,11 +97,13 @@ void Bulkhead::Release() {
       }
     }
   } else {
+    if (in_flight_.load() <= 0) return false;  // nothing to release
     std::lock_guard<std::mutex> lock(mu_);
     // The slot moves to the oldest waiter without ever being free.
     if (!GrantOldestLocked(wake)) in_flight_.fetch_sub(1);
   }
   if (wake) wake();
+  return true;
 }
 
 std::shared_ptr<BulkheadTicket> Bulkhead::Enqueue() {

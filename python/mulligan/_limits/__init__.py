@@ -190,8 +190,17 @@ class Bulkhead:
             raise
 
     def release(self) -> None:
-        """Frees a slot this caller holds (the oldest waiter gets it)."""
-        self._core.release()
+        """Frees a slot this caller holds (the oldest waiter gets it).
+
+        Raises:
+            RuntimeError: no slot is held (a release without an acquire);
+                nothing changes, so a stray release cannot admit one call
+                more than ``max_concurrent``.
+        """
+        if not self._core.release():
+            raise RuntimeError(
+                f"mulligan.Bulkhead({self.name!r}): release() without a held slot (in_flight is 0)"
+            )
 
     def __enter__(self) -> "Bulkhead":
         self.acquire()

@@ -297,6 +297,18 @@ def test_async_decorator_bulkhead() -> None:
     assert seen == 2
 
 
+def test_a_stray_release_raises_and_changes_nothing() -> None:
+    bulkhead = mulligan.Bulkhead(2, name="stray")
+    with pytest.raises(RuntimeError, match=r"Bulkhead\('stray'\): release\(\) without a held slot"):
+        bulkhead.release()
+    assert bulkhead.in_flight == 0
+    bulkhead.acquire()
+    bulkhead.acquire()
+    with pytest.raises(mulligan.BulkheadFullError):  # 2 at most, not 3
+        bulkhead.acquire()
+    assert bulkhead.in_flight == 2
+
+
 def test_bulkhead_as_a_plain_decorator() -> None:
     bulkhead = mulligan.Bulkhead(1)
 

@@ -133,8 +133,10 @@ class Bulkhead : public std::enable_shared_from_this<Bulkhead> {
 
   // Frees a slot the caller holds: hands it to the oldest waiter if there is
   // one (its ticket becomes granted and its callback runs on this thread),
-  // else returns it to the pool. REQUIRES: the caller holds a slot.
-  void Release();
+  // else returns it to the pool. Returns false, changing nothing, when no
+  // slot is held at all (a release without an acquire: the count never goes
+  // below zero, so a stray release cannot admit one call too many).
+  bool Release();
 
   // Joins the wait queue. Returns a ticket that may already be granted (a
   // slot freed meanwhile), or null when the queue is full (or the bulkhead
