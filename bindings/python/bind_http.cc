@@ -139,6 +139,14 @@ void SetLimits(HttpClientOptions& options, const py::object& budget, const py::o
   options.max_connections = max_connections;
 }
 
+void SetAdaptiveRate(HttpClientOptions& options, const py::object& adaptive_rate) {
+  if (adaptive_rate.is_none()) return;
+  if (!py::isinstance<AdaptiveRate>(adaptive_rate)) {
+    throw py::type_error("adaptive_rate must be an AdaptiveRate or None");
+  }
+  options.adaptive_rate = adaptive_rate.cast<std::shared_ptr<AdaptiveRate>>();
+}
+
 // Every request argument the Python layer passes, in one place.
 HttpRequest MakeRequest(std::string method, std::string url, HttpHeaders headers,
                         std::string body, std::optional<std::string> idempotency_key,
@@ -329,7 +337,8 @@ void BindHttp(py::module_& m) {
                         const py::object& breaker_options, const std::string& methods,
                         std::vector<std::string> allowed_methods, const py::object& budget,
                         const py::object& throttle, const py::object& bulkhead,
-                        const py::object& rate_limiter, int max_connections) {
+                        const py::object& rate_limiter, int max_connections,
+                        const py::object& adaptive_rate) {
     HttpClientOptions options =
         MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
                     follow_redirects, max_redirects, ca_bundle, strict,
@@ -338,6 +347,7 @@ void BindHttp(py::module_& m) {
     SetBreakerOptions(options, breaker_options, breaker_per_attempt);
     SetMethodRule(options, methods, std::move(allowed_methods));
     SetLimits(options, budget, throttle, bulkhead, rate_limiter, max_connections);
+    SetAdaptiveRate(options, adaptive_rate);
     return Unwrap(HttpClient::Create(options));
   };
   // The one validation of the client options, for a front door that makes its
@@ -353,7 +363,7 @@ void BindHttp(py::module_& m) {
          std::vector<std::string> breaker_key_templates, const py::object& breaker_options,
          const std::string& methods, std::vector<std::string> allowed_methods,
          const py::object& budget, const py::object& throttle, const py::object& bulkhead,
-         const py::object& rate_limiter, int max_connections) {
+         const py::object& rate_limiter, int max_connections, const py::object& adaptive_rate) {
         HttpClientOptions options = MakeOptions(
             policy, attempt_timeout, connect_timeout, verify_tls, user_agent, follow_redirects,
             max_redirects, ca_bundle, strict, breaker_failure_threshold, breaker_reset_timeout,
@@ -362,6 +372,7 @@ void BindHttp(py::module_& m) {
         SetBreakerOptions(options, breaker_options, breaker_per_attempt);
         SetMethodRule(options, methods, std::move(allowed_methods));
         SetLimits(options, budget, throttle, bulkhead, rate_limiter, max_connections);
+        SetAdaptiveRate(options, adaptive_rate);
         Unwrap(internal::MakeSettings(options));
       },
       py::kw_only(), py::arg("policy") = py::none(), py::arg("attempt_timeout") = 30.0,
@@ -375,7 +386,7 @@ void BindHttp(py::module_& m) {
       py::arg("methods") = "idempotent", py::arg("allowed_methods") = std::vector<std::string>(),
       py::arg("budget") = "per_origin", py::arg("throttle") = py::none(),
       py::arg("bulkhead") = py::none(), py::arg("rate_limiter") = py::none(),
-      py::arg("max_connections") = 0,
+      py::arg("max_connections") = 0, py::arg("adaptive_rate") = py::none(),
       "Validates the HttpClient options as HttpClient() and HttpLoopDriver() do (the\n"
       "same core rule, HttpClient::Create's): ValueError naming the bad option, else None.");
   py::class_<HttpClient, std::unique_ptr<HttpClient>>(
@@ -393,7 +404,7 @@ void BindHttp(py::module_& m) {
            py::arg("allowed_methods") = std::vector<std::string>(),
            py::arg("budget") = "per_origin", py::arg("throttle") = py::none(),
            py::arg("bulkhead") = py::none(), py::arg("rate_limiter") = py::none(),
-           py::arg("max_connections") = 0)
+           py::arg("max_connections") = 0, py::arg("adaptive_rate") = py::none())
       .def("request", &Request, py::arg("method"), py::arg("url"), py::arg("headers"),
            py::arg("body"), py::arg("idempotency_key") = py::none(),
            py::arg("policy") = py::none(), py::arg("follow_redirects") = py::none(),

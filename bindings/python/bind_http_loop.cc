@@ -382,7 +382,7 @@ void BindHttpLoop(py::module_& m) {
                         const py::object& breaker_options, const std::string& methods,
                         std::vector<std::string> allowed_methods, const py::object& budget,
                         const py::object& throttle, const py::object& bulkhead,
-                        const py::object& rate_limiter) {
+                        const py::object& rate_limiter, const py::object& adaptive_rate) {
     HttpClientOptions options =
         MakeOptions(policy, attempt_timeout, connect_timeout, verify_tls, user_agent,
                     follow_redirects, max_redirects, ca_bundle, strict, breaker_failure_threshold,
@@ -391,6 +391,7 @@ void BindHttpLoop(py::module_& m) {
     SetBreakerOptions(options, breaker_options, breaker_per_attempt);
     SetMethodRule(options, methods, std::move(allowed_methods));
     SetLimits(options, budget, throttle, bulkhead, rate_limiter, max_connections);
+    SetAdaptiveRate(options, adaptive_rate);
     std::unique_ptr<HttpAsyncEngine> engine = Unwrap(HttpAsyncEngine::Create(options));
     return std::make_unique<LoopDriver>(std::move(loop), std::move(engine));
   };
@@ -410,7 +411,8 @@ void BindHttpLoop(py::module_& m) {
            py::arg("breaker_options") = py::none(), py::arg("methods") = "idempotent",
            py::arg("allowed_methods") = std::vector<std::string>(),
            py::arg("budget") = "per_origin", py::arg("throttle") = py::none(),
-           py::arg("bulkhead") = py::none(), py::arg("rate_limiter") = py::none())
+           py::arg("bulkhead") = py::none(), py::arg("rate_limiter") = py::none(),
+           py::arg("adaptive_rate") = py::none())
       .def_property_readonly("loop", &LoopDriver::loop)
       .def_property_readonly("closed", &LoopDriver::closed)
       .def(

@@ -34,6 +34,9 @@ HttpClientOptions MakeOptions(const RetryPolicy* policy, double attempt_timeout,
 // Raises ValueError/TypeError naming the option.
 void SetLimits(HttpClientOptions& options, const py::object& budget, const py::object& throttle,
                const py::object& bulkhead, const py::object& rate_limiter, int max_connections);
+// Sets options.adaptive_rate from None or a _core.AdaptiveRate (TypeError
+// otherwise). (Added in 0.4.)
+void SetAdaptiveRate(HttpClientOptions& options, const py::object& adaptive_rate);
 
 // Every request argument the Python layer passes, in one place.
 // Sets what the client keys its breakers by: "origin", "host", "path" or

@@ -292,6 +292,7 @@ def check_http_client_options(
     bulkhead: Optional[Bulkhead] = None,
     rate_limiter: Optional[RateLimiter] = None,
     max_connections: int = 0,
+    adaptive_rate: Optional[AdaptiveRate] = None,
 ) -> None: ...
 
 class HttpClient:
@@ -320,6 +321,7 @@ class HttpClient:
         bulkhead: Optional[Bulkhead] = None,
         rate_limiter: Optional[RateLimiter] = None,
         max_connections: int = 0,
+        adaptive_rate: Optional[AdaptiveRate] = None,
     ) -> None: ...
     def request(
         self,
@@ -377,6 +379,7 @@ class HttpLoopDriver:
         throttle: Optional[AdaptiveThrottle] = None,
         bulkhead: Optional[Bulkhead] = None,
         rate_limiter: Optional[RateLimiter] = None,
+        adaptive_rate: Optional[AdaptiveRate] = None,
     ) -> None: ...
     @property
     def loop(self) -> asyncio.AbstractEventLoop: ...

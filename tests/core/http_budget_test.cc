@@ -206,6 +206,34 @@ TEST(HttpLimitsTest, ARateLimiterSpacesCallsThroughTheClock) {
   EXPECT_EQ(clock.Now() - start, std::chrono::seconds(2));
 }
 
+// HttpClientOptions::adaptive_rate (AWS adaptive mode): worked out by hand
+// from the spec's pseudo-code (limits/adaptive_rate.h). The first 429 comes
+// in the rate's first bucket: measured 0, fill rate floored at 0.5/s,
+// capacity 0, so each retry waits (1 - 0) / 0.5 = 2 s; the second 429 (2
+// answers over 2 s: measured 0.8; W_max = min(0.8, 0.5) = 0.5) leaves the
+// same floor; the 200 at +4 s (1 answer over 2 s: measured 0.56) grows the
+// rate to min(CUBIC 0.4 (2 - K)^3 + 0.5 = 1.34, 2 * 0.56) = 1.12/s.
+TEST(HttpLimitsTest, AnAdaptiveRateSlowsAttemptsAfter429s) {
+  FakeClock clock;
+  const TimePoint start = clock.Now();
+  HttpClientOptions options;
+  options.clock = &clock;
+  options.report_metrics = false;
+  options.adaptive_rate = AdaptiveRate::Create(AdaptiveRateOptions{}, start).value();
+  auto client = HttpClient::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  Result<HttpResponse> response =
+      (*client)->Send(Get("/script?id=cxx-adaptive&steps=429:0,429:0,200"));
+  ASSERT_TRUE(response.ok()) << response.status().ToString();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->attempts, 3);
+  EXPECT_EQ(clock.Now() - start, std::chrono::seconds(4));
+  EXPECT_EQ(options.adaptive_rate->throttles(), 2u);
+  const AdaptiveRateState state = options.adaptive_rate->State(clock.Now());
+  EXPECT_NEAR(state.measured_rate, 0.56, 1e-12);
+  EXPECT_NEAR(state.fill_rate, 1.12, 1e-12);
+}
+
 TEST(HttpLimitsTest, A429RetryAfterHoldsEveryCallToTheOrigin) {
   FakeClock clock;
   RateLimiterOptions limiter;

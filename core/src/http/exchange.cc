@@ -95,6 +95,7 @@ Pipeline::Parts PartsFor(const HttpClientOptions& options, const RetryPolicy& po
   parts.bulkhead = options.bulkhead.get();
   parts.rate_limiter = options.rate_limiter.get();
   parts.rate_limit_per_attempt = options.rate_limit_per_attempt;
+  parts.adaptive_rate = options.adaptive_rate.get();
   if (options.report_metrics) {
     if (options.metrics_name.empty()) {
       parts.metrics_registry = &MetricsRegistry::Default();

@@ -1,6 +1,7 @@
 """The command's overload options (issue 14): ``--budget``,
-``--max-concurrent``, ``--rate`` and ``--burst``, mapped onto
-:class:`mulligan.Client`'s ``budget=``, ``bulkhead=`` and ``rate_limiter=``.
+``--max-concurrent``, ``--rate``, ``--burst`` and ``--adaptive-rate``, mapped
+onto :class:`mulligan.Client`'s ``budget=``, ``bulkhead=``, ``rate_limiter=``
+and ``adaptive_rate=``.
 
 .. versionadded:: 0.4.0
 """
@@ -12,6 +13,7 @@ from typing import Any
 
 from .._budget import RetryBudget
 from .._limits import Bulkhead, RateLimiter
+from .._limits.adaptive import AdaptiveRate
 
 __all__: list[str] = []
 
@@ -94,7 +96,7 @@ def _count(text: str) -> int:
 
 
 def add_limit_options(p: argparse.ArgumentParser) -> None:
-    """Adds --budget, --max-concurrent, --rate and --burst to `p`."""
+    """Adds --budget, --max-concurrent, --rate, --burst and --adaptive-rate to `p`."""
     p.add_argument("--budget", type=budget_spec, default="per_origin", metavar="KIND[:PARAMS]",
                    help=BUDGET_HELP)
     p.add_argument("--max-concurrent", type=_count, default=None, metavar="N",
@@ -104,6 +106,10 @@ def add_limit_options(p: argparse.ArgumentParser) -> None:
                         "would wait past the deadline exits 10)")
     p.add_argument("--burst", type=_burst, default=1.0, metavar="B",
                    help="calls --rate lets go at once from idle (default 1)")
+    p.add_argument("--adaptive-rate", action=argparse.BooleanOptionalAction, default=False,
+                   help="the AWS SDKs' adaptive send rate (CUBIC): after a 429 or a 503 with "
+                        "Retry-After every attempt waits for a token; a wait past the "
+                        "deadline exits 10 (default off)")
 
 
 def limit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -113,4 +119,6 @@ def limit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         out["bulkhead"] = Bulkhead(args.max_concurrent, name="cli")
     if args.rate is not None:
         out["rate_limiter"] = RateLimiter(args.rate, burst=args.burst, name="cli")
+    if args.adaptive_rate:
+        out["adaptive_rate"] = AdaptiveRate(name="cli")
     return out

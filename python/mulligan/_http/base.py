@@ -17,6 +17,7 @@ from .._budget import AdaptiveThrottle, RetryBudget
 from .._config import policies as _config
 from .._errors import RetriesExhausted
 from .._limits import Bulkhead, RateLimiter
+from .._limits.adaptive import AdaptiveRate
 from .._redact import redact_url
 from .._retry.fallback import call_fallback
 from .._retry.state import STATE
@@ -189,13 +190,16 @@ def _composed(
     )
 
 
-def _limit_args(owner: str, budget: Any, throttle: Any, bulkhead: Any, rate_limiter: Any) -> dict[str, Any]:
+def _limit_args(
+    owner: str, budget: Any, throttle: Any, bulkhead: Any, rate_limiter: Any, adaptive_rate: Any = None
+) -> dict[str, Any]:
     """The engine's overload options (issue 14): ``budget`` is
     ``"per_origin"`` (a gRPC A6 token bucket of 100 tokens and ratio 0.5 per
     origin, the default), None (off) or a :class:`mulligan.RetryBudget`
     shared by every origin; ``throttle``, ``bulkhead`` and ``rate_limiter``
     are None or a :class:`mulligan.AdaptiveThrottle`, :class:`mulligan.Bulkhead`,
-    :class:`mulligan.RateLimiter`. TypeError/ValueError name the option."""
+    :class:`mulligan.RateLimiter`, and ``adaptive_rate`` (0.4) None or a
+    :class:`mulligan.AdaptiveRate`. TypeError/ValueError name the option."""
     if isinstance(budget, str):
         if budget != "per_origin":
             raise ValueError(
@@ -214,6 +218,7 @@ def _limit_args(owner: str, budget: Any, throttle: Any, bulkhead: Any, rate_limi
         ("throttle", throttle, AdaptiveThrottle),
         ("bulkhead", bulkhead, Bulkhead),
         ("rate_limiter", rate_limiter, RateLimiter),
+        ("adaptive_rate", adaptive_rate, AdaptiveRate),
     )
     out: dict[str, Any] = {"budget": native_budget}
     for name, value, kind in given:
@@ -269,6 +274,7 @@ class _ClientBase:
         throttle: Any = None,
         bulkhead: Any = None,
         rate_limiter: Any = None,
+        adaptive_rate: Any = None,
         _named_policy: Any = None,
         _named_given: frozenset[str] = frozenset(),
     ) -> None:
@@ -333,7 +339,7 @@ class _ClientBase:
             strict=_validate.flag(owner, "strict", strict),
             **_method_args(owner, method_rule, allowed_methods),
             **_breaker_args(owner, breaker, breaker_per_attempt),
-            **_limit_args(owner, budget, throttle, bulkhead, rate_limiter),
+            **_limit_args(owner, budget, throttle, bulkhead, rate_limiter, adaptive_rate),
         )
         # A key function runs here, on the caller's thread, never in the engine.
         self._breaker_key_fn: Any = self._native_args.pop("_breaker_key_fn", None)

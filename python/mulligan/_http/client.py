@@ -145,6 +145,13 @@ class Client(_ClientBase):
             deadline, else :class:`mulligan.RateLimitedError`; with its
             ``penalize_retry_after``, a 429's Retry-After holds the origin).
             Default None.
+        adaptive_rate: a :class:`mulligan.AdaptiveRate` (0.4, the AWS SDKs'
+            adaptive mode), one for the client, shared by every origin (give
+            each origin its own client for per-origin rates): every attempt
+            takes a token (waiting within its ``max_wait`` and the deadline,
+            else :class:`mulligan.RateLimitedError`) and every answer is
+            recorded, throttled for a 429 or a 503 with Retry-After; no
+            answer (a transport failure) is not recorded. Default None.
         max_connections: at most this many transfers in flight at once
             across every thread of this client (``Client`` only; the excess
             waits in FIFO order, bounded by the deadline), in [1, 2**31 - 1];

@@ -6,15 +6,17 @@ the core's ``mulligan/limits/adaptive_rate.h``.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import functools
+import inspect
+from typing import Any, Callable, Optional
 
 from .. import _core
-from .._errors import RateLimitedError
+from .._errors import RateLimitedError, TransportError
 from .._retry.async_driver import sleep as _async_sleep
 from .._retry.state import STATE
 from . import Seconds, _seconds
 
-__all__ = ["AdaptiveRate"]
+__all__ = ["AdaptiveRate", "is_throttling_answer"]
 
 
 def _number(field: str, value: Any) -> float:
@@ -137,3 +139,110 @@ class AdaptiveRate:
 
     def __repr__(self) -> str:
         return f"<mulligan.AdaptiveRate name={self.name!r}>"
+
+
+#: What ``@retry(is_throttling=)`` takes: the attempt's exception or returned
+#: value -> True (throttling answer), False (another answer), None (no
+#: answer: not recorded).
+ThrottlingPredicate = Callable[[Any], Optional[bool]]
+
+
+def _status_of(value: Any) -> Any:
+    status = getattr(value, "status_code", None)
+    if status is None:
+        status = getattr(value, "status", None)
+    if status is None:
+        status = getattr(getattr(value, "response", None), "status_code", None)
+    return status
+
+
+def _has_retry_after(value: Any) -> bool:
+    for holder in (value, getattr(value, "response", None)):
+        headers = getattr(holder, "headers", None)
+        get = getattr(headers, "get", None)
+        if callable(get) and get("Retry-After") is not None:
+            return True
+    return getattr(value, "retry_after", None) is not None
+
+
+def is_throttling_answer(value: Any) -> Optional[bool]:
+    """The default classification of ``@retry(adaptive_rate=)`` (0.4), as
+    the core's IsThrottlingAnswer: True for an HTTP 429, an HTTP 503 with a
+    Retry-After (the status read from ``status_code``, ``status`` or
+    ``response.status_code``; Retry-After from ``headers`` of the value or of
+    its ``response``, or a ``retry_after`` attribute), and a gRPC
+    RESOURCE_EXHAUSTED (``code()`` whose name is ``"RESOURCE_EXHAUSTED"``);
+    None (not recorded: no answer came) for a :class:`mulligan.TransportError`
+    or a built-in ConnectionError/TimeoutError; False for anything else,
+    a returned value included. Source: the AWS SDKs' retry behavior spec,
+    adaptive mode (throttling errors update the rate, every other response
+    too)."""
+    if isinstance(value, (TransportError, ConnectionError, TimeoutError)):
+        return None
+    status = _status_of(value)
+    if isinstance(status, int) and not isinstance(status, bool):
+        return status == 429 or (status == 503 and _has_retry_after(value))
+    code = getattr(value, "code", None)
+    if callable(code) and isinstance(value, BaseException):
+        try:
+            name = getattr(code(), "name", None)
+        except Exception:  # noqa: BLE001 - a foreign code() is not ours to judge
+            return False
+        return name == "RESOURCE_EXHAUSTED"
+    return False
+
+
+def _record(rate: AdaptiveRate, judge: ThrottlingPredicate, value: Any) -> None:
+    verdict = judge(value)
+    if verdict is not None:
+        rate.record(bool(verdict))
+
+
+def adaptive_guard(
+    fn: Callable[..., Any],
+    rate: AdaptiveRate,
+    judge: ThrottlingPredicate,
+    on_refused: Optional[Callable[[str], None]] = None,
+) -> Callable[..., Any]:
+    """Wraps one attempt of ``fn`` (``@retry(adaptive_rate=)``, 0.4): takes a
+    token of ``rate`` before it (a wait sleeps with the drivers' sleep or
+    asyncio.sleep, both on the fake clock under mulligan.testing; a refusal
+    raises RateLimitedError after ``on_refused("rate_limited")``), then
+    records the attempt's exception or returned value as ``judge`` says."""
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_attempt(*args: Any, **kwargs: Any) -> Any:
+            try:
+                await rate.acquire_async()
+            except RateLimitedError:
+                if on_refused is not None:
+                    on_refused("rate_limited")
+                raise
+            try:
+                result = await fn(*args, **kwargs)
+            except Exception as error:  # (not cancellation: no answer)
+                _record(rate, judge, error)
+                raise
+            _record(rate, judge, result)
+            return result
+
+        return async_attempt
+
+    @functools.wraps(fn)
+    def attempt(*args: Any, **kwargs: Any) -> Any:
+        try:
+            rate.acquire()
+        except RateLimitedError:
+            if on_refused is not None:
+                on_refused("rate_limited")
+            raise
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as error:  # (not KeyboardInterrupt: no answer)
+            _record(rate, judge, error)
+            raise
+        _record(rate, judge, result)
+        return result
+
+    return attempt

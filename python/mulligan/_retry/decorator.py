@@ -38,6 +38,7 @@ from typing import (
 from .._breaker.breaker import CircuitBreaker
 from .._config import policies as _config
 from .._limits import Bulkhead, RateLimiter, guard
+from .._limits.adaptive import AdaptiveRate, ThrottlingPredicate, adaptive_guard, is_throttling_answer
 from .._validate import UNSET as _UNSET, Seconds
 from .async_driver import wrap_async
 from .hooks import StatisticsView
@@ -111,27 +112,37 @@ def _name_of(fn: Any) -> str:
     return name if isinstance(name, str) else repr(fn)
 
 
-_LIMIT_KEYS = ("bulkhead", "rate_limiter", "rate_limit_per_attempt")
+_LIMIT_KEYS = ("bulkhead", "rate_limiter", "rate_limit_per_attempt", "adaptive_rate", "is_throttling")
+# (bulkhead, rate_limiter, rate_limit_per_attempt, adaptive_rate, is_throttling)
+_Limits = tuple[Any, Any, bool, Any, Any]
 
 
-def _split_limits(options: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, Any, bool]]:
-    """Takes the bulkhead/limiter options (0.3) out of the retry options; a
-    named policy's ``bulkhead`` and ``rate_limiter`` (0.4) fill the ones the
-    decorator does not give."""
+def _split_limits(options: dict[str, Any]) -> tuple[dict[str, Any], _Limits]:
+    """Takes the bulkhead/limiter options (0.3) and the adaptive rate (0.4)
+    out of the retry options; a named policy's ``bulkhead``, ``rate_limiter``
+    and ``adaptive_rate`` (0.4) fill the ones the decorator does not give."""
     rest = {k: v for k, v in options.items() if k not in _LIMIT_KEYS}
     bulkhead, limiter = options.get("bulkhead"), options.get("rate_limiter")
+    adaptive = options.get("adaptive_rate")
     policy_name = options.get("policy")
-    if isinstance(policy_name, str) and (bulkhead is None or limiter is None):
+    if isinstance(policy_name, str) and (bulkhead is None or limiter is None or adaptive is None):
         named = _config._resolve_limit_kwargs(policy_name)
         bulkhead = named["bulkhead"] if bulkhead is None else bulkhead
         limiter = named["rate_limiter"] if limiter is None else limiter
-    limits = (bulkhead, limiter, bool(options.get("rate_limit_per_attempt", False)))
+        adaptive = named.get("adaptive_rate") if adaptive is None else adaptive
+    judge = options.get("is_throttling")
+    limits = (bulkhead, limiter, bool(options.get("rate_limit_per_attempt", False)), adaptive, judge)
     guard(lambda: None, limits[0], limits[1])  # type checks, at decoration time
+    if adaptive is not None and not isinstance(adaptive, AdaptiveRate):
+        raise TypeError(f"mulligan.retry: adaptive_rate must be a mulligan.AdaptiveRate, got {adaptive!r}")
+    if judge is not None and not callable(judge):
+        raise TypeError(f"mulligan.retry: is_throttling must be callable, got {judge!r}")
     return rest, limits
 
 
-def _limit_options(limits: tuple[Any, Any, bool]) -> dict[str, Any]:
-    return {"bulkhead": limits[0], "rate_limiter": limits[1], "rate_limit_per_attempt": limits[2]}
+def _limit_options(limits: _Limits) -> dict[str, Any]:
+    return {"bulkhead": limits[0], "rate_limiter": limits[1], "rate_limit_per_attempt": limits[2],
+            "adaptive_rate": limits[3], "is_throttling": limits[4]}
 
 
 def _refusal_counter(cfg: _Config) -> Optional[Callable[[str], None]]:
@@ -166,8 +177,12 @@ def _decorate(fn: Any, options: dict[str, Any]) -> Any:
     # Strategy 2 (0.3): the bulkhead outside the retry loop (its slot is held
     # for the whole logical call), the limiter outside it too (once per
     # call), or around each attempt with rate_limit_per_attempt.
-    bulkhead, limiter, per_attempt = limits
+    bulkhead, limiter, per_attempt, adaptive, judge = limits
     inner = guard(fn, None, limiter) if limiter is not None and per_attempt else fn
+    if adaptive is not None:
+        # The adaptive rate (0.4) at attempt level, as the AWS SDKs do: a
+        # token before each attempt, each answer recorded.
+        inner = adaptive_guard(inner, adaptive, judge or is_throttling_answer, _refusal_counter(cfg))
     wrapper = wrap_async(inner, cfg) if _is_async(fn) else wrap_sync(inner, cfg)
     if bulkhead is not None or (limiter is not None and not per_attempt):
         wrapper = guard(wrapper, bulkhead, None if per_attempt else limiter, _refusal_counter(cfg))
@@ -242,6 +257,8 @@ def retry(
     bulkhead: Optional[Bulkhead] = None,
     rate_limiter: Optional[RateLimiter] = None,
     rate_limit_per_attempt: bool = False,
+    adaptive_rate: Optional[AdaptiveRate] = None,
+    is_throttling: Optional[ThrottlingPredicate] = None,
 ) -> RetryDecorator:
     """Retries a function, method or coroutine function when an attempt fails.
 
@@ -341,6 +358,24 @@ def retry(
             refusal raises :class:`mulligan.RateLimitedError`, never retried),
             or before every attempt with ``rate_limit_per_attempt=True``.
         rate_limit_per_attempt: see ``rate_limiter``. Default False.
+        adaptive_rate: a :class:`mulligan.AdaptiveRate` (0.4, the AWS SDKs'
+            adaptive mode), asked before every attempt, as the SDKs do: its
+            wait sleeps (the drivers' sleep, or asyncio.sleep in a coroutine;
+            both bounded by the rate's ``max_wait``), a refusal raises
+            :class:`mulligan.RateLimitedError`, never retried. Every answered
+            attempt is then recorded, throttled or not, as ``is_throttling``
+            says. With a ``policy=`` naming an ``adaptive_rate``, that one
+            unless this is given.
+        is_throttling: ``f(exception_or_result) -> bool | None`` (0.4): True
+            for a throttling answer, False for another answer, None for no
+            answer (not recorded). Default
+            :func:`mulligan._limits.adaptive.is_throttling_answer`: HTTP 429,
+            503 with Retry-After (read from ``status_code``/``status``/
+            ``response.status_code`` and ``headers``), gRPC
+            RESOURCE_EXHAUSTED (``code()``) are throttling; transport
+            failures (TransportError, ConnectionError, TimeoutError) are no
+            answer; everything else, returned values included, is another
+            answer.
         breaker: a :class:`mulligan.CircuitBreaker` checked before every
             attempt. When it refuses, the call ends at once with
             :class:`mulligan.CircuitOpenError` (never retried; ``.attempts``
@@ -418,6 +453,8 @@ def retry(
         "bulkhead": bulkhead,
         "rate_limiter": rate_limiter,
         "rate_limit_per_attempt": rate_limit_per_attempt,
+        "adaptive_rate": adaptive_rate,
+        "is_throttling": is_throttling,
     }
     _Config(_split_limits(options)[0], "<validation>", report=False)  # validate now, at decoration time
     return RetryDecorator(options)

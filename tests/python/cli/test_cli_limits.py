@@ -23,7 +23,8 @@ def summary(done: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
 
 def test_help_documents_the_options_and_the_new_exit_codes() -> None:
     out = run("get", "--help").stdout.decode()
-    for words in ("--budget", "--max-concurrent", "--rate", "--burst", "8    throttled",
+    for words in ("--budget", "--max-concurrent", "--rate", "--burst", "--adaptive-rate",
+                  "8    throttled",
                   "9    bulkhead full", "10   rate limited"):
         assert words in out, words
 
@@ -67,6 +68,23 @@ def test_rate_and_max_concurrent_pass_a_single_request(server: Any) -> None:
     done = run("get", server.url("/ok"), "--rate", "5/s", "--burst", "2", "--max-concurrent", "1")
     assert done.returncode == 0, done.stderr
     assert done.stdout == b"ok\n"
+
+
+def test_adaptive_rate_waits_after_a_429(server: Any) -> None:
+    # After the 429 the retry needs a token the bucket does not hold (its
+    # capacity starts at 0). Real time: the 429 lands in the rate's first
+    # 0.5 s bucket (fill rate 0.5/s, a 2 s wait) or after it (measured at most
+    # 0.8 * 1 / 0.5 = 1.6/s, fill rate at most 0.7 * 1.6 = 1.12/s, a wait of
+    # at least 1 / 1.12 = 0.89 s): past the 0.5 s deadline either way: exit 10.
+    url = server.url("/script?id=cli-adaptive-on&steps=429:0,200")
+    done = run("get", url, "--adaptive-rate", "--deadline", "0.5", "--backoff", "0.001", "--metrics")
+    assert done.returncode == 10, done.stderr
+    # Off (the default, or --no-adaptive-rate): the retry goes at once.
+    url = server.url("/script?id=cli-adaptive-off&steps=429:0,200")
+    done = run("get", url, "--no-adaptive-rate", "--deadline", "0.5", "--backoff", "0.001")
+    assert done.returncode == 0, done.stderr
+    # One request with the rate on (the retry refused), two with it off.
+    assert len(server.wait_for_requests("/script", 3)) == 3
 
 
 @pytest.mark.parametrize(

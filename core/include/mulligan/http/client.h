@@ -31,6 +31,7 @@
 #include "mulligan/budget/budget.h"
 #include "mulligan/budget/throttle.h"
 #include "mulligan/http/breaker_key.h"
+#include "mulligan/limits/adaptive_rate.h"
 #include "mulligan/limits/bulkhead.h"
 #include "mulligan/limits/rate_limiter.h"
 #include "mulligan/base/clock.h"
@@ -360,6 +361,14 @@ struct HttpClientOptions {
   // for every call. Default none. (Appended in 0.4.)
   std::shared_ptr<RateLimiter> rate_limiter;
   bool rate_limit_per_attempt = false;
+  // The AWS SDKs' adaptive send rate (limits/adaptive_rate.h), one per
+  // client, shared by every origin (as an SDK client has one per service
+  // endpoint; give each origin its own client for per-origin rates): every
+  // attempt takes a token (HttpClient waits on the calling thread, bounded by
+  // the rate's max_wait and the deadline, else refuses with kRateLimited) and
+  // every answer is recorded, throttled for 429 / 503 with Retry-After.
+  // Default none. (Appended in 0.4.)
+  std::shared_ptr<AdaptiveRate> adaptive_rate;
 
   // Report every call (calls, attempts, retries by reason, successes,
   // failures, retry delays, durations; metrics.h) to
