@@ -33,7 +33,9 @@ retry (bounded by ``retry_after_max`` and the deadline, like Retry-After);
 a negative or unparseable value means "do not retry": the call ends with
 that attempt. On every retry the request carries
 ``grpc-previous-rpc-attempts`` (the attempts before it, A6 "Exposed Retry
-Metadata"; ``send_attempt_count=False`` turns it off).
+Metadata"; ``send_attempt_count=False`` turns it off). grpcio's core drops
+application metadata under the reserved ``grpc-`` prefix before the wire,
+so interceptors below this one see it and the server does not.
 
 Unary-stream calls are retried only until the first response message has
 arrived (A6's "committed" rule); after that, an error reaches the caller as
@@ -233,8 +235,9 @@ class RetryInterceptor(
         budget: a :class:`mulligan.RetryBudget` every retry draws on (wins
             over a service config's ``retryThrottling``). Default: none.
         throttle: a :class:`mulligan.AdaptiveThrottle`. Default: none.
-        send_attempt_count: send ``grpc-previous-rpc-attempts`` on retries.
-            Default True.
+        send_attempt_count: add ``grpc-previous-rpc-attempts`` to a retry's
+            metadata (seen by the interceptors below; grpcio drops it before
+            the wire: the ``grpc-`` prefix is reserved). Default True.
         on_retry: called before each wait with a :class:`mulligan.RetryEvent`
             (``method`` "grpc", ``url`` the method path, ``status`` the code).
         fallback: answers instead of raising when the breaker refuses or the
