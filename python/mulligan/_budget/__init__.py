@@ -2,8 +2,10 @@
 :class:`AdaptiveThrottle`), over the core's ``mulligan/budget/``.
 
 A budget is shared by every decorated function given the same object; a
-name makes it process-wide: a constructor called with a name already in use
-returns the first object (its options win). Successes that needed no retry
+name makes it process-wide: a constructor called again with a name in use
+and the same kind and options returns the first object, and with other
+options raises ValueError naming them (as ``mulligan.circuit_breaker`` does
+for breakers; since 0.4, before which the first options silently won). Successes that needed no retry
 are counted on the hot path without a native call (the bound ``__next__``
 of an :class:`itertools.count`, atomic under the GIL) and handed to the
 engine when the budget is next asked (a failure, :meth:`RetryBudget.tokens`):
@@ -21,15 +23,39 @@ from typing import Any, Callable, Optional
 
 import weakref
 
-from .. import _core
+from .. import _core, _validate
 from .._retry.state import STATE
 from .._telemetry import metrics as _metrics
 
 __all__ = ["AdaptiveThrottle", "RetryBudget"]
 
 _lock = threading.Lock()
-_budgets: dict[str, "RetryBudget"] = {}
-_throttles: dict[str, "AdaptiveThrottle"] = {}
+_budgets: dict[str, tuple["RetryBudget", tuple[Any, ...]]] = {}
+_throttles: dict[str, tuple["AdaptiveThrottle", tuple[Any, ...]]] = {}
+# The most an int64 engine field holds.
+_INT64_MAX = 2**63 - 1
+
+
+def _conflict(owner: str, name: str, had: tuple[Any, ...], asked: tuple[Any, ...]) -> ValueError:
+    """The error for a name already in use with other options: ``had`` and
+    ``asked`` are (kind, ((field, value), ...))."""
+    if had[0] != asked[0]:
+        return ValueError(f"{owner}: {name!r} is already a {had[0]} budget, asked for a {asked[0]} one")
+    old, new = dict(had[1]), dict(asked[1])
+    diff = ", ".join(f"{k}={old[k]!r} (asked {new[k]!r})" for k in old if old[k] != new[k])
+    return ValueError(f"{owner}: {name!r} already exists with other options: {diff}")
+
+
+def _real(owner: str, field: str, value: Any) -> float:
+    """A real-number option (bool and str refused: TypeError naming it)."""
+    return _validate.number(owner, field, value)
+
+
+def _int(owner: str, field: str, value: Any) -> int:
+    """An int option in the engine's int64 range (bool, str and floats
+    refused: TypeError; out of range: ValueError naming it). The core
+    checks the field's own range."""
+    return _validate.integer(owner, field, value, -_INT64_MAX, _INT64_MAX, range_text="int64")
 _live_budgets: "weakref.WeakSet[RetryBudget]" = weakref.WeakSet()
 
 
@@ -71,17 +97,23 @@ class RetryBudget:
         _live_budgets.add(self)
 
     @staticmethod
-    def _named(name: str, make: Callable[[], Any]) -> "RetryBudget":
+    def _named(name: str, key: tuple[Any, ...], make: Callable[[], Any]) -> "RetryBudget":
+        """The budget named ``name`` (a new one when unnamed): ``key`` is
+        (kind, ((field, value), ...)); another key under a name in use
+        raises ValueError naming what differs."""
         if not isinstance(name, str):
             raise TypeError(f"RetryBudget: name must be a str, got {name!r}")
         if not name:
             return RetryBudget(make())
         with _lock:
-            found = _budgets.get(name)
-            if found is None:
-                found = RetryBudget(make())
-                _budgets[name] = found
-            return found
+            entry = _budgets.get(name)
+            if entry is None:
+                budget = RetryBudget(make())
+                _budgets[name] = (budget, key)
+                return budget
+            if entry[1] != key:
+                raise _conflict("mulligan.RetryBudget", name, entry[1], key)
+            return entry[0]
 
     @classmethod
     def token_bucket(
@@ -92,8 +124,10 @@ class RetryBudget:
         (>= 0.001; 3 decimal places kept), clamped to [0, max_tokens]; a retry
         is allowed only while tokens > max_tokens / 2. ValueError names a bad
         field."""
-        return cls._named(name, lambda: _core.RetryBudget.token_bucket(
-            float(max_tokens), float(token_ratio), name))
+        owner = "mulligan.RetryBudget.token_bucket"
+        m, r = _real(owner, "max_tokens", max_tokens), _real(owner, "token_ratio", token_ratio)
+        key = ("token_bucket", (("max_tokens", m), ("token_ratio", r)))
+        return cls._named(name, key, lambda: _core.RetryBudget.token_bucket(m, r, name))
 
     @classmethod
     def quota(
@@ -114,9 +148,13 @@ class RetryBudget:
         ``no_retry_increment`` when it needed none. The 2026 revision (opt-in
         through AWS_NEW_RETRIES_2026): ``retry_cost=14, timeout_cost=14,
         throttling_cost=5``. ``capacity`` > 0, costs >= 0."""
-        return cls._named(name, lambda: _core.RetryBudget.quota(
-            int(capacity), int(retry_cost), int(timeout_cost), int(throttling_cost),
-            int(no_retry_increment), name))
+        owner = "mulligan.RetryBudget.quota"
+        fields = (("capacity", capacity), ("retry_cost", retry_cost), ("timeout_cost", timeout_cost),
+                  ("throttling_cost", throttling_cost), ("no_retry_increment", no_retry_increment))
+        values = tuple((f, _int(owner, f, v)) for f, v in fields)
+        cap, retry, timeout, throttling, no_retry = (v for _, v in values)
+        return cls._named(name, ("quota", values), lambda: _core.RetryBudget.quota(
+            cap, retry, timeout, throttling, no_retry, name))
 
     @classmethod
     def ratio(
@@ -130,8 +168,12 @@ class RetryBudget:
         """Finagle's ``RetryBudget``: retries at most ``percent`` (in [0, 1])
         of the calls seen in the last ``ttl`` seconds (in [1, 60]), plus a
         floor of ``min_retries_per_second`` (>= 0)."""
-        return cls._named(name, lambda: _core.RetryBudget.ratio(
-            float(ttl), float(percent), float(min_retries_per_second), name, STATE.now()))
+        owner = "mulligan.RetryBudget.ratio"
+        tl = _validate.seconds(owner, "ttl", ttl)
+        pc = _real(owner, "percent", percent)
+        floor = _real(owner, "min_retries_per_second", min_retries_per_second)
+        key = ("ratio", (("ttl", tl), ("percent", pc), ("min_retries_per_second", floor)))
+        return cls._named(name, key, lambda: _core.RetryBudget.ratio(tl, pc, floor, name, STATE.now()))
 
     def _flush(self) -> None:
         """Hands the successes counted since the last flush to the engine."""
@@ -194,15 +236,23 @@ class AdaptiveThrottle:
     ) -> "AdaptiveThrottle":
         if not isinstance(name, str):
             raise TypeError(f"AdaptiveThrottle: name must be a str, got {name!r}")
+        owner = "mulligan.AdaptiveThrottle"
+        w = _validate.seconds(owner, "window", window)
+        kk = _real(owner, "k", k)
+        if seed is not None:
+            seed = _validate.integer(owner, "seed", seed, 0, 2**64 - 1, range_text="[0, 2**64)")
+        key = ("throttle", (("window", w), ("k", kk), ("seed", seed)))
         with _lock:
-            found = _throttles.get(name) if name else None
-            if found is not None:
-                return found
+            entry = _throttles.get(name) if name else None
+            if entry is not None:
+                if entry[1] != key:
+                    raise _conflict(owner, name, entry[1], key)
+                return entry[0]
             self = super().__new__(cls)
-            self._core = _core.AdaptiveThrottle(float(window), float(k), seed, name)
+            self._core = _core.AdaptiveThrottle(w, kk, seed, name)
             _core.metrics_track(self._core)
             if name:
-                _throttles[name] = self
+                _throttles[name] = (self, key)
             return self
 
     def probability(self) -> float:

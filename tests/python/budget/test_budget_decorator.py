@@ -74,8 +74,40 @@ def test_successes_earn_lazily() -> None:
 
 def test_named_budgets_are_shared() -> None:
     a = mulligan.RetryBudget.quota(name="payments")
-    b = mulligan.RetryBudget.quota(capacity=7, name="payments")
+    b = mulligan.RetryBudget.quota(capacity=500, name="payments")  # the same options, spelt out
     assert a is b and a.tokens() == 500.0 and a.kind == "quota"
+
+
+def test_a_name_in_use_with_other_options_is_refused() -> None:
+    a = mulligan.RetryBudget.token_bucket(max_tokens=10, name="dup")
+    with pytest.raises(ValueError, match=r"'dup' already exists with other options: max_tokens=10\.0 \(asked 500\.0\)"):
+        mulligan.RetryBudget.token_bucket(max_tokens=500, name="dup")
+    with pytest.raises(ValueError, match="'dup' is already a token_bucket budget, asked for a quota one"):
+        mulligan.RetryBudget.quota(name="dup")
+    assert a.tokens() == 10.0  # the first one is untouched
+    t = mulligan.AdaptiveThrottle(window=10, name="dup-t")
+    assert mulligan.AdaptiveThrottle(window=10.0, name="dup-t") is t
+    with pytest.raises(ValueError, match=r"window=10\.0 \(asked 100\.0\), k=2\.0 \(asked 5\.0\)"):
+        mulligan.AdaptiveThrottle(window=100, k=5, name="dup-t")
+
+
+@pytest.mark.parametrize(
+    "make, error, field",
+    [
+        (lambda: mulligan.RetryBudget.token_bucket(max_tokens="5"), TypeError, "max_tokens must be a number"),
+        (lambda: mulligan.RetryBudget.quota(capacity=True), TypeError, "capacity must be an int"),
+        (lambda: mulligan.RetryBudget.quota(capacity=1.9), TypeError, "capacity must be an int"),
+        (lambda: mulligan.RetryBudget.quota(capacity=10**30), ValueError, "capacity must be in int64"),
+        (lambda: mulligan.RetryBudget.ratio(percent=True), TypeError, "percent must be a number"),
+        (lambda: mulligan.RetryBudget.ratio(ttl=-1), ValueError, "ttl"),
+        (lambda: mulligan.AdaptiveThrottle(window="5"), TypeError, "window"),
+        (lambda: mulligan.AdaptiveThrottle(seed=True), TypeError, "seed must be an int"),
+        (lambda: mulligan.AdaptiveThrottle(seed=-1), ValueError, r"seed must be in \[0, 2\*\*64\)"),
+    ],
+)
+def test_option_types_are_checked(make: object, error: type, field: str) -> None:
+    with pytest.raises(error, match=field):  # type: ignore[call-overload]
+        make()  # type: ignore[operator]
 
 
 @pytest.mark.parametrize(
