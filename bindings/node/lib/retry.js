@@ -159,6 +159,11 @@ function outcomeOf(policy, err, attempt, timedOut) {
     } catch (cbErr) {
       throw new TypeError(`isRetryable threw: ${cbErr && cbErr.message}`, { cause: cbErr });
     }
+    if (ok !== null && (typeof ok === 'object' || typeof ok === 'function') && typeof ok.then === 'function') {
+      // A Promise (an async predicate) is truthy: refuse it rather than
+      // retry every error. isRetryable answers synchronously.
+      throw new TypeError('isRetryable must return a boolean, got a Promise (an async function?)');
+    }
     if (!ok) kind = ERROR_TERMINAL;
   }
   const ra = err !== null && typeof err === 'object' && typeof err[kRetryAfter] === 'number' ? err[kRetryAfter] : -1;

@@ -171,6 +171,8 @@ test('bad input: TypeError or RangeError naming the option, never a crash', asyn
   await assert.rejects(m.withRetry(null), (e) => e instanceof TypeError && /^fn: /.test(e.message));
   await assert.rejects(m.withRetry(() => 1, { signal: 'x' }), (e) => e instanceof TypeError && /^signal: /.test(e.message));
   // a callback that throws
+  await assert.rejects(m.withRetry(failing(1), { strategy: 'immediate', isRetryable: async () => false }),
+    (e) => e instanceof TypeError && /isRetryable must return a boolean, got a Promise/.test(e.message));
   await assert.rejects(m.withRetry(failing(1), { strategy: 'immediate', isRetryable: () => { throw new Error('bug'); } }),
     (e) => e instanceof TypeError && /^isRetryable threw: bug/.test(e.message) && e.cause.message === 'bug');
   await assert.rejects(m.withRetry(failing(1), { strategy: 'immediate', onRetry: () => { throw new Error('bug'); } }),
