@@ -50,6 +50,8 @@ def budget_spec(text: str) -> Any:
             f"--budget must be per_origin, none, token_bucket, quota or ratio[:PARAMS], got {text!r}"
         )
     make, names, types = _KINDS[kind]
+    if text.endswith(":"):
+        raise argparse.ArgumentTypeError(f"--budget {kind}: no parameters after ':' in {text!r}")
     values = [p for p in params.split(",")] if params else []
     if len(values) > len(names):
         raise argparse.ArgumentTypeError(
@@ -90,8 +92,9 @@ def _burst(text: str) -> float:
 
 
 def _count(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1: {text!r}")
+    """A count in [1, 2**31 - 1] (the engine's int)."""
+    if not text.isdigit() or not 1 <= int(text) <= 2**31 - 1:
+        raise argparse.ArgumentTypeError(f"must be an integer in [1, 2**31 - 1]: {text!r}")
     return int(text)
 
 

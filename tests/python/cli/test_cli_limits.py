@@ -97,7 +97,9 @@ def test_adaptive_rate_waits_after_a_429(server: Any) -> None:
         (("--rate", "0"), "--rate"),
         (("--rate", "fast"), "--rate"),
         (("--burst", "0.5"), "--burst"),
-        (("--max-concurrent", "0"), ">= 1"),
+        (("--max-concurrent", "0"), "[1, 2**31 - 1]"),
+        (("--max-concurrent", "3000000000"), "[1, 2**31 - 1]"),
+        (("--budget", "ratio:"), "no parameters after ':'"),
     ],
 )
 def test_bad_values_are_usage_errors(server: Any, args: tuple[str, ...], words: str) -> None:
