@@ -21,7 +21,8 @@ def check_main(
 
     Loads each file into a scratch registry (the process-wide one is not
     touched), with the environment overrides applied as a service would see
-    them. Prints ``OK <file>: policies: a, b; breakers: c; clients: d`` (and
+    them. Prints ``OK <file>: policies: a, b; breakers: c; clients: d;
+    budgets: ...; throttles: ...; bulkheads: ...; rate_limiters: ...`` (and
     each warning, prefixed ``warning:``) to stdout, or the errors, one per
     line, to stderr.
 
@@ -52,6 +53,10 @@ def check_main(
                 ("policies", report.policies),
                 ("breakers", report.breakers),
                 ("clients", report.clients),
+                ("budgets", report.budgets),
+                ("throttles", report.throttles),
+                ("bulkheads", report.bulkheads),
+                ("rate_limiters", report.rate_limiters),
             )
         ]
         print(f"OK {path}: " + "; ".join(parts), file=out)

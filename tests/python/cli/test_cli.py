@@ -121,6 +121,12 @@ def test_config_check_accepts_a_good_file_and_names_every_error(tmp_path: Any) -
     p = run("config", "check", str(good))
     assert p.returncode == 0
     assert p.stdout.decode().startswith(f"OK {good}: policies: payments")
+    limits = tmp_path / "limits.json"
+    limits.write_text(json.dumps({"budgets": {"b": {"kind": "quota"}}, "bulkheads": {"db": {"max_concurrent": 4}}}))
+    p = run("config", "check", str(limits))
+    assert p.stdout.decode().splitlines()[0] == (
+        f"OK {limits}: policies: (none); breakers: (none); clients: (none); budgets: b; "
+        "throttles: (none); bulkheads: db; rate_limiters: (none)")
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"policies": {"payments": {"max_delay": -3, "colour": "red"}}}))
     p = run("config", "check", str(bad))
