@@ -220,9 +220,20 @@ def instrument(
     Returns:
         The :class:`OtelBridge`.
 
+    Raises:
+        TypeError: ``tracing`` or ``tag_spans`` is not a bool, or
+            ``tracer_provider`` has no ``get_tracer`` (not a TracerProvider).
+
     Thread-safety: call it once at start-up; calls in flight on other
     threads keep the switch they began with.
     """
+    for field, value in (("tracing", tracing), ("tag_spans", tag_spans)):
+        if not isinstance(value, bool):
+            raise TypeError(f"mulligan.otel.instrument: {field} must be a bool, got {value!r}")
+    if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer", None)):
+        raise TypeError(
+            f"mulligan.otel.instrument: tracer_provider must be a TracerProvider, got {tracer_provider!r}"
+        )
     provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
     meter = provider.get_meter("mulligan", __version__)
     if tracing:

@@ -279,3 +279,10 @@ def test_leaving_a_block_early_ends_its_span(spans: Spans) -> None:
     root, attempts = spans.call_and_attempts()
     assert len(attempts) == 1
     assert attrs(root)["mulligan.retry.stop_reason"] == "succeeded" and not is_error(root)
+
+
+def test_bad_instrument_arguments_are_type_errors() -> None:
+    with pytest.raises(TypeError, match="tracing must be a bool, got 'yes'"):
+        mulligan.otel.instrument(tracing="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tracer_provider must be a TracerProvider, got 5"):
+        mulligan.otel.instrument(tracing=True, tracer_provider=5)  # type: ignore[arg-type]
