@@ -50,6 +50,8 @@ StopReason RunCall(const Pipeline& pipeline, FakeClock& clock, const Outcome& ou
   }
 }
 
+// A pointer into a temporary would dangle: only named vectors may be searched.
+const MetricsSnapshot* Find(std::vector<MetricsSnapshot>&& all, const std::string& name) = delete;
 const MetricsSnapshot* Find(const std::vector<MetricsSnapshot>& all, const std::string& name) {
   for (const auto& s : all) {
     if (s.name == name) return &s;
@@ -166,7 +168,8 @@ TEST(LimitsMetrics, BulkheadInFlightQueuedRejectionsAndQueueWaits) {
   uint64_t in_buckets = 0;
   for (uint64_t n : s.queue_wait_seconds.counts) in_buckets += n;
   EXPECT_EQ(in_buckets, 1u);
-  const MetricsSnapshot* q = Find(registry.Snapshot(), "q");
+  const std::vector<MetricsSnapshot> all = registry.Snapshot();  // outlives q
+  const MetricsSnapshot* q = Find(all, "q");
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->rejections_by_reason[2], 2u);  // C and B: bulkhead_full
   EXPECT_EQ(q->successes, 4u);                // A, D, E, F
