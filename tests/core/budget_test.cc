@@ -243,5 +243,35 @@ TEST(ThrottlePipeline, OverloadAnswersAreNotAccepts) {
   EXPECT_FALSE(IsOverloadAnswer(grpc));
 }
 
+// A failure the caller classified as an overload answer (Outcome::overload,
+// the Python decorator's is_throttling judge) is not an accept. Script, K = 2:
+// 4 successes, then 5 marked failures. p stays 0 at every Admit (requests
+// never exceed 2 * 4 = 8 before the last one), so nothing is drawn; after it,
+// requests 9, accepts 4: p = (9 - 2 * 4) / (9 + 1) = 0.1. Unmarked, the same
+// failures are accepts: requests 9, accepts 9, p = 0.
+TEST(ThrottlePipeline, ACallerMarkedOverloadIsNotAnAccept) {
+  Outcome marked = Outcome::Failure(true);
+  marked.overload = true;
+  EXPECT_TRUE(IsOverloadAnswer(marked));
+  EXPECT_FALSE(IsOverloadAnswer(Outcome::Failure(true)));
+  for (bool mark : {true, false}) {
+    ThrottleOptions t;
+    t.seed = 1;
+    auto throttle = AdaptiveThrottle::Create(t).value();
+    FakeClock clock;
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_TRUE(throttle->Admit(clock.Now()));
+      throttle->Record(Outcome::Success());
+    }
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(throttle->Admit(clock.Now())) << i;
+      throttle->Record(mark ? marked : Outcome::Failure(true));
+    }
+    EXPECT_EQ(throttle->Requests(clock.Now()), 9);
+    EXPECT_EQ(throttle->Accepts(clock.Now()), mark ? 4 : 9);
+    EXPECT_DOUBLE_EQ(throttle->Probability(clock.Now()), mark ? 0.1 : 0.0);
+  }
+}
+
 }  // namespace
 }  // namespace mulligan

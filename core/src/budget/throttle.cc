@@ -31,6 +31,7 @@ Status ValidateThrottleOptions(const ThrottleOptions& options) {
 }
 
 bool IsOverloadAnswer(const Outcome& outcome) {
+  if (outcome.overload) return true;
   if (outcome.error == ErrorKind::kConnectionRefused) return true;
   if (outcome.error == ErrorKind::kNone && outcome.grpc_status >= 0) {
     return outcome.grpc_status == 8 || outcome.grpc_status == 14;

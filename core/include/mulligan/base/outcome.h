@@ -86,6 +86,14 @@ struct Outcome {
   // mulligan.stop.when predicates on the failure path and sets these bits,
   // since the engine never calls user code). Default 0. (Appended in 0.2.)
   uint32_t stop_predicates = 0;
+  // True when the caller judged this failure an overload answer: the
+  // backend refused the request for want of capacity (an exception carrying
+  // HTTP 429, or gRPC RESOURCE_EXHAUSTED, as the Python decorator's
+  // is_throttling judge decides). An adaptive throttle counts it as a request
+  // not accepted (SRE book, "Handling Overload"; see IsOverloadAnswer in
+  // budget/throttle.h). Default false: the status fields alone decide.
+  // (Appended after 0.4.0.)
+  bool overload = false;
 
   // A plain success (a value was returned).
   static Outcome Success() { return Outcome{}; }

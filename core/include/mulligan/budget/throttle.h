@@ -63,7 +63,8 @@ struct ThrottleOptions {
 // Validates `options`; kInvalidArgument names the field.
 Status ValidateThrottleOptions(const ThrottleOptions& options);
 
-// True when `outcome` is an overload answer (not an accept; see above).
+// True when `outcome` is an overload answer (not an accept; see above), or
+// the caller marked it one (Outcome::overload).
 bool IsOverloadAnswer(const Outcome& outcome);
 
 class AdaptiveThrottle {
