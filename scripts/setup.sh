@@ -8,7 +8,9 @@
 # the fuzz harnesses of tests/fuzz/. debootstrap makes the minimal Debian root
 # the wheel is tested in (scripts/make_wheel_root.sh); binutils' readelf checks
 # the repaired wheel (scripts/build_wheel.sh), whose tools live in a virtualenv
-# (python3-venv: Debian's python3 has no venv module without it). Toxiproxy (the fault-injection proxy of
+# (python3-venv: Debian's python3 has no venv module without it). redis-server
+# and hiredis (libhiredis-dev, 0.14) back the shared state of issue 16 and its
+# tests; valgrind's callgrind counts the instructions bench/ gates on. Toxiproxy (the fault-injection proxy of
 # tests/toxiproxy/) is a Go module: `go install`ed at a pinned version into
 # .tools/toxiproxy/ of this work tree (ignored by git), with Go from PATH or
 # /usr/local/go, else Debian's golang-go.
@@ -22,6 +24,7 @@ DEBIAN_PACKAGES=(
   chromium
   clang-14 libclang-rt-14-dev
   debootstrap binutils python3-venv
+  redis-server libhiredis-dev valgrind
 )
 
 # The newest release the Go module proxy serves (go list -m -versions).
