@@ -121,18 +121,22 @@ void BindOutcome(py::module_& m) {
       .def_static("success", &Outcome::Success, "A plain success.")
       .def_static(
           "failure",
-          [](bool retryable, std::optional<double> retry_after, uint32_t stop_predicates) {
+          [](bool retryable, std::optional<double> retry_after, uint32_t stop_predicates,
+             bool overload) {
             Outcome o = Outcome::Failure(retryable);
             if (retry_after) o.retry_after = SecondsToDuration(*retry_after, "retry_after");
             o.stop_predicates = stop_predicates;
+            o.overload = overload;
             return o;
           },
           py::arg("retryable"), py::arg("retry_after") = py::none(),
-          py::arg("stop_predicates") = 0,
+          py::arg("stop_predicates") = 0, py::arg("overload") = false,
           "A failure the caller has already classified, with an optional delay hint in\n"
           "seconds that replaces the backoff like a Retry-After header (retry_after_max,\n"
           "its clamp mode and the deadline apply to it). stop_predicates: bit i set when\n"
-          "the stop condition's predicate i says stop (mulligan.stop.when).")
+          "the stop condition's predicate i says stop (mulligan.stop.when). overload\n"
+          "(0.5): the backend answered that it is overloaded (a 429, say), which adaptive\n"
+          "throttling counts as a request it did not accept (Outcome::overload).")
       .def_static(
           "http",
           [](int status, std::optional<double> retry_after) {

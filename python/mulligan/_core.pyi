@@ -116,7 +116,10 @@ class Outcome:
     def success() -> Outcome: ...
     @staticmethod
     def failure(
-        retryable: bool, retry_after: Optional[float] = None, stop_predicates: int = 0
+        retryable: bool,
+        retry_after: Optional[float] = None,
+        stop_predicates: int = 0,
+        overload: bool = False,
     ) -> Outcome: ...
     @staticmethod
     def http(status: int, retry_after: Optional[float] = None) -> Outcome: ...

@@ -388,6 +388,28 @@ TEST(HttpConnectionCapTest, NegativeIsRefused) {
   EXPECT_NE(client.status().message().find("max_connections"), std::string::npos);
 }
 
+// A throttle that rejects a retry keeps the last response as the result
+// (since 0.5), as a refused budget does. The first attempt finds an empty
+// window (p = 0: always admitted); its 503 is an overload answer, so the
+// retry is drawn at p = (1 - 2 * 0) / (1 + 1) = 0.5. Seed 7's draw for it
+// falls under 0.5: rejected (nginx serves the script's 503 once, then 200).
+TEST(HttpLimitsTest, AThrottledRetryKeepsTheLastResponse) {
+  ThrottleOptions throttle;
+  throttle.seed = 7;
+  HttpClientOptions options;
+  options.retry = FastRetry(2);
+  options.report_metrics = false;
+  options.throttle = AdaptiveThrottle::Create(throttle).value();
+  auto client = HttpClient::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  Result<HttpResponse> response = (*client)->Send(Get("/script?id=cxx-throttled-retry&steps=503,200"));
+  ASSERT_TRUE(response.ok()) << response.status().ToString();
+  EXPECT_EQ(response->status, 503);
+  EXPECT_EQ(response->attempts, 1);
+  EXPECT_EQ(response->stop_reason, StopReason::kThrottled);
+  EXPECT_EQ(options.throttle->rejected(), 1u);
+}
+
 }  // namespace
 }  // namespace http_test
 }  // namespace mulligan

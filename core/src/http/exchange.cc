@@ -665,10 +665,19 @@ Result<HttpResponse> Exchange::Finish(TimePoint now, HttpCallInfo* info) {
                   what + "the on_retry hook stopped the retries after " +
                       std::to_string(attempts) + (attempts == 1 ? " attempt" : " attempts"));
   }
-  if (connection_timed_out_ || (circuit_open && admission_.reason != StopReason::kCircuitOpen)) {
+  // Adaptive throttling that rejected a retry (not the first attempt)
+  // keeps the last answer as the call's result, as a refused retry budget
+  // does: the caller sees the 503 that was to be retried, with stop reason
+  // kThrottled (Added in 0.5.). A rejected first attempt is kThrottled; a
+  // bulkhead or rate limiter refusal stays its own error, which carries
+  // how long to wait (HttpCallInfo::retry_in).
+  const bool throttled_retry =
+      circuit_open && admission_.reason == StopReason::kThrottled && got_response;
+  const bool limit_refused = circuit_open && admission_.reason != StopReason::kCircuitOpen;
+  if (connection_timed_out_ || (limit_refused && !throttled_retry)) {
     return LimitError(what, attempts);
   }
-  if (circuit_open) {
+  if (circuit_open && !throttled_retry) {
     std::string message = what + "circuit open: " + call_->RefusalStatus().message();
     if (attempts > 0) {
       message += " after " + std::to_string(attempts) + (attempts == 1 ? " attempt" : " attempts");
@@ -682,7 +691,7 @@ Result<HttpResponse> Exchange::Finish(TimePoint now, HttpCallInfo* info) {
     response.body = std::move(last_.transfer.body);
     response.attempts = attempts;
     response.elapsed = elapsed;
-    response.stop_reason = decision_.reason;
+    response.stop_reason = throttled_retry ? StopReason::kThrottled : decision_.reason;
     response.idempotency_key = key_;
     response.url = std::move(last_.effective_url);
     response.use_fallback = use_fallback;

@@ -16,6 +16,7 @@ the result in a :class:`Response`.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from typing import Any, Optional, Union
 
@@ -425,53 +426,92 @@ def _client() -> Client:
     return client
 
 
+# The options only a Client takes (its budget, breaker, limits, TLS, ...):
+# the module functions share one default client, so they refuse these with
+# the way to get them rather than request()'s bare "unexpected keyword".
+def _named_parameters(fn: Any) -> set[str]:
+    return {
+        name
+        for name, p in inspect.signature(fn).parameters.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name != "self" and not name.startswith("_")
+    }
+
+
+_CLIENT_ONLY = frozenset(
+    (_named_parameters(Client.__init__) | _named_parameters(_ClientBase.__init__))
+    - _named_parameters(Client.request)
+)
+
+
+def _module_client(function: str, kwargs: dict[str, Any]) -> Client:
+    """The default client for the module function ``function``; raises
+    TypeError naming ``mulligan.Client`` when ``kwargs`` holds an option
+    only a client takes (``budget=``, ``breaker=``, ``bulkhead=``, ...)."""
+    if kwargs and not _CLIENT_ONLY.isdisjoint(kwargs):
+        given = sorted(_CLIENT_ONLY.intersection(kwargs))
+        args = ", ".join(f"{k}=..." for k in given)
+        raise TypeError(
+            f"mulligan.{function}: {', '.join(given)} "
+            f"{'is an option' if len(given) == 1 else 'are options'} of mulligan.Client, not of "
+            f"a request: the module functions share one default client (a per-origin retry "
+            f"budget, no breaker); use mulligan.Client({args}).{function}(...)"
+        )
+    return _client()
+
+
 def request(method: str, url: str, **kwargs: Any) -> Response:
     """Sends a request with the default client; see :meth:`Client.request`.
 
+    Raises:
+        TypeError: an option only :class:`Client` takes (``budget=``,
+            ``breaker=``, ``throttle=``, ``bulkhead=``, ...; since 0.5 the
+            message says so), besides the errors of :meth:`Client.request`.
+
     .. versionadded:: 0.1.0
     """
-    return _client().request(method, url, **kwargs)
+    return _module_client("request", kwargs).request(method, url, **kwargs)
 
 
 def get(url: str, **kwargs: Any) -> Response:
-    """Sends a GET with the default client; see :meth:`Client.request`.
+    """Sends a GET with the default client; see :meth:`Client.request` and
+    :func:`request` (the options only a Client takes are refused).
 
     .. versionadded:: 0.1.0
     """
-    return _client().get(url, **kwargs)
+    return _module_client("get", kwargs).get(url, **kwargs)
 
 
 def head(url: str, **kwargs: Any) -> Response:
-    """Sends a HEAD with the default client; see :meth:`Client.request`."""
-    return _client().head(url, **kwargs)
+    """Sends a HEAD with the default client; see :func:`get`."""
+    return _module_client("head", kwargs).head(url, **kwargs)
 
 
 def post(url: str, **kwargs: Any) -> Response:
-    """Sends a POST with the default client; see :meth:`Client.request`.
+    """Sends a POST with the default client; see :func:`get`.
 
     A POST is retried only with ``idempotency_key=`` (True or a str), or when
     the connection was refused.
 
     .. versionadded:: 0.1.0
     """
-    return _client().post(url, **kwargs)
+    return _module_client("post", kwargs).post(url, **kwargs)
 
 
 def options(url: str, **kwargs: Any) -> Response:
-    """Sends an OPTIONS with the default client; see :meth:`Client.request`."""
-    return _client().options(url, **kwargs)
+    """Sends an OPTIONS with the default client; see :func:`get`."""
+    return _module_client("options", kwargs).options(url, **kwargs)
 
 
 def put(url: str, **kwargs: Any) -> Response:
-    """Sends a PUT with the default client; see :meth:`Client.request`."""
-    return _client().put(url, **kwargs)
+    """Sends a PUT with the default client; see :func:`get`."""
+    return _module_client("put", kwargs).put(url, **kwargs)
 
 
 def patch(url: str, **kwargs: Any) -> Response:
-    """Sends a PATCH (retried only with an idempotency key); see :meth:`Client.request`."""
-    return _client().patch(url, **kwargs)
+    """Sends a PATCH (retried only with an idempotency key); see :func:`get`."""
+    return _module_client("patch", kwargs).patch(url, **kwargs)
 
 
 def delete(url: str, **kwargs: Any) -> Response:
-    """Sends a DELETE with the default client; see :meth:`Client.request`."""
-    return _client().delete(url, **kwargs)
+    """Sends a DELETE with the default client; see :func:`get`."""
+    return _module_client("delete", kwargs).delete(url, **kwargs)

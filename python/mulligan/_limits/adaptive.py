@@ -11,10 +11,11 @@ import inspect
 from typing import Any, Callable, Optional
 
 from .. import _core
-from .._errors import RateLimitedError, TransportError
+from .._errors import RateLimitedError
 from .._retry.async_driver import sleep as _async_sleep
 from .._retry.state import STATE
 from . import Seconds, _seconds
+from .answers import ThrottlingPredicate, is_throttling_answer
 
 __all__ = ["AdaptiveRate", "is_throttling_answer"]
 
@@ -139,57 +140,6 @@ class AdaptiveRate:
 
     def __repr__(self) -> str:
         return f"<mulligan.AdaptiveRate name={self.name!r}>"
-
-
-#: What ``@retry(is_throttling=)`` takes: the attempt's exception or returned
-#: value -> True (throttling answer), False (another answer), None (no
-#: answer: not recorded).
-ThrottlingPredicate = Callable[[Any], Optional[bool]]
-
-
-def _status_of(value: Any) -> Any:
-    status = getattr(value, "status_code", None)
-    if status is None:
-        status = getattr(value, "status", None)
-    if status is None:
-        status = getattr(getattr(value, "response", None), "status_code", None)
-    return status
-
-
-def _has_retry_after(value: Any) -> bool:
-    for holder in (value, getattr(value, "response", None)):
-        headers = getattr(holder, "headers", None)
-        get = getattr(headers, "get", None)
-        if callable(get) and get("Retry-After") is not None:
-            return True
-    return getattr(value, "retry_after", None) is not None
-
-
-def is_throttling_answer(value: Any) -> Optional[bool]:
-    """The default classification of ``@retry(adaptive_rate=)`` (0.4), as
-    the core's IsThrottlingAnswer: True for an HTTP 429, an HTTP 503 with a
-    Retry-After (the status read from ``status_code``, ``status`` or
-    ``response.status_code``; Retry-After from ``headers`` of the value or of
-    its ``response``, or a ``retry_after`` attribute), and a gRPC
-    RESOURCE_EXHAUSTED (``code()`` whose name is ``"RESOURCE_EXHAUSTED"``);
-    None (not recorded: no answer came) for a :class:`mulligan.TransportError`
-    or a built-in ConnectionError/TimeoutError; False for anything else,
-    a returned value included. Source: the AWS SDKs' retry behavior spec,
-    adaptive mode (throttling errors update the rate, every other response
-    too)."""
-    if isinstance(value, (TransportError, ConnectionError, TimeoutError)):
-        return None
-    status = _status_of(value)
-    if isinstance(status, int) and not isinstance(status, bool):
-        return status == 429 or (status == 503 and _has_retry_after(value))
-    code = getattr(value, "code", None)
-    if callable(code) and isinstance(value, BaseException):
-        try:
-            name = getattr(code(), "name", None)
-        except Exception:  # noqa: BLE001 - a foreign code() is not ours to judge
-            return False
-        return name == "RESOURCE_EXHAUSTED"
-    return False
 
 
 def _record(rate: AdaptiveRate, judge: ThrottlingPredicate, value: Any) -> None:

@@ -23,11 +23,11 @@ from typing import Any, Callable, Optional
 
 from .call import (
     _SUCCESS,
-    _TERMINAL_FAILURE,
     end_unretried,
     first_failure,
     refused_first_attempt,
     start_guarded,
+    terminal_outcome,
 )
 from .._telemetry import tracing as _tracing
 from .options import _Config
@@ -167,11 +167,11 @@ def _wrap_async_with_breaker(
             result = await fn(*args, **kwargs)
         except catch as e:
             if check is not None and not check(e):
-                core.record(_TERMINAL_FAILURE, state.now())
+                core.record(terminal_outcome(cfg, e), state.now())
                 raise
             exc = e
         except BaseException as e:
-            end_unretried(core, e)
+            end_unretried(cfg, core, e)
             raise
         else:
             if on_result is None or not on_result(result):

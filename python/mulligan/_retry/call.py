@@ -77,14 +77,32 @@ def start_guarded(cfg: _Config, start: Optional[float]) -> Any:
     )
 
 
-def end_unretried(core: Any, exc: BaseException) -> None:
+def _is_overload(cfg: _Config, exc: Optional[BaseException], result: Any) -> bool:
+    """Whether ``throttle=`` must count this failure as an overload answer
+    (0.5): its judge (``is_throttling=``, default
+    :func:`mulligan._limits.answers.is_throttling_answer`) said True. Without
+    a throttle, never (the judge is not called)."""
+    judge = cfg.throttle_judge
+    return judge is not None and judge(exc if exc is not None else result) is True
+
+
+def terminal_outcome(cfg: _Config, exc: BaseException) -> Any:
+    """The outcome of an attempt that raised ``exc``, which the policy does
+    not retry: terminal, and an overload answer when the throttle's judge
+    says so (a 429 the caller chose not to retry still was not accepted)."""
+    if _is_overload(cfg, exc, None):
+        return _core.Outcome.failure(False, None, 0, True)
+    return _TERMINAL_FAILURE
+
+
+def end_unretried(cfg: _Config, core: Any, exc: BaseException) -> None:
     """Ends ``core`` (a guarded call's first attempt) on an exception the
     policy does not retry: a stop exception abandons it, any other is a
     terminal outcome."""
     if _never_retried(exc):
         core.abandon(STATE.now(), 1)
     else:
-        core.record(_TERMINAL_FAILURE, STATE.now())
+        core.record(terminal_outcome(cfg, exc), STATE.now())
 
 
 def first_failure(
@@ -184,18 +202,17 @@ class _Call:
         if self.outcomes is not None:
             self.outcomes.append(AttemptOutcome(self.attempt, exc, result))
         hint: Optional[float] = None
-        outcome = _RETRYABLE_FAILURE
         if cfg.delay_hint is not None:
             hint = _sanitize_hint(cfg.delay_hint(exc if exc is not None else result))
-            if hint is not None:
-                outcome = _core.Outcome.failure(True, hint)
         self.hint = hint
         now = STATE.now()
-        if cfg.stop_predicates:
-            # The engine decides; the predicates' answers travel with the failure.
-            bits = cfg.stop_bits(self.attempt, now - self.start, exc, result)
-            if bits:
-                outcome = _core.Outcome.failure(True, hint, bits)
+        # The engine decides; the predicates' answers travel with the failure.
+        bits = cfg.stop_bits(self.attempt, now - self.start, exc, result) if cfg.stop_predicates else 0
+        overload = _is_overload(cfg, exc, result)
+        if hint is None and not bits and not overload:
+            outcome = _RETRYABLE_FAILURE
+        else:
+            outcome = _core.Outcome.failure(True, hint, bits, overload)
         decision: _core.Decision = self.core.record(outcome, now)
         retry = decision.retry
         delay = decision.delay
@@ -298,7 +315,7 @@ class _Call:
         if _never_retried(exc):
             self.interrupted()
         else:
-            self.core.record(_TERMINAL_FAILURE, STATE.now())
+            self.core.record(terminal_outcome(self.cfg, exc), STATE.now())
             self.finish("terminal")
 
     def rejected(self, result: Any) -> bool:

@@ -38,7 +38,8 @@ from typing import (
 from .._breaker.breaker import CircuitBreaker
 from .._config import policies as _config
 from .._limits import Bulkhead, RateLimiter, guard
-from .._limits.adaptive import AdaptiveRate, ThrottlingPredicate, adaptive_guard, is_throttling_answer
+from .._limits.adaptive import AdaptiveRate, adaptive_guard
+from .._limits.answers import ThrottlingPredicate, is_throttling_answer
 from .._validate import UNSET as _UNSET, Seconds
 from .async_driver import wrap_async
 from .hooks import StatisticsView
@@ -173,7 +174,7 @@ def _decorate(fn: Any, options: dict[str, Any]) -> Any:
     if not callable(fn):
         raise TypeError(f"mulligan.retry: cannot decorate non-callable {fn!r}")
     options, limits = _split_limits(options)
-    cfg = _Config(options, _name_of(fn))
+    cfg = _Config(options, _name_of(fn), is_throttling=limits[4])
     # Strategy 2 (0.3): the bulkhead outside the retry loop (its slot is held
     # for the whole logical call), the limiter outside it too (once per
     # call), or around each attempt with rate_limit_per_attempt.
@@ -368,8 +369,10 @@ def retry(
             unless this is given.
         is_throttling: ``f(exception_or_result) -> bool | None`` (0.4): True
             for a throttling answer, False for another answer, None for no
-            answer (not recorded). Default
-            :func:`mulligan._limits.adaptive.is_throttling_answer`: HTTP 429,
+            answer (not recorded). It also tells ``throttle=`` (0.5) which
+            failures are overload answers: those the backend did not accept
+            (True); every other answered attempt counts as accepted. Default
+            :func:`mulligan._limits.answers.is_throttling_answer`: HTTP 429,
             503 with Retry-After (read from ``status_code``/``status``/
             ``response.status_code`` and ``headers``), gRPC
             RESOURCE_EXHAUSTED (``code()``) are throttling; transport
@@ -396,8 +399,14 @@ def retry(
             ``"budget"``. Default None. .. versionadded:: 0.3.0
         throttle: a :class:`mulligan.AdaptiveThrottle` asked before every
             attempt; a local rejection raises :class:`mulligan.ThrottledError`
-            (or returns the fallback), never retried. Default None.
-            .. versionadded:: 0.3.0
+            (or returns the fallback), never retried. Each attempt is
+            recorded: a failure ``is_throttling`` judges a throttling answer
+            (HTTP 429, 503 with Retry-After, gRPC RESOURCE_EXHAUSTED, by
+            default) is a request the backend did not accept; any other
+            answer is accepted (the SRE book's "Handling Overload"). Default
+            None. .. versionadded:: 0.3.0
+            .. versionchanged:: 0.5.0 throttling answers count as not
+               accepted (before, every answer counted as accepted).
 
     Returns:
         A :class:`RetryDecorator`.

@@ -24,6 +24,7 @@ from .._config import policies as _config
 from .._telemetry import metrics as _metrics
 from .._breaker.breaker import CircuitBreaker
 from .._errors import BulkheadFullError, RateLimitedError
+from .._limits.answers import ThrottlingPredicate, is_throttling_answer
 
 _LIMIT_REFUSALS = (BulkheadFullError, RateLimitedError)
 from .._validate import UNSET as _UNSET, Seconds
@@ -246,11 +247,21 @@ class _Config:
         "stop_predicates",
         "budget",
         "throttle",
+        "throttle_judge",
     )
 
-    def __init__(self, options: dict[str, Any], name: str, *, report: bool = True) -> None:
+    def __init__(
+        self,
+        options: dict[str, Any],
+        name: str,
+        *,
+        report: bool = True,
+        is_throttling: Optional[ThrottlingPredicate] = None,
+    ) -> None:
         """Validates and compiles ``options``; ``report=False`` only validates
-        (no metrics are registered under ``name``)."""
+        (no metrics are registered under ``name``). ``is_throttling`` judges
+        which failures ``throttle=`` counts as overload answers (default
+        :func:`is_throttling_answer`; the decorator checked it is callable)."""
         given = {k: v for k, v in options.items() if v is not _UNSET}
         # budget=None and throttle=None are the decorator's defaults: a named
         # policy's budget and throttle (0.4) fill them.
@@ -290,6 +301,11 @@ class _Config:
         self.raise_on_give_up = _validate.flag(_OWNER, "raise_on_give_up", o["raise_on_give_up"])
         self.fallback: Any = o["fallback"]
         self._set_gates(o)
+        # Which failures the throttle counts as overload answers (0.5): the
+        # engine counts every other answer as accepted by the backend.
+        self.throttle_judge: Optional[ThrottlingPredicate] = (
+            (is_throttling or is_throttling_answer) if self.throttle is not None else None
+        )
         policy, deadline, retry_after_max, predicates = _compile_policy(o)
         self.stop_predicates: tuple[Callable[[StopContext], Any], ...] = predicates
         self.policy: _core.RetryPolicy = policy

@@ -180,3 +180,103 @@ def test_async_decorator_honours_the_budget() -> None:
 
     asyncio.run(main())
     assert counts == [3, 2, 1]
+
+
+class TooMany(Exception):
+    """An HTTP 429 as client libraries raise it (a ``status_code`` attribute)."""
+
+    status_code = 429
+
+
+def _script(call: object, failures: int) -> None:
+    """Four successes, then ``failures`` failed calls (attempts=1: one attempt each)."""
+    for _ in range(4):
+        call(False)  # type: ignore[operator]
+    for _ in range(failures):
+        with pytest.raises(Exception):
+            call(True)  # type: ignore[operator]
+
+
+# SRE "Handling Overload", K = 2: after 4 accepted requests and 5 that the
+# backend refused as overloaded, p = max(0, (9 - 2 * 4) / (9 + 1)) = 0.1;
+# had the 5 counted as accepted, p = max(0, (9 - 18) / 10) = 0.
+
+
+@pytest.mark.parametrize("on", [TooMany, Down], ids=["retryable", "terminal"])
+def test_throttling_answers_count_as_not_accepted(on: type) -> None:
+    # Retryable (on=TooMany) or terminal (on=Down: the 429 is not retried),
+    # a 429 is a request the backend did not accept.
+    throttle = mulligan.AdaptiveThrottle(k=2.0, seed=1)
+
+    @mulligan.retry(on=on, attempts=1, throttle=throttle)
+    def call(fail: bool) -> str:
+        if fail:
+            raise TooMany()
+        return "ok"
+
+    _script(call, 5)
+    assert throttle.probability() == pytest.approx(0.1)
+
+
+def test_other_failures_count_as_accepted() -> None:
+    throttle = mulligan.AdaptiveThrottle(k=2.0, seed=1)
+
+    @mulligan.retry(on=Down, attempts=1, throttle=throttle)
+    def call(fail: bool) -> str:
+        if fail:
+            raise Down()
+        return "ok"
+
+    _script(call, 5)
+    assert throttle.probability() == 0.0
+
+
+def test_is_throttling_judges_for_the_throttle() -> None:
+    throttle = mulligan.AdaptiveThrottle(k=2.0, seed=1)
+    seen: list[object] = []
+
+    def judge(value: object) -> bool:
+        seen.append(value)
+        return isinstance(value, Down)
+
+    @mulligan.retry(on=(Down, TooMany), attempts=1, throttle=throttle, is_throttling=judge)
+    def call(fail: bool) -> str:
+        if fail:
+            raise Down()
+        return "ok"
+
+    _script(call, 5)
+    assert throttle.probability() == pytest.approx(0.1)
+    assert len(seen) == 5 and all(isinstance(v, Down) for v in seen)  # failures only
+
+    # The judge's False wins over the default's True for a 429.
+    quiet = mulligan.AdaptiveThrottle(k=2.0, seed=1)
+
+    @mulligan.retry(on=TooMany, attempts=1, throttle=quiet, is_throttling=lambda v: False)
+    def refused(fail: bool) -> str:
+        if fail:
+            raise TooMany()
+        return "ok"
+
+    _script(refused, 5)
+    assert quiet.probability() == 0.0
+
+
+def test_async_throttling_answers_count_as_not_accepted() -> None:
+    throttle = mulligan.AdaptiveThrottle(k=2.0, seed=1)
+
+    @mulligan.retry(on=TooMany, attempts=1, throttle=throttle)
+    async def call(fail: bool) -> str:
+        if fail:
+            raise TooMany()
+        return "ok"
+
+    async def main() -> None:
+        for _ in range(4):
+            await call(False)
+        for _ in range(5):
+            with pytest.raises(TooMany):
+                await call(True)
+
+    asyncio.run(main())
+    assert throttle.probability() == pytest.approx(0.1)

@@ -194,3 +194,24 @@ def test_a_cancelled_async_waiter_frees_its_place(server: Any) -> None:
         return queued, after, status
 
     assert asyncio.run(main()) == (1, 0, 200)
+
+
+def test_a_throttled_retry_keeps_the_last_response(server: Any) -> None:
+    # As the C++ HttpLimitsTest: the first attempt finds an empty window
+    # (p = 0); its 503 is an overload answer, so the retry is drawn at
+    # p = (1 - 2 * 0) / (1 + 1) = 0.5, and seed 7's draw rejects it. The
+    # 503 stays the answer (since 0.5), as with a refused budget.
+    throttle = mulligan.AdaptiveThrottle(seed=7)
+    with mulligan.Client(attempts=2, throttle=throttle, **FAST) as client:
+        response = client.get(server.url("/script?id=py-throttled-retry&steps=503,200"))
+    assert (response.status_code, response.attempts, response.stop_reason) == (503, 1, "throttled")
+
+
+@pytest.mark.parametrize("function", ["get", "head", "post", "delete"])
+def test_module_functions_name_the_client_options(function: str) -> None:
+    # No request is sent: the option is refused before the default client runs.
+    with pytest.raises(TypeError, match=r"budget is an option of mulligan\.Client.*"
+                       r"mulligan\.Client\(budget=\.\.\.\)\." + function):
+        getattr(mulligan, function)("http://127.0.0.1:9/", budget=None)
+    with pytest.raises(TypeError, match=r"breaker, bulkhead are options of mulligan\.Client"):
+        getattr(mulligan, function)("http://127.0.0.1:9/", bulkhead=None, breaker=True)

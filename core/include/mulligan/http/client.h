@@ -344,8 +344,9 @@ struct HttpClientOptions {
   // result. First attempts are never refused.
 
   // Adaptive throttling (budget/throttle.h) asked before every attempt of
-  // every origin; a rejection ends the call with kThrottled. Default none.
-  // (Appended in 0.4.)
+  // every origin; a rejection ends the call with kThrottled, or, for a
+  // retry after a response, returns that response with stop_reason
+  // kThrottled (since 0.5). Default none. (Appended in 0.4.)
   std::shared_ptr<AdaptiveThrottle> throttle;
   // A bulkhead shared by every call of the client: at most its
   // max_concurrent calls in flight (held for the whole call, retries and
@@ -417,6 +418,9 @@ class HttpClient {
   //   kDeadlineExceeded the deadline ended the chain after a failed attempt
   //   kCircuitOpen      the origin's circuit breaker refused an attempt
   //   kThrottled        the client's AdaptiveThrottle rejected an attempt
+  //                     before any response came (since 0.5 a rejected
+  //                     retry returns the last response, stop_reason
+  //                     kThrottled, as a refused budget does)
   //   kBulkheadFull     the client's bulkhead was full (no queue, or the
   //                     wait ran past its max_wait or the deadline)
   //   kRateLimited      the client's rate limiter's next slot for the origin
