@@ -208,7 +208,7 @@ class _Call:
         now = STATE.now()
         # The engine decides; the predicates' answers travel with the failure.
         bits = cfg.stop_bits(self.attempt, now - self.start, exc, result) if cfg.stop_predicates else 0
-        overload = _is_overload(cfg, exc, result)
+        overload = cfg.throttle_judge is not None and _is_overload(cfg, exc, result)
         if hint is None and not bits and not overload:
             outcome = _RETRYABLE_FAILURE
         else:
