@@ -427,6 +427,17 @@ void BindHttp(py::module_& m) {
             return RetryEventTuple(e.attempt, e.delay, e.error, e.http_status, e.from_retry_after);
           },
           "(attempt, delay, kind or None, status, from_retry_after) of the retry.")
+      .def(
+          "set_header",
+          [](PyHttpCall& h, const std::string& name, const std::string& value) {
+            if (!h.call) throw std::runtime_error("this HTTP call is over");
+            Status set = h.call->SetHeader(name, value);
+            if (!set.ok()) ThrowStatus(set);
+          },
+          py::arg("name"), py::arg("value"),
+          "Replaces (or adds) header `name` for the attempts that follow, such as each\n"
+          "attempt's traceparent (0.5). ValueError for a header the request could not\n"
+          "carry (or Idempotency-Key, one per call); RuntimeError once the call is over.")
       .def("resume", &Step, "Runs the next attempt: a response tuple, or this call again.")
       .def(
           "cancel",

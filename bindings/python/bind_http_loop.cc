@@ -107,6 +107,15 @@ class LoopDriver {
     StartOrForget(id, std::move(future));
   }
 
+  // Replaces (or adds) header `name` for the next attempts of call `id`
+  // (HttpAsyncEngine::SetHeader): each attempt's traceparent. ValueError
+  // for a bad header, an unknown id or an attempt in flight.
+  void SetHeader(uint64_t id, const std::string& name, const std::string& value) {
+    CheckOpen();
+    Status set = engine_->SetHeader(id, name, value);
+    if (!set.ok()) ThrowStatus(set);
+  }
+
   // The finished call's response tuple (ResponseTuple); raises the call's
   // error (mulligan.TransportError, CircuitOpenError, ...) otherwise.
   py::tuple Finish(uint64_t id) {
@@ -446,6 +455,7 @@ void BindHttpLoop(py::module_& m) {
           py::arg("fallback") = false, py::arg("max_attempts") = 0, py::arg("no_wait") = false,
           py::arg("clock") = nullptr, py::arg("breaker_key") = "")
       .def("start", &LoopDriver::Start, py::arg("id"), py::arg("future"))
+      .def("set_header", &LoopDriver::SetHeader, py::arg("id"), py::arg("name"), py::arg("value"))
       .def("finish", &LoopDriver::Finish, py::arg("id"))
       .def("cancel", &LoopDriver::Cancel, py::arg("id"))
       .def("close", &LoopDriver::Close)

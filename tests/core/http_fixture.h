@@ -130,6 +130,7 @@ struct LogEntry {
   int status = 0;
   std::string idempotency_key;
   std::string request_id;
+  std::string traceparent;  // the request's traceparent header ("" when none)
   long connection = 0;
   long connection_requests = 0;
 };
@@ -181,6 +182,7 @@ inline std::vector<LogEntry> ReadLog() {
     e.status = std::stoi(*status);
     e.idempotency_key = JsonField(line, "idempotency_key").value_or("");
     e.request_id = JsonField(line, "request_id").value_or("");
+    e.traceparent = JsonField(line, "traceparent").value_or("");
     e.connection = std::stol(JsonField(line, "connection").value_or("0"));
     e.connection_requests = std::stol(*connection_requests);
     entries.push_back(std::move(e));
@@ -321,28 +323,56 @@ struct PollDriver {
       Apply();
       if (done.size() >= calls) break;
       auto wake = now + milliseconds(100);
-      if (timer && *timer < wake) wake = *timer;
       if (!retries.empty() && retries.begin()->first < wake) wake = retries.begin()->first;
-      std::vector<pollfd> fds;
-      for (const auto& [fd, ev] : watches) {
-        pollfd p{};
-        p.fd = fd;
-        p.events = static_cast<short>(((ev & HttpAsyncEngine::kRead) ? POLLIN : 0) |
-                                      ((ev & HttpAsyncEngine::kWrite) ? POLLOUT : 0));
-        fds.push_back(p);
+      PollOnce(wake);
+    }
+  }
+
+  // Runs the engine until the attempt of call `id` in flight ends: its
+  // retry is decided (then dropped from `retries`: the caller starts the
+  // next attempt itself) or the call is done.
+  void RunUntilAttemptEnds(uint64_t id) {
+    const auto give_up = std::chrono::steady_clock::now() + seconds(20);
+    const auto pending = [&] {
+      for (const auto& [at, r] : retries) {
+        if (r == id) return true;
       }
-      const auto wait = std::chrono::duration_cast<milliseconds>(wake - now).count();
-      poll(fds.data(), fds.size(), static_cast<int>(std::max<long long>(0, wait)));
-      for (const auto& p : fds) {
-        int ev = 0;
-        if (p.revents & (POLLIN | POLLERR | POLLHUP)) ev |= HttpAsyncEngine::kRead;
-        if (p.revents & POLLOUT) ev |= HttpAsyncEngine::kWrite;
-        if (ev != 0) engine.SocketAction(p.fd, ev);
-      }
-      if (timer && std::chrono::steady_clock::now() >= *timer) {
-        timer.reset();
-        engine.SocketAction(-1, 0);
-      }
+      return false;
+    };
+    while (!pending() && done.count(id) == 0 && std::chrono::steady_clock::now() < give_up) {
+      Apply();
+      if (pending() || done.count(id) != 0) break;
+      PollOnce(std::chrono::steady_clock::now() + milliseconds(100));
+    }
+    for (auto it = retries.begin(); it != retries.end();) {
+      it = it->second == id ? retries.erase(it) : std::next(it);
+    }
+  }
+
+  // One poll of the watched sockets until `wake` at the latest (or the
+  // engine's timer), then the socket actions it calls for.
+  void PollOnce(std::chrono::steady_clock::time_point wake) {
+    const auto now = std::chrono::steady_clock::now();
+    if (timer && *timer < wake) wake = *timer;
+    std::vector<pollfd> fds;
+    for (const auto& [fd, ev] : watches) {
+      pollfd p{};
+      p.fd = fd;
+      p.events = static_cast<short>(((ev & HttpAsyncEngine::kRead) ? POLLIN : 0) |
+                                    ((ev & HttpAsyncEngine::kWrite) ? POLLOUT : 0));
+      fds.push_back(p);
+    }
+    const auto wait = std::chrono::duration_cast<milliseconds>(wake - now).count();
+    poll(fds.data(), fds.size(), static_cast<int>(std::max<long long>(0, wait)));
+    for (const auto& p : fds) {
+      int ev = 0;
+      if (p.revents & (POLLIN | POLLERR | POLLHUP)) ev |= HttpAsyncEngine::kRead;
+      if (p.revents & POLLOUT) ev |= HttpAsyncEngine::kWrite;
+      if (ev != 0) engine.SocketAction(p.fd, ev);
+    }
+    if (timer && std::chrono::steady_clock::now() >= *timer) {
+      timer.reset();
+      engine.SocketAction(-1, 0);
     }
   }
 };

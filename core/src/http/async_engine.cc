@@ -216,6 +216,15 @@ Result<uint64_t> HttpAsyncEngine::Begin(HttpRequest&& request) {
   return id;
 }
 
+Status HttpAsyncEngine::SetHeader(uint64_t id, const std::string& name, const std::string& value) {
+  Impl& impl = *impl_;
+  auto it = impl.calls.find(id);
+  if (it == impl.calls.end()) return InvalidArgumentError("unknown call id");
+  Impl::AsyncCall& c = *it->second;
+  if (c.in_flight || c.queued) return InvalidArgumentError("an attempt of this call is in flight");
+  return c.call.SetHeader(name, value);
+}
+
 Status HttpAsyncEngine::StartAttempt(uint64_t id) {
   Impl& impl = *impl_;
   auto it = impl.calls.find(id);

@@ -151,6 +151,12 @@ Decision HttpClientCall::Attempt() {
 
 HttpRetryEvent HttpClientCall::RetryEvent() const { return impl_->call.RetryEvent(); }
 
+Status HttpClientCall::SetHeader(const std::string& name, const std::string& value) {
+  Impl& impl = *impl_;
+  if (impl.finished || impl.stopped) return InvalidArgumentError("this HTTP call has stopped");
+  return impl.call.SetHeader(name, value);
+}
+
 void HttpClientCall::Cancel() {
   Impl& impl = *impl_;
   if (impl.finished || impl.stopped) return;

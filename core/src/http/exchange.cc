@@ -262,6 +262,41 @@ Status Exchange::Init(const Settings& settings, const HttpRequest& request, bool
   return OkStatus();
 }
 
+Status Exchange::SetHeader(const std::string& name, const std::string& value) {
+  Status field = CheckHeaderField(name, value);
+  if (!field.ok()) return field;
+  if (EqualsIgnoreCase(name, "Idempotency-Key")) {
+    return InvalidArgumentError(
+        "the Idempotency-Key header cannot be replaced: every attempt of a call sends one key");
+  }
+  // The list is rebuilt without the field's lines ("Name: v", or libcurl's
+  // "Name;" for an empty value), then the new line goes last.
+  const auto named = [&name](std::string_view line) {
+    return line.size() > name.size() && StartsWithIgnoreCase(line, name) &&
+           (line[name.size()] == ':' || line[name.size()] == ';');
+  };
+  Slist rebuilt;
+  size_t head = request_->url.size() + settings_->options.user_agent.size() + 16;
+  for (const curl_slist* item = headers_.get(); item != nullptr; item = item->next) {
+    const std::string_view line(item->data);
+    if (named(line)) continue;
+    head += line.size() + 2;
+    if (!SlistAppend(rebuilt, std::string(line))) {
+      return Status(StatusCode::kNoMemory, "curl_slist_append failed");
+    }
+  }
+  const std::string line = value.empty() ? name + ";" : name + ": " + value;
+  head += line.size() + 2;
+  if (head > kMaxRequestHeadBytes) {
+    return InvalidArgumentError("request head too large with header \"" + name + "\": " +
+                                std::to_string(head) + " bytes, more than the limit of " +
+                                std::to_string(kMaxRequestHeadBytes));
+  }
+  if (!SlistAppend(rebuilt, line)) return Status(StatusCode::kNoMemory, "curl_slist_append failed");
+  headers_ = std::move(rebuilt);
+  return OkStatus();
+}
+
 
 void Exchange::Begin(TimePoint now) {
   const HttpRequest& request = *request_;

@@ -109,6 +109,14 @@ class Exchange {
   // Begins the pipeline call at `now` (the first attempt's start).
   void Begin(TimePoint now);
 
+  // Replaces every header field named `name` (any case) in what the next
+  // attempts send by `name: value`, or adds it: a field that differs per
+  // attempt, such as the W3C traceparent of each attempt's span. Errors:
+  // kInvalidArgument (CheckHeaderField; the Idempotency-Key, which is the
+  // call's for every attempt; a head past kMaxRequestHeadBytes), kNoMemory.
+  // The fields are unchanged on error. REQUIRES: no attempt in transfer.
+  Status SetHeader(const std::string& name, const std::string& value);
+
   // The clock of this call: the request's (a test's fake), else the client's.
   Clock& clock() const { return *clock_; }
 

@@ -73,6 +73,30 @@ bool IsStrictlySafeMethod(std::string_view method) {
 }
 
 
+Status CheckHeaderField(const std::string& name, const std::string& value) {
+  if (!IsToken(name)) {
+    return InvalidArgumentError("invalid header name \"" + name + "\": must be a token");
+  }
+  if (IsClientManagedHeader(name)) {
+    return InvalidArgumentError("header \"" + name +
+                                "\" is set by the client itself and must not be given "
+                                "(Content-Length, Transfer-Encoding, TE and Upgrade are "
+                                "managed by the client)");
+  }
+  if (!IsSafeFieldValue(value)) {
+    return InvalidArgumentError("invalid value of header \"" + name +
+                                "\": contains CR, LF or NUL");
+  }
+  if (EqualsIgnoreCase(name, "Idempotency-Key")) {
+    Result<std::string> parsed = ParseIdempotencyKey(value);
+    if (!parsed.ok()) {
+      return InvalidArgumentError("invalid Idempotency-Key header: " + parsed.status().message() +
+                                  " (an idempotency server would refuse it)");
+    }
+  }
+  return OkStatus();
+}
+
 Status ValidateRequest(const HttpRequest& request, ParsedUrl* parsed_url) {
   if (!IsToken(request.method)) {
     return InvalidArgumentError("invalid HTTP method \"" + request.method +
@@ -120,27 +144,8 @@ Status ValidateRequest(const HttpRequest& request, ParsedUrl* parsed_url) {
   }
   *parsed_url = last_parsed;
   for (const auto& [name, value] : request.headers) {
-    if (!IsToken(name)) {
-      return InvalidArgumentError("invalid header name \"" + name + "\": must be a token");
-    }
-    if (IsClientManagedHeader(name)) {
-      return InvalidArgumentError("header \"" + name +
-                                  "\" is set by the client itself and must not be given "
-                                  "(Content-Length, Transfer-Encoding, TE and Upgrade are "
-                                  "managed by the client)");
-    }
-    if (!IsSafeFieldValue(value)) {
-      return InvalidArgumentError("invalid value of header \"" + name +
-                                  "\": contains CR, LF or NUL");
-    }
-    if (EqualsIgnoreCase(name, "Idempotency-Key")) {
-      Result<std::string> parsed = ParseIdempotencyKey(value);
-      if (!parsed.ok()) {
-        return InvalidArgumentError("invalid Idempotency-Key header: " +
-                                    parsed.status().message() +
-                                    " (an idempotency server would refuse it)");
-      }
-    }
+    Status field = CheckHeaderField(name, value);
+    if (!field.ok()) return field;
   }
   if (request.idempotency_key) {
     const std::string& key = *request.idempotency_key;

@@ -29,6 +29,12 @@ using ParsedUrl = std::shared_ptr<CURLU>;
 // split or truncate the header line libcurl writes).
 bool IsSafeFieldValue(std::string_view s);
 
+// OkStatus for a header field the caller may give: a token name (RFC 9110
+// section 5.1), not one the client manages (IsClientManagedHeader), a value
+// without CR, LF or NUL, and an Idempotency-Key an idempotency server would
+// read back. Otherwise kInvalidArgument naming the header.
+Status CheckHeaderField(const std::string& name, const std::string& value);
+
 // OkStatus for a key the client may send bare in Idempotency-Key: one that
 // mulligan's own server side (ParseIdempotencyKey of
 // mulligan/idempotency/store.h, with its default limit of

@@ -232,7 +232,7 @@ class AsyncClient(_ClientBase):
             trace = _tracing.http_call(method, url)
             if trace is not None:
                 return await trace.run_async(  # type: ignore[no-any-return]
-                    self._call, method, url, trace.header_pairs(pairs), body, key, policy,
+                    self._call, method, url, pairs, body, key, policy,
                     follow_redirects, max_redirects, strict, hook, raise_on_give_up, fallback,
                     check_url, trace,
                 )
@@ -247,6 +247,7 @@ class AsyncClient(_ClientBase):
             fut = loop.create_future()
             if trace is not None:
                 trace.start_attempt()
+                pairs = trace.header_pairs(pairs)  # the first attempt's span context
             call: Optional[int] = driver.begin(
                 fut, method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
                 fallback is not _UNSET, cap, no_wait, clock, self._breaker_key(method, url),
@@ -274,6 +275,8 @@ class AsyncClient(_ClientBase):
                     fut = loop.create_future()
                     if trace is not None:
                         trace.start_attempt()
+                        for name, value in trace.carrier().items():  # this attempt's context
+                            driver.set_header(call, name, value)
                     driver.start(call, fut)
                 done, call = call, None
                 raw = driver.finish(done)

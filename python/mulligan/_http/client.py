@@ -333,7 +333,7 @@ class Client(_ClientBase):
             trace = _tracing.http_call(method, url)
             if trace is not None:
                 return trace.run(
-                    self._send, client, method, url, trace.header_pairs(pairs), body, key,
+                    self._send, client, method, url, pairs, body, key,
                     policy, follow_redirects, max_redirects, strict, hook, raise_on_give_up,
                     fallback, trace,
                 )
@@ -341,6 +341,7 @@ class Client(_ClientBase):
         try:
             if trace is not None:
                 trace.start_attempt()
+                pairs = trace.header_pairs(pairs)  # the first attempt's span context
             raw = client.request(
                 method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict,
                 fallback is not _UNSET, cap, no_wait, clock, self._breaker_key(method, url),
@@ -399,11 +400,13 @@ def _retry(
         delay = pending.delay
         if delay > 0:
             STATE.sleep(delay)
+        if trace is not None:
+            trace.start_attempt()
+            for name, value in trace.carrier().items():  # this attempt's span context
+                pending.set_header(name, value)
     except BaseException:
         pending.cancel()
         raise
-    if trace is not None:
-        trace.start_attempt()
     return pending.resume()
 
 

@@ -43,11 +43,11 @@ the call ended). A span with an ``error.type`` has the
 status ERROR (for HTTP client spans: a status of 400 or more, or no response).
 
 Trace context: the configured propagator (``opentelemetry.propagate``, W3C
-``traceparent`` by default) injects the span's context into each attempt's
-request headers. The adapters send each attempt anew, so each carries its
-attempt span's context. ``Client``/``AsyncClient`` attempts are resent by the
-engine with the headers given once, so they all carry the call's span
-context (the call span is a CLIENT span, the server spans are its children).
+``traceparent`` by default) injects the attempt span's context into each
+attempt's request headers, so each server span is the child of its own
+attempt's span. The adapters send each attempt anew; ``Client`` and
+``AsyncClient`` replace the fields before each resend (since 0.5; before,
+every attempt carried the call's span context).
 
 No SDK configured (the API's default provider): the call's span is invalid,
 and the call runs untraced (its one span start costs about a microsecond,
@@ -332,13 +332,23 @@ class CallTrace:
             for name, value in carrier.items():
                 setter(headers, name, value)
 
-    def header_pairs(self, pairs: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
-        """``pairs`` with the call's trace context added (for the native
-        clients, which send the same headers on every attempt); a header of
-        the same name given by the caller is replaced."""
+    def carrier(self) -> dict[str, str]:
+        """The trace context fields of the attempt in progress (or, between
+        attempts, of the call), as the configured propagator writes them
+        (``{"traceparent": ...}`` with W3C Trace Context): what the native
+        clients set on each attempt (0.5)."""
 
+        span = self.current if self.current is not None else self.span
         carrier: dict[str, str] = {}
-        _api.propagate.inject(carrier, context=self.ctx)
+        _api.propagate.inject(carrier, context=_api.trace.set_span_in_context(span, self.ctx))
+        return carrier
+
+    def header_pairs(self, pairs: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+        """``pairs`` with the trace context of the attempt in progress added
+        (:meth:`carrier`: the native clients' first attempt); a header of the
+        same name given by the caller is replaced."""
+
+        carrier = self.carrier()
         names = {name.lower() for name in carrier}
         kept = [p for p in pairs if p[0].lower() not in names]
         return kept + [(name, value.encode("latin-1")) for name, value in carrier.items()]

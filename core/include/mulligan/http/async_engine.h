@@ -88,6 +88,12 @@ class HttpAsyncEngine {
   // no transfer starts and a final event is queued at once.
   // kInvalidArgument for an unknown id or one already in flight.
   Status StartAttempt(uint64_t id);
+  // Replaces every header field named `name` (any case) for the next
+  // attempts of call `id`, or adds it, as HttpClientCall::SetHeader (a
+  // per-attempt traceparent). kInvalidArgument for an unknown id, an
+  // attempt in flight or queued, or a header Begin would refuse (and
+  // Idempotency-Key); kNoMemory. (Added in 0.5.)
+  Status SetHeader(uint64_t id, const std::string& name, const std::string& value);
   // Tells libcurl that `fd` is ready for `events` (kRead | kWrite), or with
   // fd -1 that the timer fired; queues the events of finished attempts.
   void SocketAction(int fd, int events);

@@ -479,6 +479,16 @@ class HttpClientCall {
   // The retry just decided, as an on_retry hook would be told (the call's
   // hooks are not called by Attempt: the stepping caller reports retries).
   HttpRetryEvent RetryEvent() const;
+  // Replaces every header field named `name` (any case) for the attempts
+  // that follow, or adds it: a field that differs per attempt, such as the
+  // W3C traceparent carrying each attempt span's context (OpenTelemetry's
+  // HTTP conventions: one client span per resend). Call between attempts.
+  // Errors: kInvalidArgument as Send for a header (a non-token name, CR/LF/
+  // NUL in the value, a client-managed header, a head past
+  // kMaxRequestHeadBytes), for Idempotency-Key (one key for every attempt),
+  // and once the call stopped; kNoMemory. Unchanged on error.
+  // (Added in 0.5.)
+  Status SetHeader(const std::string& name, const std::string& value);
   // Ends a call whose caller will not make the retry just decided (a hook
   // cancelled it, the wait was interrupted): Finish then reports kCallback.
   void Cancel();
