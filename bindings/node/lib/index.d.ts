@@ -11,7 +11,7 @@ export type StopReason = 'none' | 'succeeded' | 'terminal' | 'attempts_exhausted
   | 'bulkhead_full' | 'rate_limited' | 'stop_condition';
 
 export declare const strategies: readonly Strategy[];
-/** The engine's version, e.g. '0.4.0'. */
+/** The engine's version, e.g. '0.5.0'. */
 export declare const version: string;
 
 /** A manual clock: starts at a fixed reading, moves only when advanced; waits advance it. */

@@ -34,6 +34,6 @@ module.exports = {
   TransportError: errors.TransportError,
   TimeoutError: errors.TimeoutError,
   AbortError: errors.AbortError,
-  /** The engine's version, e.g. '0.4.0'. */
+  /** The engine's version, e.g. '0.5.0'. */
   version: native.version(),
 };
