@@ -136,7 +136,8 @@ def _python_path(name: str, url: str) -> Callable[[int], None]:
 
         return lambda n: _loop(wrapper, n)
     if name == "py_retry_success":
-        return lambda n, f=mulligan.retry(on=ConnectionError, attempts=3)(target): _loop(f, n)
+        decorated_ok = mulligan.retry(on=ConnectionError, attempts=3)(target)
+        return lambda n: _loop(decorated_ok, n)
     if name == "py_retry_failure":
         left = [0]
 
@@ -320,7 +321,7 @@ def measure(paths: List[Path], scale: float, cxx_build: str) -> Dict[str, float]
     if python_paths:
         if any(p.name.startswith("py_http_") for p in python_paths):
             sys.path.insert(0, os.path.join(ROOT, "tests", "nginx"))
-            from nginx_server import NginxServer  # the tests' server helper
+            from nginx_server import NginxServer  # type: ignore[import-not-found]  # tests/nginx
 
             with NginxServer() as server:
                 result.update(measure_python(python_paths, scale, server.base_url))
@@ -398,7 +399,7 @@ def _compiler(cxx_build: str) -> str:
                                  check=False).stdout.splitlines()[0]
     except (OSError, IndexError):
         version = compiler
-    return f"{version}; C++ bench build {cxx_build} ({build_type})"
+    return f"{version}; C++ bench programs from {os.path.basename(cxx_build)}/ ({build_type})"
 
 
 def write_budgets(path: str, runs: List[Dict[str, float]], cxx_build: str) -> None:
@@ -413,15 +414,19 @@ def write_budgets(path: str, runs: List[Dict[str, float]], cxx_build: str) -> No
         "measured": {
             "date": datetime.date.today().isoformat(),
             "how": f"python bench/instructions.py --runs {len(runs)} --write-budgets; the highest "
-                   "count of the runs, rounded up",
-            "python": f"CPython {platform.python_version()} ({sys.executable})",
-            "mulligan": f"{mulligan.__version__} ({os.path.dirname(mulligan.__file__)})",
+                   "count of the runs, rounded up; spread_percent: highest over lowest count, "
+                   "minus 1",
+            "python": f"CPython {platform.python_version()}",
+            "mulligan": f"{mulligan.__version__}, the installed package (CI: the wheel of "
+                        "scripts/build_wheel.sh, Release)",
             "compiler": _compiler(cxx_build),
             "valgrind": subprocess.run([_valgrind(), "--version"], stdout=subprocess.PIPE,
                                        text=True).stdout.strip(),
         },
         "paths": {
-            n: {"budget": int(-(-max(r[n] for r in runs) // 1)), "what": PATHS_BY_NAME[n].what}
+            n: {"budget": int(-(-max(r[n] for r in runs) // 1)), "what": PATHS_BY_NAME[n].what,
+                "spread_percent": round((max(r[n] for r in runs) / min(r[n] for r in runs) - 1)
+                                        * 100, 2)}
             for n in names
         },
     }
