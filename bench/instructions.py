@@ -36,6 +36,13 @@ to lower the budget. A change that legitimately costs more updates the
 budget in the same commit and says why. Exit status 2: bad arguments, a
 malformed budgets file, a path without a budget, or a tool missing.
 
+Stability: for one build, the paths without I/O repeat to within 0.1%
+between runs (the C++ ones exactly). The two GET paths also count libcurl's
+and the event loop's user-space polling, which depends on when nginx's answer
+arrives (a read that finds nothing yet costs one more poll round), so their
+counts spread by up to about 3% between runs, more on a busy machine than on
+an idle one; budgets.json records each path's spread_percent.
+
 Counts depend on the build (compiler, flags, CPython version): the budgets
 are measured with the build CI uses, and budgets.json's "measured" field says
 which. --write-budgets FILE measures and writes a budgets file (--runs K
