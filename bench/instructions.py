@@ -40,8 +40,11 @@ Stability: for one build, the paths without I/O repeat to within 0.1%
 between runs (the C++ ones exactly). The two GET paths also count libcurl's
 and the event loop's user-space polling, which depends on when nginx's answer
 arrives (a read that finds nothing yet costs one more poll round), so their
-counts spread by up to about 3% between runs, more on a busy machine than on
-an idle one; budgets.json records each path's spread_percent.
+counts spread between runs: the sequential GET by up to about 3%, the
+concurrent one (where it also decides how many answers each turn of the event
+loop finds ready) by about 5%, as much as the tolerance, so that one is
+measured and printed but not gated. budgets.json records each path's
+spread_percent.
 
 Counts depend on the build (compiler, flags, CPython version): the budgets
 are measured with the build CI uses, and budgets.json's "measured" field says
@@ -83,12 +86,12 @@ class Path:
     n: int
     program: Optional[str] = None  # C++ bench program (None: a Python path)
     case: Optional[str] = None  # its case argument
-    reference: bool = False  # printed for comparison, never gated
+    gated: bool = True  # False: measured and printed for comparison, never gated
 
 
 PATHS: Sequence[Path] = (
     Path("py_passthrough_reference", "a plain functools.wraps pass-through wrapper around a "
-         "function that returns 1 (the floor; reference, not gated)", 2000, reference=True),
+         "function that returns 1 (the floor; reference, not gated)", 2000, gated=False),
     Path("py_retry_success", "@mulligan.retry(on=ConnectionError, attempts=3) call that "
          "succeeds at once", 2000),
     Path("py_retry_failure", "@mulligan.retry(on=ConnectionError, attempts=3, base_delay=0.0) "
@@ -99,8 +102,12 @@ PATHS: Sequence[Path] = (
          "that returns 1", 2000),
     Path("py_http_get_sequential", "mulligan.Client(attempts=3).get() of nginx's /ok on "
          "loopback, kept-alive connection", 300),
+    # Not gated: its count spreads by about 5% between runs (how many answers
+    # each turn of the event loop finds ready depends on timing), as much as
+    # the gate's tolerance; it is measured and printed for the record.
     Path("py_http_get_concurrent", "one GET of nginx's /ok through mulligan.AsyncClient("
-         "attempts=3), 10 in flight on one asyncio loop", 300),
+         "attempts=3), 10 in flight on one asyncio loop (not gated: spreads ~5% between runs)",
+         300, gated=False),
     Path("cxx_retry_success", "C++ RetryCall(RetryPolicy::Default(), ok) success, no metrics "
          "(bench/core_retry_bench.cc, case success)", 100_000,
          program="core_retry_bench", case="success"),
@@ -348,7 +355,7 @@ def measure(paths: List[Path], scale: float, cxx_build: str) -> Dict[str, float]
 
 def load_budgets(path: str) -> Dict[str, int]:
     """Reads a budgets file: {"comment": ..., "measured": {...}, "paths":
-    {name: {"budget": int > 0, "what": str}}}. Raises GateError naming the
+    {name: {"budget": int > 0, "what": str, "spread_percent": float}}}. Raises GateError naming the
     field that is wrong."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -378,7 +385,7 @@ def compare(measured: Dict[str, float], budgets: Dict[str, int],
     failures: List[str] = []
     hints: List[str] = []
     for name, count in measured.items():
-        if PATHS_BY_NAME[name].reference:
+        if not PATHS_BY_NAME[name].gated:
             continue
         if name not in budgets:
             raise GateError(f"the path {name} has no budget in the budgets file")
@@ -415,7 +422,7 @@ def _compiler(cxx_build: str) -> str:
 def write_budgets(path: str, runs: List[Dict[str, float]], cxx_build: str) -> None:
     import mulligan
 
-    names = [n for n in runs[0] if not PATHS_BY_NAME[n].reference]
+    names = [n for n in runs[0] if PATHS_BY_NAME[n].gated]
     data = {
         "comment": "Instructions per iteration of each hot path (callgrind Ir, (Ir(2N) - Ir(N)) / "
                    "N), the budgets of bench/instructions.py. A path more than 5% over its budget "
@@ -496,7 +503,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         shown = f"{counts[0]:.1f}" if len(counts) == 1 else \
             f"{min(counts):.1f} .. {max(counts):.1f}"
         budget = budgets.get(name)
-        ref = " (reference)" if PATHS_BY_NAME[name].reference else ""
+        ref = "" if PATHS_BY_NAME[name].gated else " (not gated)"
         vs = f"{(max(counts) / budget - 1) * 100:+.1f}%" if budget else ""
         print(f"| {name}{ref} | {shown} | {budget or ''} | {vs} |")
     if args.json:
