@@ -484,7 +484,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         names = [n for n in args.paths.split(",") if n] or [p.name for p in PATHS]
         unknown = [n for n in names if n not in PATHS_BY_NAME]
         if unknown:
-            raise GateError(f"unknown path {', '.join(unknown)} (known: {', '.join(PATHS_BY_NAME)})")
+            raise GateError(f"unknown path {', '.join(unknown)} "
+                            f"(known: {', '.join(PATHS_BY_NAME)})")
         if args.child:
             return child_main(names, [int(c) for c in args.counts.split(",")], args.url)
         budgets = {} if args.write_budgets else load_budgets(args.budgets)

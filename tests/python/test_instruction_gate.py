@@ -6,8 +6,9 @@ cheap Python paths (2,000 and 4,000 iterations under callgrind: the run is
 mostly the interpreter's start-up, a few seconds; the same N as the budgets,
 since a one-off cost inside the 2N phase weighs more at a smaller N), against
 the committed bench/budgets.json and against a budgets file written here with
-one budget lowered on purpose and one raised (a hint to lower it). The counts are instructions (callgrind's Ir), never time, so the
-verdicts are exact. Skipped only when valgrind is not installed
+one budget lowered on purpose and one raised (a hint to lower it). The
+counts are instructions (callgrind's Ir), never time, so the verdicts are
+exact. Skipped only when valgrind is not installed
 (scripts/setup.sh installs it).
 """
 
