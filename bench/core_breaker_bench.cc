@@ -4,11 +4,20 @@
 // success on 1 and 2 threads (no window and with a count window), ns per
 // registry Get of an existing key, and the memory of one breaker.
 //
+//   core_breaker_bench [calls case]
+//
+// With a call count and a case name (acquire_record: Acquire+Record success
+// on a closed breaker, no window, one thread) only that case runs, once, for
+// instruction counts under valgrind --tool=callgrind (bench/instructions.py):
+// the cost of one Acquire+Record is (Ir(2N) - Ir(N)) / N, free of start-up.
+//
 // Build the core_breaker_bench target of bench/CMakeLists.txt
 // (cmake -DMULLIGAN_BUILD_BENCH=ON).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,9 +62,34 @@ double NsPerCall(CircuitBreaker& breaker, int threads, long calls_per_thread) {
          static_cast<double>(calls_per_thread);
 }
 
+// Runs `calls` Acquire+Record successes on a closed breaker (no window) for
+// the instruction-count mode. The breaker is built before the loop, so its
+// set-up costs the same for N and 2N calls.
+void AcquireRecord(long calls) {
+  CircuitBreakerOptions options;
+  options.window = WindowKind::kNone;
+  auto breaker = std::move(CircuitBreaker::Create(options)).value();
+  const TimePoint now = Clock::now();
+  for (long i = 0; i < calls; ++i) {
+    Admission a = breaker->Acquire(now);
+    breaker->Record(a.permit, CallResult::kSuccess, std::chrono::microseconds(1), now);
+  }
+  DoNotOptimize(breaker->HeapBytes());
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) {
+    char* end = nullptr;
+    const long calls = std::strtol(argv[1], &end, 10);
+    if (*end != '\0' || calls <= 0 || argc != 3 || std::strcmp(argv[2], "acquire_record") != 0) {
+      std::fprintf(stderr, "usage: %s [calls > 0 acquire_record]\n", argv[0]);
+      return 2;
+    }
+    AcquireRecord(calls);
+    return 0;
+  }
   constexpr long kCalls = 5'000'000;
   std::printf("%-44s %10s\n", "measurement", "value");
 

@@ -13,6 +13,8 @@
 #   7. builds the repaired wheel (scripts/build_wheel.sh) and the minimal Debian
 #      root it is tested in (scripts/make_wheel_root.sh), installs the wheel
 #      with the test extra, checks `pip install .` from source, runs pytest
+#   8. the instruction-count gate: callgrind counts of the hot paths against
+#      bench/budgets.json (bench/instructions.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -65,6 +67,17 @@ WHEEL_ROOT=$(scripts/make_wheel_root.sh)
 "$PYTHON" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WHEEL"
 MULLIGAN_WHEEL="$WHEEL" MULLIGAN_WHEEL_ROOT="$WHEEL_ROOT" \
   MULLIGAN_SOURCE_PYTHON="$PWD/.tools/wheel-venv/bin/python" "$PYTHON" -m pytest -q
+
+# Instruction-count gate (issue 19): bench/instructions.py counts, under
+# valgrind's callgrind, the instructions per iteration of each hot path (the
+# installed wheel's @retry success and failure paths, the breaker guard, a
+# sequential GET against nginx; the C++ RetryCall and breaker Acquire+Record
+# from build/'s bench programs) and fails when one is more than 5% over its
+# budget in bench/budgets.json. Counts, not time: it cannot flake. The
+# budgets are measured with these builds (the wheel and build/, RelWithDebInfo).
+cmake -S . -B build -DMULLIGAN_BUILD_BENCH=ON >/dev/null
+cmake --build build -j "$JOBS" --target core_retry_bench core_breaker_bench
+"$PYTHON" bench/instructions.py --cxx-build build
 
 # Go binding (issue 17): libmulligan installed with mulligan.pc into
 # .tools/prefix (reusing build/), then go vet and the race-checked tests,
