@@ -29,6 +29,7 @@ py::dict ReportDict(const LoadReport& report) {
   d["throttles"] = report.throttles;
   d["bulkheads"] = report.bulkheads;
   d["rate_limiters"] = report.rate_limiters;
+  d["adaptive_rates"] = report.adaptive_rates;  // (Added in 0.5.)
   return d;
 }
 
@@ -204,6 +205,7 @@ void BindConfig(py::module_& m) {
             d["throttle"] = NameOrNone(l.throttle);
             d["bulkhead"] = NameOrNone(l.bulkhead);
             d["rate_limiter"] = NameOrNone(l.rate_limiter);
+            d["adaptive_rate"] = NameOrNone(l.adaptive_rate);  // (Added in 0.5.)
             return d;
           },
           py::arg("policy"))
@@ -234,7 +236,17 @@ void BindConfig(py::module_& m) {
           [](const PolicyRegistry& r, const std::string& name) {
             return Unwrap(r.RateLimiterNamed(name));
           },
-          py::arg("name"));
+          py::arg("name"))
+      .def(
+          "adaptive_rate",
+          [](const PolicyRegistry& r, const std::string& name, std::optional<double> now) {
+            // (Added in 0.5.) Dates the rate's start on the caller's clock
+            // (time.monotonic() or a FakeClock's), as _core.AdaptiveRate does.
+            FakeClock at(now ? MonotonicToTimePoint(*now) : SystemClock::Default()->Now(),
+                         WallTime());
+            return Unwrap(r.AdaptiveRateNamed(name, &at));
+          },
+          py::arg("name"), py::arg("now") = py::none());
 }
 
 }  // namespace python

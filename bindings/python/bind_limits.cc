@@ -158,6 +158,20 @@ void BindRateLimiter(py::module_& m) {
           },
           py::arg("key"), py::arg("now"), py::arg("max_wait") = py::none(),
           "(admitted, wait, retry_in) in seconds; an admitted wait is reserved.")
+      // (Added in 0.5.) The guard's hot path (python/mulligan/_limits): key
+      // "", the limiter's own max_wait. Returns None when admitted with no
+      // wait (no tuple or float is built: the common case costs one call
+      // and no allocation), else the (admitted, wait, retry_in) of acquire.
+      .def(
+          "acquire_now",
+          [](RateLimiter& l, double now) -> py::object {
+            const RateDecision d = l.Acquire(std::string_view(), MonotonicToTimePoint(now));
+            if (d.admitted && d.wait <= Duration::zero()) return py::none();
+            return py::make_tuple(d.admitted, DurationToSeconds(d.wait),
+                                  DurationToSeconds(d.retry_in));
+          },
+          py::arg("now"),
+          "None: admitted now; else (admitted, wait, retry_in) in seconds, as acquire.")
       .def(
           "penalize",
           [](RateLimiter& l, const std::string& key, double until) {

@@ -1,5 +1,6 @@
 // Tests the overload-protection parts of configuration files (issue 14):
-// the "budgets", "throttles", "bulkheads" and "rate_limiters" sections, a
+// the "budgets", "throttles", "bulkheads", "rate_limiters" and (0.5)
+// "adaptive_rates" sections, a
 // policy's and a client's references to them, their errors (each naming the
 // field), sharing by name across reloads, a gRPC service config's
 // retryThrottling (the gRFC A6 example arithmetic, max 10 and ratio 0.1,
@@ -359,6 +360,181 @@ TEST(ConfigLimits, EnvironmentOverridesTheParts) {
       << bad.status().message();
   EXPECT_NE(bad.status().message().find("environment: MULLIGAN_RATE_LIMITER_API_RATE: expected a "
                                         "number > 0 (calls per second), got -2"),
+            std::string::npos)
+      << bad.status().message();
+}
+
+// The "adaptive_rates" section (0.5): every field of AdaptiveRateOptions,
+// the defaults of the AWS SDKs' retry behavior specification for the rest,
+// and a policy's "adaptive_rate" reference.
+const char* const kAdaptive = R"({
+  "adaptive_rates": {
+    "aws": {"beta": 0.5, "scale_constant": 0.8, "smoothing": 0.6, "bucket": "250ms",
+            "min_fill_rate": 2, "max_rate_scale": 3, "max_wait": "1.5s"},
+    "spec": {}
+  },
+  "policies": {"p": {"adaptive_rate": "aws", "max_attempts": 4}, "plain": {}}
+})";
+
+TEST(ConfigLimits, AdaptiveRatesLoadWithEveryField) {
+  PolicyRegistry registry;
+  Result<LoadReport> report = registry.LoadString(kAdaptive, "limits.json", NoEnv());
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->adaptive_rates, (std::vector<std::string>{"aws", "spec"}));
+  std::shared_ptr<const ConfigSnapshot> s = registry.Snapshot();
+  const AdaptiveRateOptions& aws = s->adaptive_rates.at("aws");
+  EXPECT_EQ(aws.name, "aws");
+  EXPECT_EQ(aws.beta, 0.5);
+  EXPECT_EQ(aws.scale_constant, 0.8);
+  EXPECT_EQ(aws.smoothing, 0.6);
+  EXPECT_EQ(aws.bucket, milliseconds(250));
+  EXPECT_EQ(aws.min_fill_rate, 2.0);
+  EXPECT_EQ(aws.max_rate_scale, 3.0);
+  EXPECT_EQ(aws.max_wait, std::optional<Duration>(milliseconds(1500)));
+  const AdaptiveRateOptions& spec = s->adaptive_rates.at("spec");
+  EXPECT_EQ(spec.beta, 0.7);
+  EXPECT_EQ(spec.scale_constant, 0.4);
+  EXPECT_EQ(spec.smoothing, 0.8);
+  EXPECT_EQ(spec.bucket, milliseconds(500));
+  EXPECT_EQ(spec.min_fill_rate, 0.5);
+  EXPECT_EQ(spec.max_rate_scale, 2.0);
+  EXPECT_EQ(spec.max_wait, std::nullopt);
+
+  Result<PolicyLimits> limits = registry.Limits("p");
+  ASSERT_TRUE(limits.ok());
+  EXPECT_EQ(limits->adaptive_rate, "aws");
+  EXPECT_TRUE(limits->budget.empty());
+  EXPECT_FALSE(limits->empty());
+  EXPECT_TRUE(registry.Limits("plain")->empty());
+}
+
+TEST(ConfigLimits, AdaptiveRateBadValuesAreRefusedNamingTheField) {
+  struct Case {
+    const char* json;
+    const char* message;
+  };
+  const Case cases[] = {
+      {R"({"adaptive_rates": {"a": {"beta": 1}}})",
+       "limits.json: adaptive_rates.a.beta: expected a number in (0, 1) (CUBIC's "
+       "multiplicative decrease), got 1"},
+      {R"({"adaptive_rates": {"a": {"beta": 0}}})",
+       "limits.json: adaptive_rates.a.beta: expected a number in (0, 1)"},
+      {R"({"adaptive_rates": {"a": {"scale_constant": -0.4}}})",
+       "limits.json: adaptive_rates.a.scale_constant: expected a number > 0 (CUBIC's C), got "
+       "-0.4"},
+      {R"({"adaptive_rates": {"a": {"smoothing": 1.5}}})",
+       "limits.json: adaptive_rates.a.smoothing: expected a number in (0, 1], got 1.5"},
+      {R"({"adaptive_rates": {"a": {"bucket": "0s"}}})",
+       "limits.json: adaptive_rates.a.bucket: expected a duration greater than 0"},
+      {R"({"adaptive_rates": {"a": {"min_fill_rate": 0}}})",
+       "limits.json: adaptive_rates.a.min_fill_rate: expected a number > 0 (requests per "
+       "second), got 0"},
+      {R"({"adaptive_rates": {"a": {"max_rate_scale": 0.5}}})",
+       "limits.json: adaptive_rates.a.max_rate_scale: expected a number >= 1, got 0.5"},
+      {R"({"adaptive_rates": {"a": {"max_wait": -1}}})",
+       "limits.json: adaptive_rates.a.max_wait: expected a duration"},
+      {R"({"adaptive_rates": {"a": {"rate": 5}}})",
+       "limits.json: adaptive_rates.a.rate: unknown field"},
+      {R"({"adaptive_rates": {"a": 3}})", "limits.json: adaptive_rates.a: expected an object"},
+      {R"({"adaptive_rates": {"a": {"name": "x"}}})",
+       "limits.json: adaptive_rates.a.name: unknown field"},
+      {R"({"adaptive_rates": {"bad name\u0001": {}}})", "adaptive rate name must be printable"},
+      {R"({"policies": {"p": {"adaptive_rate": "missing"}}})",
+       "limits.json: policies.p.adaptive_rate: expected the name of an entry of "
+       "\"adaptive_rates\", got \"missing\""},
+      {R"({"policies": {"p": {"adaptive_rate": ""}}})",
+       "limits.json: policies.p.adaptive_rate: expected the name of an entry of "
+       "\"adaptive_rates\", got \"\""},
+      {R"({"adaptive_rate": {}})",
+       "limits.json: adaptive_rate: unknown field, did you mean \"adaptive_rates\"?"},
+  };
+  for (const Case& c : cases) {
+    const std::string error = ErrorOf(c.json);
+    EXPECT_NE(error.find(c.message), std::string::npos) << c.json << "\n -> " << error;
+  }
+}
+
+TEST(ConfigLimits, AdaptiveRateIsSharedByNameAndDatedByTheClock) {
+  FakeClock clock(TimePoint(seconds(100)), WallTime{});
+  PolicyRegistry registry;
+  ASSERT_TRUE(registry.LoadString(kAdaptive, "limits.json", NoEnv()).ok());
+  std::shared_ptr<AdaptiveRate> aws = *registry.AdaptiveRateNamed("aws", &clock);
+  EXPECT_EQ(aws.get(), registry.AdaptiveRateNamed("aws")->get());
+  EXPECT_EQ(aws->name(), "aws");
+  EXPECT_EQ(aws->options().beta, 0.5);
+  Result<std::shared_ptr<AdaptiveRate>> missing = registry.AdaptiveRateNamed("nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(),
+            "no adaptive rate named \"nope\" in limits.json (known: aws, spec)");
+
+  // Dated by `clock` (t = 100 s: the first measuring bucket starts there),
+  // with the file's beta 0.5, smoothing 0.6, bucket 0.25 s, min_fill_rate 2,
+  // max_rate_scale 3. By hand: a success at t = 100 counts 1 in bucket 100
+  // (no later bucket yet: measured stays 0; fill = max(0, 2) = 2). A
+  // throttling answer at t = 102 counts 2 and starts bucket 102: rate =
+  // 2 / (102 - 100) = 1, measured = 0.6 * 1 + 0.4 * 0 = 0.6; rate_to_use =
+  // 0.6 (the first throttle), new = 0.6 * 0.5 = 0.3 (<= 3 * 0.6); fill =
+  // max(0.3, 2) = 2 (the floor), capacity bound = max(0.3, 1) = 1.
+  aws->Record(false, clock.Now());
+  clock.Advance(seconds(2));
+  aws->Record(true, clock.Now());
+  AdaptiveRateState st = aws->State(clock.Now());
+  EXPECT_TRUE(st.enabled);
+  EXPECT_DOUBLE_EQ(st.measured_rate, 0.6);
+  EXPECT_DOUBLE_EQ(st.last_max_rate, 0.6);
+  EXPECT_DOUBLE_EQ(st.calculated_rate, 0.3);
+  EXPECT_DOUBLE_EQ(st.max_capacity, 1.0);
+  EXPECT_DOUBLE_EQ(st.fill_rate, 2.0);
+
+  // Unchanged options across a reload: the same object (its state kept);
+  // changed options: a new one.
+  ASSERT_TRUE(registry.Reload().ok());
+  EXPECT_EQ(aws.get(), registry.AdaptiveRateNamed("aws")->get());
+  ASSERT_TRUE(registry
+                  .LoadString(R"({"adaptive_rates": {"aws": {"beta": 0.6}}})", "limits.json",
+                              NoEnv())
+                  .ok());
+  EXPECT_NE(aws.get(), registry.AdaptiveRateNamed("aws", &clock)->get());
+  EXPECT_FALSE(registry.AdaptiveRateNamed("spec").ok());  // forgotten
+}
+
+TEST(ConfigLimits, EnvironmentOverridesTheAdaptiveRates) {
+  PolicyRegistry registry;
+  Result<LoadReport> report = registry.LoadString(
+      kAdaptive, "limits.json",
+      Env({{"MULLIGAN_ADAPTIVE_RATE_AWS_BETA", "0.25"},
+           {"MULLIGAN_ADAPTIVE_RATE_AWS_MAX_WAIT", "none"},
+           {"MULLIGAN_ADAPTIVE_RATE_SPEC_BUCKET", "1s"},
+           {"MULLIGAN_ADAPTIVE_RATE_SPEC_MIN_FILL_RATE", "4"},
+           {"MULLIGAN_ADAPTIVE_RATE_NOPE_BETA", "0.5"},
+           {"MULLIGAN_ADAPTIVE_RATE_AWS_RATE", "1"}}));
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  std::shared_ptr<const ConfigSnapshot> s = registry.Snapshot();
+  EXPECT_EQ(s->adaptive_rates.at("aws").beta, 0.25);
+  EXPECT_EQ(s->adaptive_rates.at("aws").max_wait, std::nullopt);
+  EXPECT_EQ(s->adaptive_rates.at("aws").smoothing, 0.6);  // the file's, not overridden
+  EXPECT_EQ(s->adaptive_rates.at("spec").bucket, seconds(1));
+  EXPECT_EQ(s->adaptive_rates.at("spec").min_fill_rate, 4.0);
+  const std::vector<std::string>& w = report->warnings;
+  auto has = [&](const std::string& text) {
+    for (const std::string& line : w) {
+      if (line == text) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has("limits.json: adaptive_rates.aws.beta: overridden by "
+                  "MULLIGAN_ADAPTIVE_RATE_AWS_BETA=0.25"));
+  EXPECT_TRUE(has("limits.json: MULLIGAN_ADAPTIVE_RATE_NOPE_BETA: names no adaptive rate of "
+                  "this document (adaptive_rates: aws, spec); not applied"));
+  EXPECT_TRUE(has("limits.json: MULLIGAN_ADAPTIVE_RATE_AWS_RATE: names no field of adaptive "
+                  "rate \"aws\" (fields: BETA, SCALE_CONSTANT, SMOOTHING, BUCKET, "
+                  "MIN_FILL_RATE, MAX_RATE_SCALE, MAX_WAIT); not applied"));
+
+  Result<LoadReport> bad = registry.LoadString(
+      kAdaptive, "limits.json", Env({{"MULLIGAN_ADAPTIVE_RATE_AWS_SMOOTHING", "2"}}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("environment: MULLIGAN_ADAPTIVE_RATE_AWS_SMOOTHING: "
+                                        "expected a number in (0, 1], got 2"),
             std::string::npos)
       << bad.status().message();
 }

@@ -165,6 +165,45 @@ TEST(BulkheadTest, ExactlyNInFlightUnderEightThreads) {
   EXPECT_EQ(b->queued(), 0);
 }
 
+// A bound of 1 under 8 threads, half spinning on TryAcquire (refused at once:
+// no queue for them) and half queueing when refused: the bound is never
+// passed, no queued caller is stranded (each is granted within the minute),
+// and the count returns to 0.
+TEST(BulkheadTest, BoundOfOneHoldsWithSpinningAndQueuedCallers) {
+  auto b = MakeBulkhead(1, 8);
+  std::atomic<int> inside{0}, max_seen{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      for (int round = 0; round < 500; ++round) {
+        if (i % 2 == 0) {
+          while (!b->TryAcquire()) std::this_thread::yield();
+        } else if (!b->TryAcquire()) {
+          std::shared_ptr<BulkheadTicket> ticket = b->Enqueue();
+          ASSERT_NE(ticket, nullptr);  // 4 queue at most, the queue holds 8
+          ASSERT_TRUE(ticket->WaitFor(seconds(60)));
+        }
+        const int now = inside.fetch_add(1) + 1;
+        int seen = max_seen.load();
+        while (now > seen && !max_seen.compare_exchange_weak(seen, now)) {
+        }
+        inside.fetch_sub(1);
+        ASSERT_TRUE(b->Release());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(max_seen.load(), 1);
+  EXPECT_EQ(b->in_flight(), 0);
+  EXPECT_EQ(b->queued(), 0);
+  // Nothing held: a release changes nothing, and the next acquire is the only one.
+  EXPECT_FALSE(b->Release());
+  EXPECT_TRUE(b->TryAcquire());
+  EXPECT_FALSE(b->TryAcquire());
+  EXPECT_EQ(b->in_flight(), 1);
+  EXPECT_TRUE(b->Release());
+}
+
 RateLimiterOptions LimiterOptions(double rate, double burst) {
   RateLimiterOptions o;
   o.name = "api";

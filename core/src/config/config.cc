@@ -7,7 +7,8 @@
 //   reader.{h,cc}          JSON values -> typed fields; error collection
 //   fields.{h,cc}          the field tables of policies, breakers, clients
 //   environment.{h,cc}     the MULLIGAN_POLICY_/BREAKER_/CLIENT_ overrides
-//   limits_format.{h,cc}   budgets, throttles, bulkheads, rate_limiters
+//   limits_format.{h,cc}   budgets, throttles, bulkheads, rate_limiters,
+//                          adaptive_rates
 //   formats.h              the two document formats:
 //     mulligan_format.cc     the mulligan format
 //     grpc_format.cc         the gRPC service config (gRFC A6)
@@ -192,6 +193,7 @@ LoadReport MakeLoadReport(const ConfigSnapshot& snapshot) {
   report.throttles = KeysOf(snapshot.throttles);
   report.bulkheads = KeysOf(snapshot.bulkheads);
   report.rate_limiters = KeysOf(snapshot.rate_limiters);
+  report.adaptive_rates = KeysOf(snapshot.adaptive_rates);
   return report;
 }
 
@@ -211,6 +213,7 @@ Result<LoadReport> PolicyRegistry::Install(
     PruneBuilt(built_throttles_, next->throttles);
     PruneBuilt(built_bulkheads_, next->bulkheads);
     PruneBuilt(built_rate_limiters_, next->rate_limiters);
+    PruneBuilt(built_adaptive_rates_, next->adaptive_rates);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -367,6 +370,16 @@ Result<std::shared_ptr<RateLimiter>> PolicyRegistry::RateLimiterNamed(
                    [](const RateLimiterOptions& o) { return RateLimiter::Create(o); });
 }
 
+Result<std::shared_ptr<AdaptiveRate>> PolicyRegistry::AdaptiveRateNamed(std::string_view name,
+                                                                       Clock* clock) const {
+  std::shared_ptr<const ConfigSnapshot> s = Snapshot();
+  return BuildPart(*s, s->adaptive_rates, "adaptive rate", name, parts_mu_,
+                   built_adaptive_rates_, [clock](const AdaptiveRateOptions& o) {
+                     const Clock* c = clock != nullptr ? clock : SystemClock::Default();
+                     return AdaptiveRate::Create(o, c->Now());
+                   });
+}
+
 bool SameOptions(const BudgetOptions& a, const BudgetOptions& b) {
   const TokenBucketOptions &ta = a.token_bucket, &tb = b.token_bucket;
   const QuotaOptions &qa = a.quota, &qb = b.quota;
@@ -392,6 +405,13 @@ bool SameOptions(const RateLimiterOptions& a, const RateLimiterOptions& b) {
   return a.name == b.name && a.rate == b.rate && a.burst == b.burst &&
          a.max_wait == b.max_wait && a.penalize_retry_after == b.penalize_retry_after &&
          a.max_keys == b.max_keys;
+}
+
+bool SameOptions(const AdaptiveRateOptions& a, const AdaptiveRateOptions& b) {
+  return a.name == b.name && a.beta == b.beta && a.scale_constant == b.scale_constant &&
+         a.smoothing == b.smoothing && a.bucket == b.bucket &&
+         a.min_fill_rate == b.min_fill_rate && a.max_rate_scale == b.max_rate_scale &&
+         a.max_wait == b.max_wait;
 }
 
 }  // namespace v0

@@ -80,6 +80,17 @@ const EnvFields& RateLimiterEnvFields() {
   return fields;
 }
 
+const EnvFields& AdaptiveRateEnvFields() {
+  static const EnvFields fields = {{"BETA", "beta"},
+                                   {"SCALE_CONSTANT", "scale_constant"},
+                                   {"SMOOTHING", "smoothing"},
+                                   {"BUCKET", "bucket"},
+                                   {"MIN_FILL_RATE", "min_fill_rate"},
+                                   {"MAX_RATE_SCALE", "max_rate_scale"},
+                                   {"MAX_WAIT", "max_wait"}};
+  return fields;
+}
+
 // Returns `name` as it appears in a variable: a-z upper-cased, A-Z and 0-9
 // kept, every other byte '_'.
 std::string EnvName(std::string_view name) {
@@ -198,6 +209,8 @@ void ReportUnmatchedLimitEnv(Context& ctx, const ConfigSnapshot& s) {
              BulkheadEnvFields());
   ReportKind(ctx, vars, "RATE_LIMITER", "rate limiter", "rate_limiters", keys(s.rate_limiters),
              RateLimiterEnvFields());
+  ReportKind(ctx, vars, "ADAPTIVE_RATE", "adaptive rate", "adaptive_rates",
+             keys(s.adaptive_rates), AdaptiveRateEnvFields());
 }
 
 void ApplyLimitEnv(Context& ctx, const std::string& name, BudgetOptions& out) {
@@ -231,6 +244,11 @@ void ApplyLimitEnv(Context& ctx, const std::string& name, BulkheadOptions& out) 
 void ApplyLimitEnv(Context& ctx, const std::string& name, RateLimiterOptions& out) {
   ApplyEnv(ctx, "RATE_LIMITER", "rate_limiters", name, RateLimiterEnvFields(),
            RateLimiterFields(), out);
+}
+
+void ApplyLimitEnv(Context& ctx, const std::string& name, AdaptiveRateOptions& out) {
+  ApplyEnv(ctx, "ADAPTIVE_RATE", "adaptive_rates", name, AdaptiveRateEnvFields(),
+           AdaptiveRateFields(), out);
 }
 
 void ApplyPolicyEnv(Context& ctx, const std::string& name, RetryOptions& out) {

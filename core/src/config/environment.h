@@ -48,13 +48,17 @@ void ApplyClientEnv(Context& ctx, const std::string& name, ClientSettings& out);
 // MULLIGAN_BULKHEAD_<NAME>_{MAX_CONCURRENT,MAX_QUEUE,MAX_WAIT} and
 // MULLIGAN_RATE_LIMITER_<NAME>_{RATE,BURST,MAX_WAIT} to the entry `name` of
 // its section. MAX_WAIT also accepts "none". (Added in 0.4.)
+// MULLIGAN_ADAPTIVE_RATE_<NAME>_{BETA,SCALE_CONSTANT,SMOOTHING,BUCKET,
+// MIN_FILL_RATE,MAX_RATE_SCALE,MAX_WAIT} likewise. (Added in 0.5.)
 void ApplyLimitEnv(Context& ctx, const std::string& name, BudgetOptions& out);
 void ApplyLimitEnv(Context& ctx, const std::string& name, ThrottleOptions& out);
 void ApplyLimitEnv(Context& ctx, const std::string& name, BulkheadOptions& out);
 void ApplyLimitEnv(Context& ctx, const std::string& name, RateLimiterOptions& out);
+void ApplyLimitEnv(Context& ctx, const std::string& name, AdaptiveRateOptions& out);
 
 // Reports, as warnings, the environment's MULLIGAN_BUDGET_, MULLIGAN_THROTTLE_,
-// MULLIGAN_BULKHEAD_ and MULLIGAN_RATE_LIMITER_ variables that name no entry
+// MULLIGAN_BULKHEAD_, MULLIGAN_RATE_LIMITER_ and (0.5) MULLIGAN_ADAPTIVE_RATE_
+// variables that name no entry
 // of `snapshot`'s sections or no field of one, as ReportUnmatchedEnv does.
 // (Added in 0.4.)
 void ReportUnmatchedLimitEnv(Context& ctx, const ConfigSnapshot& snapshot);

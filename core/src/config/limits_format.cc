@@ -1,5 +1,5 @@
 // core/src/config/limits_format.cc — the "budgets", "throttles",
-// "bulkheads" and "rate_limiters" sections and a policy's references to them
+// "bulkheads", "rate_limiters" and "adaptive_rates" sections and a policy's references to them
 // (see limits_format.h). Each field's range is its option's own (the headers
 // of budget/ and limits/); what no single field can check, the part's
 // Validate checks after, and its message is reported at the entry's path.
@@ -56,10 +56,6 @@ int KindOfBudgetField(std::string_view key) {
   auto it = kinds.find(key);
   return it == kinds.end() ? -1 : it->second;
 }
-
-namespace {
-
-}  // namespace
 
 const FieldTable<BudgetOptions>& BudgetFields() {
   using O = BudgetOptions;
@@ -208,6 +204,52 @@ const FieldTable<RateLimiterOptions>& RateLimiterFields() {
   return table;
 }
 
+const FieldTable<AdaptiveRateOptions>& AdaptiveRateFields() {
+  using O = AdaptiveRateOptions;
+  // The ranges are AdaptiveRate::Validate's (limits/adaptive_rate.h); the
+  // spec's defaults are the AWS SDKs' retry behavior specification's.
+  static const FieldTable<O> table = {
+      {"beta",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         const char* what = "a number in (0, 1) (CUBIC's multiplicative decrease)";
+         double b = 0;
+         if (!ReadNumber(c, p, v, 0, true, 1, what, b)) return false;
+         if (b >= 1) {
+           c.Expected(p, what, v);
+           return false;
+         }
+         o.beta = b;
+         return true;
+       }},
+      {"scale_constant",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadNumber(c, p, v, 0, true, kMax, "a number > 0 (CUBIC's C)", o.scale_constant);
+       }},
+      {"smoothing",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadNumber(c, p, v, 0, true, 1, "a number in (0, 1]", o.smoothing);
+       }},
+      {"bucket",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadDuration(c, p, v, /*positive=*/true, o.bucket);
+       }},
+      {"min_fill_rate",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadNumber(c, p, v, 0, true, kMax, "a number > 0 (requests per second)",
+                           o.min_fill_rate);
+       }},
+      {"max_rate_scale",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadNumber(c, p, v, 1, false, kMax, "a number >= 1", o.max_rate_scale);
+       }},
+      {"max_wait",
+       [](Context& c, const std::string& p, const json::value& v, O& o) {
+         return ReadMaxWait(c, p, v, o.max_wait);
+       }},
+  };
+  return table;
+}
+
 namespace {
 
 // Reports a field of another kind than the entry's ("capacity" in a
@@ -290,6 +332,10 @@ void ReadLimitSections(Context& ctx, const json::object& root, ConfigSnapshot& o
               [&](const std::string& path, const json::object&, RateLimiterOptions& options) {
                 return Valid(ctx, path, RateLimiter::Validate(options));
               });
+  ReadSection(ctx, root, "adaptive_rates", AdaptiveRateFields(), "", out.adaptive_rates,
+              [&](const std::string& path, const json::object&, AdaptiveRateOptions& options) {
+                return Valid(ctx, path, AdaptiveRate::Validate(options));
+              });
 }
 
 bool ReadPolicyLimitField(Context& ctx, const std::string& path, std::string_view key,
@@ -299,6 +345,7 @@ bool ReadPolicyLimitField(Context& ctx, const std::string& path, std::string_vie
   if (key == "throttle") slot = &limits.throttle;
   if (key == "bulkhead") slot = &limits.bulkhead;
   if (key == "rate_limiter") slot = &limits.rate_limiter;
+  if (key == "adaptive_rate") slot = &limits.adaptive_rate;
   if (slot == nullptr) return false;
   if (!v.is_string() || v.get_string().empty()) {
     ctx.Expected(path, "the name of an entry of \"" + std::string(key) + "s\"", v);
@@ -332,6 +379,8 @@ void CheckPolicyLimits(Context& ctx, const json::object& root, const ConfigSnaps
   CheckLimitRef(ctx, root, out.bulkheads, "bulkheads", "bulkhead", limits.bulkhead, path, source);
   CheckLimitRef(ctx, root, out.rate_limiters, "rate_limiters", "rate_limiter",
                 limits.rate_limiter, path, source);
+  CheckLimitRef(ctx, root, out.adaptive_rates, "adaptive_rates", "adaptive_rate",
+                limits.adaptive_rate, path, source);
 }
 
 bool ReadRetryThrottling(Context& ctx, const std::string& path, const json::value& v,

@@ -3,7 +3,8 @@
 //
 //   {"version": 1, "defaults": {"policy": {...}, "breaker": {...}, "client": {...}},
 //    "policies": {...}, "breakers": {...}, "clients": {...},
-//    "budgets": {...}, "throttles": {...}, "bulkheads": {...}, "rate_limiters": {...}}
+//    "budgets": {...}, "throttles": {...}, "bulkheads": {...}, "rate_limiters": {...},
+//    "adaptive_rates": {...}}
 //
 // Each entry starts from its section's defaults, takes its own fields, then
 // the environment overrides, and is kept only when all of that was valid
@@ -44,7 +45,7 @@ struct Defaults {
 void CheckTopLevel(Context& ctx, const json::object& root) {
   static const std::vector<std::string_view> kTopLevel = {
       "$schema", "version",  "defaults",  "policies",  "breakers",
-      "clients", "budgets", "throttles", "bulkheads", "rate_limiters"};
+      "clients", "budgets", "throttles", "bulkheads", "rate_limiters", "adaptive_rates"};
   for (const auto& kv : root) {
     const std::string_view key = kv.key();
     if (std::find(kTopLevel.begin(), kTopLevel.end(), key) == kTopLevel.end()) {
@@ -52,8 +53,8 @@ void CheckTopLevel(Context& ctx, const json::object& root) {
       ctx.Error(Join("", key), best.empty()
                                    ? "unknown field; expected one of: $schema, version, "
                                      "defaults, policies, breakers, clients, budgets, "
-                                     "throttles, bulkheads, rate_limiters (or methodConfig "
-                                     "for a gRPC service config)"
+                                     "throttles, bulkheads, rate_limiters, adaptive_rates (or "
+                                     "methodConfig for a gRPC service config)"
                                    : "unknown field, did you mean " + Quote(best) + "?");
     }
   }
@@ -119,7 +120,8 @@ void ForEachEntry(Context& ctx, const json::object& root, const std::string& sec
 const FieldTable<RetryOptions>& PolicyObjectFields() {
   static const FieldTable<RetryOptions> table = [] {
     FieldTable<RetryOptions> t = PolicyFields();
-    for (std::string_view ref : {"budget", "throttle", "bulkhead", "rate_limiter"}) {
+    for (std::string_view ref :
+         {"budget", "throttle", "bulkhead", "rate_limiter", "adaptive_rate"}) {
       t.emplace_back(ref, [](Context&, const std::string&, const json::value&, RetryOptions&) {
         return false;
       });
@@ -130,7 +132,7 @@ const FieldTable<RetryOptions>& PolicyObjectFields() {
 }
 
 // Applies a policy object: its part references ("budget", "throttle",
-// "bulkhead", "rate_limiter") to `limits`, every other field to `options`.
+// "bulkhead", "rate_limiter", "adaptive_rate") to `limits`, every other field to `options`.
 void ApplyPolicyObject(Context& ctx, const std::string& path, const json::object& o,
                        RetryOptions& options, PolicyLimits& limits) {
   for (const auto& kv : o) {

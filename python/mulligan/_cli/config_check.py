@@ -1,6 +1,8 @@
 """``mulligan config check FILE...``: validates configuration files.
 
 .. versionadded:: 0.1.0
+.. versionchanged:: 0.5.0
+   The line names the ``adaptive_rates`` too.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ def check_main(
     Loads each file into a scratch registry (the process-wide one is not
     touched), with the environment overrides applied as a service would see
     them. Prints ``OK <file>: policies: a, b; breakers: c; clients: d;
-    budgets: ...; throttles: ...; bulkheads: ...; rate_limiters: ...`` (and
+    budgets: ...; throttles: ...; bulkheads: ...; rate_limiters: ...;
+    adaptive_rates: ...`` (and
     each warning, prefixed ``warning:``) to stdout, or the errors, one per
     line, to stderr.
 
@@ -57,6 +60,7 @@ def check_main(
                 ("throttles", report.throttles),
                 ("bulkheads", report.bulkheads),
                 ("rate_limiters", report.rate_limiters),
+                ("adaptive_rates", report.adaptive_rates),
             )
         ]
         print(f"OK {path}: " + "; ".join(parts), file=out)

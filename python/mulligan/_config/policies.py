@@ -78,12 +78,14 @@ class ConfigReport:
         clients: names of the client settings, sorted.
         warnings: notes that did not stop the load, each naming the file and
             the JSON path, e.g. a gRPC ``maxAttempts`` above 5 capped at 5.
-        budgets, throttles, bulkheads, rate_limiters: names of the entries
-            of those sections, sorted (a gRPC service config's
-            ``retryThrottling`` is the budget ``"retryThrottling"``).
+        budgets, throttles, bulkheads, rate_limiters, adaptive_rates: names
+            of the entries of those sections, sorted (a gRPC service
+            config's ``retryThrottling`` is the budget ``"retryThrottling"``).
 
     .. versionchanged:: 0.4.0
        ``budgets``, ``throttles``, ``bulkheads``, ``rate_limiters``.
+    .. versionchanged:: 0.5.0
+       ``adaptive_rates``.
     """
 
     source: str
@@ -95,6 +97,7 @@ class ConfigReport:
     throttles: tuple[str, ...] = ()
     bulkheads: tuple[str, ...] = ()
     rate_limiters: tuple[str, ...] = ()
+    adaptive_rates: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,9 @@ class Policy:
     throttle: Any = None
     bulkhead: Any = None
     rate_limiter: Any = None
+    #: The shared :class:`mulligan.AdaptiveRate` of the file's
+    #: ``adaptive_rates`` entry the policy names (0.5), or None.
+    adaptive_rate: Any = None
     # The engine's own policy (a copy taken at lookup): sessions begun from it
     # decide exactly as the C++ and C front doors do.
     _native: Any = field(default=None, repr=False, compare=False)
@@ -151,12 +157,14 @@ class Policy:
         Only the fields ``@retry`` accepts: attempts, deadline, backoff,
         base_delay, multiplier, max_delay, jitter, jitter_fraction,
         retry_after_max, clamp_retry_after, seed, min_delay, wait, stop,
-        budget, throttle, bulkhead and rate_limiter (the shared objects, or
-        None). ``on`` is not part of a policy: the decorated code says which
-        exceptions are retryable.
+        budget, throttle, bulkhead, rate_limiter and adaptive_rate (the
+        shared objects, or None). ``on`` is not part of a policy: the
+        decorated code says which exceptions are retryable.
 
         .. versionchanged:: 0.4.0
            budget, throttle, bulkhead and rate_limiter.
+        .. versionchanged:: 0.5.0
+           adaptive_rate.
         """
         return {
             "attempts": self.attempts,
@@ -177,6 +185,7 @@ class Policy:
             "throttle": self.throttle,
             "bulkhead": self.bulkhead,
             "rate_limiter": self.rate_limiter,
+            "adaptive_rate": self.adaptive_rate,
         }
 
 
@@ -258,6 +267,7 @@ def _report(d: dict[str, Any]) -> ConfigReport:
         throttles=tuple(d["throttles"]),
         bulkheads=tuple(d["bulkheads"]),
         rate_limiters=tuple(d["rate_limiters"]),
+        adaptive_rates=tuple(d["adaptive_rates"]),
     )
 
 
@@ -280,13 +290,18 @@ def _throttle_of(core: Any) -> AdaptiveThrottle:
 
 def _part(section: str, name: Optional[str]) -> Any:
     """The shared part ``name`` of ``section`` ("budget", "throttle",
-    "bulkhead", "rate_limiter") of the loaded configuration, or None."""
+    "bulkhead", "rate_limiter", "adaptive_rate") of the loaded
+    configuration, or None."""
     if name is None:
         return None
     if section == "budget":
         return _wrap(section, name, _REGISTRY.budget(name, STATE.now()), RetryBudget)
     if section == "throttle":
         return _wrap(section, name, _REGISTRY.throttle(name), _throttle_of)
+    if section == "adaptive_rate":
+        # Dated by the installed clock (a FakeClock's in tests), when built.
+        rate = _REGISTRY.adaptive_rate(name, STATE.now())
+        return _wrap(section, name, rate, _PART_WRAPPERS[section])
     core = _REGISTRY.bulkhead(name) if section == "bulkhead" else _REGISTRY.rate_limiter(name)
     return _wrap(section, name, core, _PART_WRAPPERS[section])
 
@@ -377,6 +392,7 @@ def policy(name: str) -> Policy:
         throttle=_part("throttle", limits["throttle"]),
         bulkhead=_part("bulkhead", limits["bulkhead"]),
         rate_limiter=_part("rate_limiter", limits["rate_limiter"]),
+        adaptive_rate=_part("adaptive_rate", limits["adaptive_rate"]),
         _native=native,
     )
 
@@ -408,13 +424,13 @@ def client_config(name: str) -> ClientConfig:
 # --- hooks for @mulligan.retry(policy=...) and Client(policy=...) ---
 
 
-_LIMIT_ARGS = ("bulkhead", "rate_limiter")
+_LIMIT_ARGS = ("bulkhead", "rate_limiter", "adaptive_rate")
 
 
 def _resolve_retry_kwargs(name: str) -> dict[str, Any]:
     """Returns the ``@mulligan.retry`` keyword arguments of policy `name`,
-    without the bulkhead and the rate limiter (the decorator applies those
-    outside the retry loop: see :func:`_resolve_limit_kwargs`).
+    without the bulkhead, the rate limiter and the adaptive rate (the
+    decorator applies those itself: see :func:`_resolve_limit_kwargs`).
 
     For ``@mulligan.retry(policy="payments", on=...)``: explicit keyword
     arguments of the decorator should override these. Raises ValueError for
@@ -427,9 +443,9 @@ def _resolve_retry_kwargs(name: str) -> dict[str, Any]:
 
 
 def _resolve_limit_kwargs(name: str) -> dict[str, Any]:
-    """Returns the shared ``bulkhead`` and ``rate_limiter`` policy `name`
-    names (each None when it names none). Raises ValueError for an unknown
-    name. (Added in 0.4.)"""
+    """Returns the shared ``bulkhead``, ``rate_limiter`` and (0.5)
+    ``adaptive_rate`` policy `name` names (each None when it names none).
+    Raises ValueError for an unknown name. (Added in 0.4.)"""
     limits = _REGISTRY.limits(_validate.name("mulligan.retry", "policy", name))
     return {key: _part(key, limits[key]) for key in _LIMIT_ARGS}
 
@@ -467,8 +483,8 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
     arguments when the client names one, and ``"breaker_key"`` the client's
     breaker key. Only when the file names them (0.4): ``"budget"`` (the
     client's shared budget, or None for ``"budget": null``, else the
-    policy's), ``"throttle"``, ``"bulkhead"`` and ``"rate_limiter"`` (the
-    policy's shared objects).
+    policy's), ``"throttle"``, ``"bulkhead"``, ``"rate_limiter"`` and (0.5)
+    ``"adaptive_rate"`` (the policy's shared objects).
 
     Raises:
         ValueError: neither a client nor a policy has that name.
@@ -528,7 +544,7 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
             kwargs["timeout"] = p.attempt_timeout
         kwargs["_native_policy"] = p._native
         # The parts the policy names (0.4); a client's own "budget" wins.
-        for key in ("budget", "throttle", "bulkhead", "rate_limiter"):
+        for key in ("budget", "throttle", "bulkhead", "rate_limiter", "adaptive_rate"):
             part = getattr(p, key)
             if part is not None and key not in kwargs:
                 kwargs[key] = part

@@ -11,6 +11,7 @@ import inspect
 from typing import Any, Callable, Optional
 
 from .. import _core
+from .._config import policies as _config_policies
 from .._errors import RateLimitedError
 from .._retry.async_driver import sleep as _async_sleep
 from .._retry.state import STATE
@@ -88,6 +89,14 @@ class AdaptiveRate:
             _seconds(max_wait, "max_wait"),
         )
         _core.metrics_track(self._core)
+
+    @classmethod
+    def _from_core(cls, core: Any) -> "AdaptiveRate":
+        """Private: wraps an engine object the configuration registry built
+        (shared by name, mulligan.load_config's "adaptive_rates" section, 0.5)."""
+        self = cls.__new__(cls)
+        self._core = core
+        return self
 
     @property
     def name(self) -> str:
@@ -196,3 +205,9 @@ def adaptive_guard(
         return result
 
     return attempt
+
+
+# Configuration files name adaptive rates (0.5): the registry of
+# mulligan._config wraps the engine objects it builds with this (registered
+# from here, as mulligan._limits registers Bulkhead and RateLimiter).
+_config_policies._PART_WRAPPERS["adaptive_rate"] = AdaptiveRate._from_core

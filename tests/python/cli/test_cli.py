@@ -126,7 +126,7 @@ def test_config_check_accepts_a_good_file_and_names_every_error(tmp_path: Any) -
     p = run("config", "check", str(limits))
     assert p.stdout.decode().splitlines()[0] == (
         f"OK {limits}: policies: (none); breakers: (none); clients: (none); budgets: b; "
-        "throttles: (none); bulkheads: db; rate_limiters: (none)")
+        "throttles: (none); bulkheads: db; rate_limiters: (none); adaptive_rates: (none)")
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"policies": {"payments": {"max_delay": -3, "colour": "red"}}}))
     p = run("config", "check", str(bad))

@@ -264,9 +264,11 @@ def test_check_command(tmp_path: Path) -> None:
     assert check_main([str(EXAMPLE), str(GRPC_EXAMPLE)], out, err) == 0
     assert out.getvalue() == (
         f"OK {EXAMPLE}: policies: payments, search; breakers: payments; clients: payments; "
-        "budgets: (none); throttles: (none); bulkheads: (none); rate_limiters: (none)\n"
+        "budgets: (none); throttles: (none); bulkheads: (none); rate_limiters: (none); "
+        "adaptive_rates: (none)\n"
         f"OK {GRPC_EXAMPLE}: policies: shop.Cart, shop.Payments/Charge; breakers: (none); "
-        "clients: (none); budgets: (none); throttles: (none); bulkheads: (none); rate_limiters: (none)\n"
+        "clients: (none); budgets: (none); throttles: (none); bulkheads: (none); rate_limiters: (none); "
+        "adaptive_rates: (none)\n"
         f"warning: {GRPC_EXAMPLE}: methodConfig[0].retryPolicy.maxAttempts: 7 is capped at 5, "
         "as gRPC does (gRFC A6)\n")
     assert err.getvalue() == ""

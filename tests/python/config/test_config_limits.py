@@ -1,9 +1,10 @@
-"""Budgets, throttles, bulkheads and rate limiters in configuration files
-(issue 14), and a gRPC service config's ``retryThrottling``.
+"""Budgets, throttles, bulkheads, rate limiters and (0.5) adaptive client
+rates in configuration files (issue 14), and a gRPC service config's
+``retryThrottling``.
 
-One test per schema field of ``budget``, ``throttle``, ``bulkhead`` and
-``rateLimiter`` (and the references ``policy.budget``... and
-``client.budget``), each comparing a value worked out by hand with what the
+One test per schema field of ``budget``, ``throttle``, ``bulkhead``,
+``rateLimiter`` and ``adaptiveRate`` (and the references ``policy.budget``...
+and ``client.budget``), each comparing a value worked out by hand with what the
 file gives without the field (or with another value). ``LIMIT_FIELD_TESTS``
 maps them; test_config_fields.py merges it into its ``FIELD_TESTS`` and
 checks that every schema field has a test.
@@ -19,6 +20,14 @@ The arithmetic (by hand):
   min_retries_per_second * ttl.
 - throttle (SRE book): p = max(0, (requests - k * accepts) / (requests + 1)).
 - GCRA: interval T = 1 / rate, burst calls at once, then one every T.
+- adaptive rate (the AWS SDKs' adaptive mode, limits/adaptive_rate.h): an
+  answer counts 1 in the bucket floor(t / bucket) * bucket; when a later
+  bucket starts, measured = smoothing * count / (elapsed buckets' span) +
+  (1 - smoothing) * measured. A throttle: W = measured (the first time),
+  K = cbrt(W * (1 - beta) / C), calculated = W * beta. A success:
+  calculated = C * (t - last_throttle - K)^3 + W. Then fill = max(min(
+  calculated, max_rate_scale * measured), min_fill_rate); a token short
+  waits (1 - capacity) / fill.
 """
 
 from __future__ import annotations
@@ -372,6 +381,95 @@ def test_penalize_retry_after(load: Any) -> None:
     assert mulligan.policy("p").rate_limiter._core.penalize_retry_after is False
 
 
+# --- adaptive rate (0.5) -----------------------------------------------------
+
+
+def adaptive_state(load: Any, fields: dict[str, Any], script: list[Any]) -> dict[str, Any]:
+    """Loads adaptive rate "a" (named by policy "p") on a FakeClock at 1000 s
+    (the rate is built, and so dated, at the first lookup), plays `script`
+    (a number: advance that many seconds; True/False: record a throttling
+    answer or another answer; "reserve": take a token, its wait or
+    "refused" kept) and returns the state, with the waits under "waits"."""
+    with FakeClock(start=1000.0) as clock:
+        load({"adaptive_rates": {"a": fields}, "policies": {"p": {"adaptive_rate": "a"}}})
+        r = mulligan.policy("p").adaptive_rate
+        waits: list[Any] = []
+        for step in script:
+            if isinstance(step, bool):
+                r.record(step)
+            elif step == "reserve":
+                try:
+                    waits.append(round(r.reserve(), 9))
+                except mulligan.RateLimitedError:
+                    waits.append("refused")
+            else:
+                clock.advance(step)
+        state = r.state()
+        state["waits"] = waits
+        return state
+
+
+# A success at 1000 (bucket 1000: no later bucket yet, measured 0), a
+# throttling answer at 1002 (count 2 over 2 s: rate 1).
+THROTTLED = [False, 2, True]
+
+
+def test_adaptive_beta(load: Any) -> None:
+    # measured = 0.8 * 1 = 0.8; calculated = 0.8 * beta.
+    assert adaptive_state(load, {}, THROTTLED)["calculated_rate"] == pytest.approx(0.56)
+    assert adaptive_state(load, {"beta": 0.5}, THROTTLED)["calculated_rate"] == pytest.approx(0.4)
+
+
+def test_adaptive_smoothing(load: Any) -> None:
+    assert adaptive_state(load, {}, THROTTLED)["measured_rate"] == pytest.approx(0.8)
+    assert adaptive_state(load, {"smoothing": 0.5}, THROTTLED)["measured_rate"] == pytest.approx(0.5)
+
+
+def test_adaptive_bucket(load: Any) -> None:
+    # A second answer 0.3 s later: still bucket 1000 of 0.5 s (measured 0);
+    # with 0.25 s, bucket 1000.25 starts: 2 / 0.25 = 8, measured 0.8 * 8.
+    assert adaptive_state(load, {}, [False, 0.3, False])["measured_rate"] == 0.0
+    assert adaptive_state(load, {"bucket": "250ms"}, [False, 0.3, False])["measured_rate"] == pytest.approx(6.4)
+
+
+def test_adaptive_min_fill_rate(load: Any) -> None:
+    # fill = max(min(0.56, 2 * 0.8), floor).
+    assert adaptive_state(load, {}, THROTTLED)["fill_rate"] == pytest.approx(0.56)
+    assert adaptive_state(load, {"min_fill_rate": 2}, THROTTLED)["fill_rate"] == pytest.approx(2.0)
+
+
+# Then a success 10 s after the throttle: 1 answer over 10 s, measured =
+# 0.8 * 0.1 + 0.2 * 0.8 = 0.24; CUBIC's output is far above the cap.
+RECOVERED = [*THROTTLED, 10, False]
+
+
+def test_adaptive_max_rate_scale(load: Any) -> None:
+    # fill = max(min(calculated, scale * 0.24), 0.5): 0.48 -> the floor 0.5; 0.96.
+    assert adaptive_state(load, {}, RECOVERED)["fill_rate"] == pytest.approx(0.5)
+    assert adaptive_state(load, {"max_rate_scale": 4}, RECOVERED)["fill_rate"] == pytest.approx(0.96)
+
+
+def test_adaptive_scale_constant(load: Any) -> None:
+    # W = 0.8, K = cbrt(0.8 * 0.3 / C), calculated = C * (10 - K)^3 + 0.8;
+    # C = 0.24 makes K = 1: 0.24 * 729 + 0.8 = 175.76.
+    k = (0.8 * 0.3 / 0.4) ** (1 / 3)
+    default = adaptive_state(load, {}, RECOVERED)
+    assert default["time_window"] == pytest.approx(k)
+    assert default["calculated_rate"] == pytest.approx(0.4 * (10 - k) ** 3 + 0.8)
+    other = adaptive_state(load, {"scale_constant": 0.24}, RECOVERED)
+    assert other["time_window"] == pytest.approx(1.0)
+    assert other["calculated_rate"] == pytest.approx(175.76)
+
+
+def test_adaptive_max_wait(load: Any) -> None:
+    # After the throttle the bucket holds 1 token (2 s at 0.5, bounded by 1):
+    # the first reserve goes now, the second waits 1 / 0.56 = 1.785714286 s.
+    script = [*THROTTLED, "reserve", "reserve"]
+    assert adaptive_state(load, {}, script)["waits"] == [0.0, 1.785714286]
+    assert adaptive_state(load, {"max_wait": "1s"}, script)["waits"] == [0.0, "refused"]
+    assert adaptive_state(load, {"max_wait": 2}, script)["waits"] == [0.0, 1.785714286]
+
+
 # --- the references ---------------------------------------------------------
 
 
@@ -444,6 +542,32 @@ def test_policy_rate_limiter(load: Any) -> None:
     assert two_calls_sleeps(load, {}, limiter) == []
 
 
+class Throttled(Exception):
+    status_code = 429
+
+
+def test_policy_adaptive_rate(load: Any) -> None:
+    # A 429 at 1000 s (no bucket elapsed: measured 0) sets fill = max(0, 0.5)
+    # = 0.5 with 0 tokens: the retry waits 1 / 0.5 = 2 s for its token.
+    def sleeps(policy: dict[str, Any]) -> list[float]:
+        n = [0]
+        with FakeClock(start=1000.0) as clock:  # the rate is built (dated) at decoration
+            load({"adaptive_rates": {"a": {}}, "policies": {"p": {"max_attempts": 2, "base_delay": 0, **policy}}})
+
+            @mulligan.retry(policy="p", on=Throttled)
+            def op() -> str:
+                n[0] += 1
+                if n[0] == 1:
+                    raise Throttled()
+                return "ok"
+
+            assert op() == "ok"
+            return [round(s, 9) for s in clock.sleeps if s > 0]
+
+    assert sleeps({"adaptive_rate": "a"}) == [2.0]
+    assert sleeps({}) == []
+
+
 def test_client_budget(load: Any, server: Any) -> None:
     doc = {"budgets": {"b": {"max_tokens": 4}},
            "policies": {"p": {"max_attempts": 5, "base_delay": 0}}}
@@ -482,12 +606,22 @@ LIMIT_FIELD_TESTS: dict[str, dict[str, Any]] = {
         "penalize_retry_after": test_penalize_retry_after,
         "max_keys": test_max_keys,
     },
+    "adaptiveRate": {
+        "beta": test_adaptive_beta,
+        "scale_constant": test_adaptive_scale_constant,
+        "smoothing": test_adaptive_smoothing,
+        "bucket": test_adaptive_bucket,
+        "min_fill_rate": test_adaptive_min_fill_rate,
+        "max_rate_scale": test_adaptive_max_rate_scale,
+        "max_wait": test_adaptive_max_wait,
+    },
     # The references, merged into FIELD_TESTS["policy"] / ["client"].
     "policy": {
         "budget": test_policy_budget,
         "throttle": test_policy_throttle,
         "bulkhead": test_policy_bulkhead,
         "rate_limiter": test_policy_rate_limiter,
+        "adaptive_rate": test_policy_adaptive_rate,
     },
     "client": {"budget": test_client_budget},
 }
@@ -530,6 +664,11 @@ def test_named_parts_are_shared_and_reported(load: Any) -> None:
         ({"budgets": {"b": {"kind": "quota", "capacity": 0}}}, "budgets.b.capacity: expected an integer >= 1, got 0"),
         ({"policies": {"p": {"throttle": "nope"}}}, 'policies.p.throttle: expected the name of an entry of "throttles"'),
         ({"clients": {"c": {"budget": "nope"}}}, 'clients.c.budget: expected the name of a budget in "budgets"'),
+        ({"adaptive_rates": {"a": {"beta": 1}}}, "adaptive_rates.a.beta: expected a number in (0, 1)"),
+        ({"adaptive_rates": {"a": {"min_fill_rate": 0}}}, "adaptive_rates.a.min_fill_rate: expected a number > 0"),
+        ({"adaptive_rates": {"a": {"bucket": 0}}}, "adaptive_rates.a.bucket: expected a duration greater than 0"),
+        ({"adaptive_rates": {"a": {"rate": 1}}}, "adaptive_rates.a.rate: unknown field"),
+        ({"policies": {"p": {"adaptive_rate": "nope"}}}, 'policies.p.adaptive_rate: expected the name of an entry of "adaptive_rates"'),
     ],
 )
 def test_bad_values_name_the_field(load: Any, doc: dict[str, Any], message: str) -> None:
@@ -617,3 +756,39 @@ def test_environment_overrides_a_budget(load: Any, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("MULLIGAN_BUDGET_B_CAPACITY", "9")
     with pytest.raises(ValueError, match='MULLIGAN_BUDGET_B_CAPACITY: a field of kind "quota"'):
         load({"budgets": {"b": {}}})
+
+
+def test_adaptive_rates_are_shared_and_reported(load: Any) -> None:
+    report = load({"adaptive_rates": {"a": {"beta": 0.5}, "z": {}},
+                   "policies": {"p": {"adaptive_rate": "a"}, "q": {"adaptive_rate": "a"}, "r": {}}})
+    assert report.adaptive_rates == ("a", "z")
+    p, q = mulligan.policy("p"), mulligan.policy("q")
+    assert isinstance(p.adaptive_rate, mulligan.AdaptiveRate) and p.adaptive_rate.name == "a"
+    assert p.adaptive_rate is q.adaptive_rate
+    assert mulligan.policy("r").adaptive_rate is None
+    assert p.retry_kwargs()["adaptive_rate"] is p.adaptive_rate
+    # A reload that leaves "a" unchanged keeps the object (and its state).
+    p.adaptive_rate.record(True)
+    mulligan.reload_config()
+    assert mulligan.policy("p").adaptive_rate is p.adaptive_rate
+    assert p.adaptive_rate.throttles == 1
+    registry = _core.PolicyRegistry()
+    registry.load_string(json.dumps({"adaptive_rates": {"a": {}}}), "x.json")
+    assert registry.adaptive_rate("a") is registry.adaptive_rate("a", 5.0)
+    with pytest.raises(ValueError, match=r'no adaptive rate named "b" in x\.json \(known: a\)'):
+        registry.adaptive_rate("b")
+
+
+def test_environment_overrides_an_adaptive_rate(load: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MULLIGAN_ADAPTIVE_RATE_A_BETA", "0.5")
+    monkeypatch.setenv("MULLIGAN_ADAPTIVE_RATE_A_MIN_FILL_RATE", "2")
+    # The file says beta 0.9; the environment 0.5 (calculated 0.8 * 0.5) and
+    # the floor 2.
+    state = adaptive_state(load, {"beta": 0.9}, THROTTLED)
+    assert state["calculated_rate"] == pytest.approx(0.4)
+    assert state["fill_rate"] == pytest.approx(2.0)
+    report = load({"adaptive_rates": {"a": {}}})
+    assert "adaptive_rates.a.beta: overridden by MULLIGAN_ADAPTIVE_RATE_A_BETA=0.5" in " ".join(report.warnings)
+    monkeypatch.setenv("MULLIGAN_ADAPTIVE_RATE_A_SMOOTHING", "0")
+    with pytest.raises(ValueError, match=r"MULLIGAN_ADAPTIVE_RATE_A_SMOOTHING: expected a number in \(0, 1\], got 0"):
+        load({"adaptive_rates": {"a": {}}})

@@ -76,6 +76,42 @@ def test_limiter_refuses_with_retry_in() -> None:
     assert "next slot in 1.000 s" in str(info.value)
 
 
+def test_limiter_decorator_spaces_waits_and_refuses() -> None:
+    # The decorator's one-call path (0.5): the same spacing as acquire()
+    # (rate 2/s, burst 3: three at once, then one every 0.5 s), and a wait
+    # past max_wait refused before the function runs (rate 1/s: the second
+    # call's slot is 1.0 s away, max_wait 0.2 s).
+    paced = mulligan.RateLimiter(2, burst=3)
+    with testing.FakeClock() as clock:
+        t0 = clock.monotonic()
+        starts: list[float] = []
+
+        @paced
+        def op() -> None:
+            starts.append(round(clock.monotonic() - t0, 9))
+
+        for _ in range(5):
+            op()
+    assert starts == [0.0, 0.0, 0.0, 0.5, 1.0]
+    assert clock.sleeps == [0.5, 0.5]
+
+    strict = mulligan.RateLimiter(1, max_wait=0.2, name="api")
+    ran: list[int] = []
+
+    @strict
+    def once() -> None:
+        ran.append(1)
+
+    with testing.FakeClock():
+        once()
+        with pytest.raises(mulligan.RateLimitedError) as info:
+            once()
+    assert ran == [1]
+    assert info.value.retry_in == pytest.approx(1.0)
+    assert (info.value.name, info.value.key) == ("api", "")
+    assert "next slot in 1.000 s" in str(info.value)
+
+
 def test_penalize_holds_every_call_to_the_key() -> None:
     limiter = mulligan.RateLimiter(100, burst=10, penalize_retry_after=True)
     with testing.FakeClock() as clock:

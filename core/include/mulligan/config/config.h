@@ -20,15 +20,17 @@
 //     "budgets":  {"api": {"kind": "token_bucket", "max_tokens": 100, "token_ratio": 0.5}},
 //     "throttles": {"api": {"k": 2, "window": "2m"}},
 //     "bulkheads": {"db": {"max_concurrent": 8, "max_queue": 16, "max_wait": "1s"}},
-//     "rate_limiters": {"api": {"rate": 50, "burst": 10}}
+//     "rate_limiters": {"api": {"rate": 50, "burst": 10}},
+//     "adaptive_rates": {"aws": {"beta": 0.7, "max_wait": "2s"}}
 //   }
 //
-// A policy may name a "budget", "throttle", "bulkhead" and "rate_limiter"
-// of the same file; a client may name a "budget" (or set it null: no retry
+// A policy may name a "budget", "throttle", "bulkhead", "rate_limiter" and
+// "adaptive_rate" of the same file; a client may name a "budget" (or set it null: no retry
 // budget at all, instead of the HTTP clients' per-origin default). The named
 // parts are built by the registry (PolicyRegistry::BudgetNamed and the others)
 // and shared by name: every holder of one name gets the same object.
-// (Sections and references added in 0.4.)
+// (Sections and references added in 0.4; "adaptive_rates" and "adaptive_rate"
+// added in 0.5.)
 //
 // Every field is optional and defaults to DESIGN.md section 4 (through the
 // "defaults" section when present). Durations are strings with units ("500us",
@@ -54,6 +56,8 @@
 //   MULLIGAN_THROTTLE_<NAME>_{K,WINDOW}
 //   MULLIGAN_BULKHEAD_<NAME>_{MAX_CONCURRENT,MAX_QUEUE,MAX_WAIT}
 //   MULLIGAN_RATE_LIMITER_<NAME>_{RATE,BURST,MAX_WAIT}            (added in 0.4)
+//   MULLIGAN_ADAPTIVE_RATE_<NAME>_{BETA,SCALE_CONSTANT,SMOOTHING,BUCKET,
+//                                  MIN_FILL_RATE,MAX_RATE_SCALE,MAX_WAIT} (added in 0.5)
 // A value is read like the JSON field (a duration, a number, a name, true/false;
 // BREAKER_KEY takes origin, host or path, not templates); DEADLINE,
 // ATTEMPT_TIMEOUT (of a policy), MAX_HALF_OPEN_DURATION and MAX_WAIT also
@@ -78,6 +82,7 @@
 #include "mulligan/base/clock.h"
 #include "mulligan/budget/budget.h"
 #include "mulligan/budget/throttle.h"
+#include "mulligan/limits/adaptive_rate.h"
 #include "mulligan/limits/bulkhead.h"
 #include "mulligan/limits/rate_limiter.h"
 #include "mulligan/http/breaker_key.h"
@@ -146,8 +151,13 @@ struct PolicyLimits {
   std::string throttle;
   std::string bulkhead;
   std::string rate_limiter;
+  // JSON "adaptive_rate": the name of an "adaptive_rates" entry (the AWS
+  // SDKs' adaptive client send rate, limits/adaptive_rate.h), or empty for
+  // none. (Added in 0.5.)
+  std::string adaptive_rate;
   bool empty() const {
-    return budget.empty() && throttle.empty() && bulkhead.empty() && rate_limiter.empty();
+    return budget.empty() && throttle.empty() && bulkhead.empty() && rate_limiter.empty() &&
+           adaptive_rate.empty();
   }
 };
 
@@ -169,6 +179,8 @@ struct ConfigSnapshot {
   std::map<std::string, BulkheadOptions, std::less<>> bulkheads;
   std::map<std::string, RateLimiterOptions, std::less<>> rate_limiters;
   std::map<std::string, PolicyLimits, std::less<>> policy_limits;
+  // Adaptive client rates by name (each `name` equals its key). (Added in 0.5.)
+  std::map<std::string, AdaptiveRateOptions, std::less<>> adaptive_rates;
   // Notes that did not stop the load (a gRPC maxAttempts capped at 5, an
   // ignored gRPC field, an environment override applied). Each names the
   // source and the JSON path or variable.
@@ -187,6 +199,8 @@ struct LoadReport {
   std::vector<std::string> throttles;
   std::vector<std::string> bulkheads;
   std::vector<std::string> rate_limiters;
+  // Sorted names of the "adaptive_rates" section. (Added in 0.5.)
+  std::vector<std::string> adaptive_rates;
 };
 
 // Looks up an environment variable; nullopt when unset.
@@ -279,6 +293,14 @@ class PolicyRegistry {
   Result<std::shared_ptr<AdaptiveThrottle>> ThrottleNamed(std::string_view name) const;
   Result<std::shared_ptr<Bulkhead>> BulkheadNamed(std::string_view name) const;
   Result<std::shared_ptr<RateLimiter>> RateLimiterNamed(std::string_view name) const;
+  // The "adaptive_rates" entry `name`, built and shared like the parts above.
+  // `clock` dates its start (AdaptiveRate::Create's `now`: the first
+  // measuring bucket and the last throttle time); null means
+  // SystemClock::Default(). It is read only when the rate is built.
+  // Errors: kInvalidArgument `no adaptive rate named "x" in <source> (known:
+  // ...)`. Thread-safety: thread-safe. (Added in 0.5.)
+  Result<std::shared_ptr<AdaptiveRate>> AdaptiveRateNamed(std::string_view name,
+                                                          Clock* clock = nullptr) const;
 
  private:
   Result<LoadReport> Install(Result<std::shared_ptr<const ConfigSnapshot>> parsed,
@@ -304,6 +326,8 @@ class PolicyRegistry {
       built_bulkheads_;
   mutable std::map<std::string, Built<RateLimiterOptions, mulligan::RateLimiter>, std::less<>>
       built_rate_limiters_;
+  mutable std::map<std::string, Built<AdaptiveRateOptions, mulligan::AdaptiveRate>, std::less<>>
+      built_adaptive_rates_;
 };
 
 // Whether two option sets configure the same part (every field but
@@ -312,6 +336,8 @@ bool SameOptions(const BudgetOptions& a, const BudgetOptions& b);
 bool SameOptions(const ThrottleOptions& a, const ThrottleOptions& b);
 bool SameOptions(const BulkheadOptions& a, const BulkheadOptions& b);
 bool SameOptions(const RateLimiterOptions& a, const RateLimiterOptions& b);
+// (Added in 0.5.)
+bool SameOptions(const AdaptiveRateOptions& a, const AdaptiveRateOptions& b);
 
 // Returns the report of `snapshot` (names sorted, warnings in order).
 LoadReport MakeLoadReport(const ConfigSnapshot& snapshot);
