@@ -151,6 +151,17 @@ void BindOutbox(py::module_& m) {
           },
           py::arg("lease"), py::arg("now_unix"), py::arg("http_status") = 0)
       .def(
+          "complete_many",
+          [](Outbox& box, const std::vector<std::pair<const OutboxLease*, int>>& successes,
+             double now_unix) {
+            std::vector<OutboxSuccess> batch;
+            for (const auto& s : successes) batch.push_back({s.first, s.second});
+            WallTime now = UnixToWallTime(now_unix);
+            Status s = Unlocked([&] { return box.CompleteMany(batch, now); });
+            if (!s.ok()) ThrowStatus(s);
+          },
+          py::arg("successes"), py::arg("now_unix"))
+      .def(
           "fail",
           [](Outbox& box, const OutboxLease& lease, const Outcome& outcome,
              const std::string& message, double now_unix) {

@@ -537,5 +537,29 @@ TEST_F(OutboxTest, ManyThreadsDeliverEveryEntryOnce) {
   EXPECT_EQ(box->Stats(Now())->deliveries, kTotal);
 }
 
+TEST_F(OutboxTest, CompleteManyRecordsABatchInOneTransaction) {
+  auto box = Open(Options());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(box->Enqueue(Http(), Now()).ok());
+  auto leases = box->Lease("w", 3, Now());
+  ASSERT_EQ(leases->size(), 3u);
+  std::vector<OutboxSuccess> batch = {{&(*leases)[0], 200}, {&(*leases)[1], 201}};
+  ASSERT_TRUE(box->CompleteMany(batch, Now()).ok());
+  // The third one died: the batch that holds it rolls back whole.
+  ASSERT_EQ(box->Fail((*leases)[2], Outcome::Http(404), "HTTP 404", Now())->state,
+            OutboxState::kDead);
+  OutboxEntry unknown;
+  unknown.id = 999;
+  OutboxLease ghost;
+  ghost.entry = unknown;
+  EXPECT_EQ(box->CompleteMany({{&(*leases)[2], 200}}, Now()).code(), StatusCode::kOutbox);
+  EXPECT_EQ(box->CompleteMany({{&(*leases)[0], 200}, {&ghost, 200}}, Now()).code(),
+            StatusCode::kOutbox);
+  EXPECT_EQ(box->CompleteMany({{nullptr, 200}}, Now()).code(), StatusCode::kInvalidArgument);
+  auto stats = box->Stats(Now());
+  EXPECT_EQ(stats->deliveries, 2);
+  EXPECT_EQ(stats->done, 2);
+  EXPECT_EQ(box->History((*leases)[1].entry.id)->at(0).http_status, 201);
+}
+
 }  // namespace
 }  // namespace mulligan

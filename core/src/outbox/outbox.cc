@@ -424,25 +424,38 @@ Result<std::vector<OutboxLease>> Outbox::Lease(std::string_view worker, int max_
 }
 
 Status Outbox::Complete(const OutboxLease& lease, WallTime now, int http_status) {
+  return CompleteMany({{&lease, http_status}}, now);
+}
+
+Status Outbox::CompleteMany(const std::vector<OutboxSuccess>& successes, WallTime now) {
+  for (const OutboxSuccess& s : successes) {
+    if (s.lease == nullptr) return InvalidArgumentError("outbox CompleteMany: a null lease");
+  }
   std::lock_guard<std::mutex> lock(impl_->mu);
   Db& db = *impl_->db;
   Transaction tx(db);
   if (!tx.status().ok()) return tx.status();
-  Result<OutboxEntry> entry = impl_->GetLocked(lease.entry.id);
-  if (!entry.ok()) return OutboxError(entry.status().message());
-  if (entry->state == OutboxState::kDone) return OkStatus();  // already recorded
-  if (entry->state == OutboxState::kDead)
-    return OutboxError("outbox entry " + std::to_string(entry->id) + " is already dead");
-  Outcome outcome = Outcome::Http(http_status);
-  if (Status s = impl_->RecordAttempt(entry->id, entry->attempts + 1, now, outcome,
-                                      Classification::kSuccess, "delivered", Duration::zero());
-      !s.ok())
-    return s;
-  Stmt up(db,
-          "UPDATE outbox_entries SET state = 2, attempts = attempts + 1, finished_ns = ?1, "
-          "stop_reason = 'succeeded', lease_owner = '' WHERE id = ?2");
-  if (Status s = up.Bind(1, ToNs(now)).Bind(2, entry->id).Run("complete"); !s.ok()) return s;
-  if (Status s = impl_->Count("deliveries", 1); !s.ok()) return s;
+  int64_t delivered = 0;
+  for (const OutboxSuccess& success : successes) {
+    Result<OutboxEntry> entry = impl_->GetLocked(success.lease->entry.id);
+    if (!entry.ok()) return OutboxError(entry.status().message());
+    if (entry->state == OutboxState::kDone) continue;  // already recorded
+    if (entry->state == OutboxState::kDead)
+      return OutboxError("outbox entry " + std::to_string(entry->id) + " is already dead");
+    Outcome outcome = Outcome::Http(success.http_status);
+    if (Status s = impl_->RecordAttempt(entry->id, entry->attempts + 1, now, outcome,
+                                        Classification::kSuccess, "delivered", Duration::zero());
+        !s.ok())
+      return s;
+    Stmt up(db,
+            "UPDATE outbox_entries SET state = 2, attempts = attempts + 1, finished_ns = ?1, "
+            "stop_reason = 'succeeded', lease_owner = '' WHERE id = ?2");
+    if (Status s = up.Bind(1, ToNs(now)).Bind(2, entry->id).Run("complete"); !s.ok()) return s;
+    ++delivered;
+  }
+  if (delivered > 0) {
+    if (Status s = impl_->Count("deliveries", delivered); !s.ok()) return s;
+  }
   return tx.Commit("complete (commit)");
 }
 

@@ -17,7 +17,7 @@ import os
 import socket
 from typing import Any, Callable, Optional
 
-from .._errors import HTTPStatusError, TransportError
+from .._errors import TransportError
 from .._http.async_client import AsyncClient
 
 # The worker reads the Outbox's private parts (its _core.Outbox, clock and
@@ -40,7 +40,7 @@ def _client(box: Outbox) -> AsyncClient:
     return client
 
 
-async def _deliver_http(box: Outbox, lease: Any, entry: Any) -> None:
+async def _deliver_http(box: Outbox, lease: Any, entry: Any, successes: list[Any]) -> None:
     try:
         response = await _client(box).request(
             entry["method"],
@@ -52,15 +52,11 @@ async def _deliver_http(box: Outbox, lease: Any, entry: Any) -> None:
     except TransportError as e:
         await _db(box._record_transport, lease, e)
         return
-    except HTTPStatusError as e:
-        await _db(box._record_response, lease, e.response.status_code,
-                  e.response.headers.get("Retry-After"))
-        return
     await _db(box._record_response, lease, response.status_code,
-              response.headers.get("Retry-After"))
+              response.headers.get("Retry-After"), successes)
 
 
-async def _deliver_job(box: Outbox, lease: Any, entry: Any) -> None:
+async def _deliver_job(box: Outbox, lease: Any, entry: Any, successes: list[Any]) -> None:
     handler = box._handlers.get(entry["job"])
     if handler is None:
         await _db(box._record_job_failure, lease, None)
@@ -72,20 +68,26 @@ async def _deliver_job(box: Outbox, lease: Any, entry: Any) -> None:
     except Exception as e:  # noqa: BLE001 - any failure of the handler is this attempt's
         await _db(box._record_job_failure, lease, e)
         return
-    await _db(box._box.complete, lease, box._now(), 0)
+    successes.append((lease, 0))
 
 
 async def deliver_due(box: Outbox, *, worker: Optional[str], batch: int) -> int:
-    """Leases up to ``batch`` due entries and delivers each once; returns
-    how many were leased."""
+    """Leases up to ``batch`` due entries and delivers each once, recording
+    the batch's successes in one transaction (as the blocking worker does);
+    returns how many were leased."""
     name = worker or f"{socket.gethostname()}:{os.getpid()}"
     leases = await _db(box._box.lease, name, batch, box._now())
-    for lease in leases:
-        entry = lease.entry
-        if entry["kind"] == "http":
-            await _deliver_http(box, lease, entry)
-        else:
-            await _deliver_job(box, lease, entry)
+    successes: list[Any] = []
+    try:
+        for lease in leases:
+            entry = lease.entry
+            if entry["kind"] == "http":
+                await _deliver_http(box, lease, entry, successes)
+            else:
+                await _deliver_job(box, lease, entry, successes)
+    finally:
+        if successes:
+            await _db(box._box.complete_many, successes, box._now())
     return len(leases)
 
 

@@ -35,7 +35,7 @@ from typing import Any, Callable, Optional, Union
 from .. import _core
 from . import async_worker as _async_worker
 from .._http.client import Client
-from .._errors import HTTPStatusError, TransportError
+from .._errors import TransportError
 
 __all__ = ["Outbox", "OutboxAttempt", "OutboxEntry", "OutboxStats"]
 
@@ -340,8 +340,17 @@ class Outbox:
         """
         name = worker or f"{socket.gethostname()}:{os.getpid()}"
         leases = self._box.lease(name, batch, self._now())
-        for lease in leases:
-            self._deliver(lease)
+        # Group commit: the batch's successes are recorded in one transaction
+        # (one fsync with sync="full") after the batch; a failure is recorded
+        # at once. A worker that dies before the commit has its batch's
+        # successes delivered again, with the same keys (at least once).
+        successes: list[tuple[Any, int]] = []
+        try:
+            for lease in leases:
+                self._deliver(lease, successes)
+        finally:
+            if successes:
+                self._box.complete_many(successes, self._now())
         return len(leases)
 
     def run_worker(
@@ -374,12 +383,12 @@ class Outbox:
                 self._sleep(poll_interval)
         return total
 
-    def _deliver(self, lease: Any) -> None:
+    def _deliver(self, lease: Any, successes: list[tuple[Any, int]]) -> None:
         entry = lease.entry
         if entry["kind"] == "http":
-            self._deliver_http(lease, entry)
+            self._deliver_http(lease, entry, successes)
         else:
-            self._deliver_job(lease, entry)
+            self._deliver_job(lease, entry, successes)
 
     def _http_client(self) -> Client:
         with self._lock:
@@ -389,7 +398,9 @@ class Outbox:
                 self._client = Client(attempts=1, timeout=self._attempt_timeout, budget=None)
             return self._client
 
-    def _deliver_http(self, lease: Any, entry: Mapping[str, Any]) -> None:
+    def _deliver_http(
+        self, lease: Any, entry: Mapping[str, Any], successes: list[tuple[Any, int]]
+    ) -> None:
         try:
             response = self._http_client().request(
                 entry["method"],
@@ -401,24 +412,36 @@ class Outbox:
         except TransportError as e:
             self._record_transport(lease, e)
             return
-        except HTTPStatusError as e:  # a client configured to raise: not ours
-            self._record_response(lease, e.response.status_code, e.response.headers.get("Retry-After"))
-            return
-        self._record_response(lease, response.status_code, response.headers.get("Retry-After"))
+        self._record_response(
+            lease, response.status_code, response.headers.get("Retry-After"), successes
+        )
 
     def _record_transport(self, lease: Any, e: TransportError) -> None:
         kind = getattr(_core.ErrorKind, str(e.kind).upper(), _core.ErrorKind.TRANSPORT)
         self._box.fail(lease, _core.Outcome.transport(kind), str(e), self._now())
 
-    def _record_response(self, lease: Any, status: int, retry_after: Optional[str]) -> None:
+    def _record_response(
+        self,
+        lease: Any,
+        status: int,
+        retry_after: Optional[str],
+        successes: Optional[list[tuple[Any, int]]] = None,
+    ) -> None:
+        """Records a response: a success joins ``successes`` (the batch's
+        group commit), or is completed at once without a list; a failure is
+        recorded at once, the core deciding its next attempt."""
         now = self._now()
         outcome = _core.http_response_outcome(status, retry_after, True, now)
-        if self._policy.classify(outcome) == _core.Classification.SUCCESS:
-            self._box.complete(lease, now, status)
-        else:
+        if self._policy.classify(outcome) != _core.Classification.SUCCESS:
             self._box.fail(lease, outcome, f"HTTP {status}", now)
+        elif successes is not None:
+            successes.append((lease, status))
+        else:
+            self._box.complete(lease, now, status)
 
-    def _deliver_job(self, lease: Any, entry: Mapping[str, Any]) -> None:
+    def _deliver_job(
+        self, lease: Any, entry: Mapping[str, Any], successes: list[tuple[Any, int]]
+    ) -> None:
         handler = self._handlers.get(entry["job"])
         if handler is None:
             self._record_job_failure(lease, None)
@@ -428,7 +451,7 @@ class Outbox:
         except Exception as e:  # noqa: BLE001 - any failure of the handler is this attempt's
             self._record_job_failure(lease, e)
             return
-        self._box.complete(lease, self._now(), 0)
+        successes.append((lease, 0))
 
     def _record_job_failure(self, lease: Any, e: Optional[Exception]) -> None:
         if e is None:

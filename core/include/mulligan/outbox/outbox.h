@@ -215,6 +215,13 @@ struct OutboxLease {
   std::optional<Duration> attempt_timeout;
 };
 
+// One success for CompleteMany: the lease (borrowed during the call) and
+// the response's status (0 for a job).
+struct OutboxSuccess {
+  const OutboxLease* lease = nullptr;
+  int http_status = 0;
+};
+
 // What Fail decided.
 struct OutboxFailure {
   // kPending (retry at next_attempt_at) or kDead.
@@ -282,6 +289,14 @@ class Outbox {
   // happen, and the receiver saw the same key); kOutbox when the entry is
   // unknown or already dead.
   Status Complete(const OutboxLease& lease, WallTime now, int http_status = 0);
+
+  // Records the successes of several leased entries at `now` in one
+  // transaction, so one commit (one fsync with OutboxSync::kFull) serves a
+  // whole batch: a worker's group commit. Each is judged as Complete judges
+  // it; the first error rolls the whole batch back (nothing recorded). A
+  // worker that dies before calling it has its batch delivered again, with
+  // the same keys (at least once). kInvalidArgument for a null lease.
+  Status CompleteMany(const std::vector<OutboxSuccess>& successes, WallTime now);
 
   // Records a failed attempt (`outcome`, with the caller's `message`) of a
   // leased entry at `now`, and applies the retry policy (see the file
