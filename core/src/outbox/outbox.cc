@@ -386,39 +386,33 @@ Result<std::vector<OutboxLease>> Outbox::Lease(std::string_view worker, int max_
   Db& db = *impl_->db;
   Transaction tx(db);
   if (!tx.status().ok()) return tx.status();
-  std::vector<int64_t> ids;
-  {
-    Stmt due(db,
-             "SELECT id FROM outbox_entries WHERE (state = 0 AND next_ns <= ?1) OR "
-             "(state = 1 AND lease_expires_ns <= ?1) "
-             "ORDER BY CASE state WHEN 0 THEN next_ns ELSE lease_expires_ns END, id LIMIT ?2");
-    due.Bind(1, ToNs(now)).Bind(2, max_entries);
-    for (;;) {
-      Result<bool> row = due.Step("lease");
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      ids.push_back(due.Int(0));
-    }
-  }
+  // One statement leases the whole batch (SQLite >= 3.35 for RETURNING):
+  // the oldest due entries, pending or with an expired lease.
   const int64_t expires = ToNs(now) + timeout.count();
+  const std::string sql =
+      std::string("UPDATE outbox_entries SET state = 1, lease_owner = ?1, lease_expires_ns = ?2, "
+                  "lease_token = lease_token + 1, leases = leases + 1 WHERE id IN ("
+                  "SELECT id FROM outbox_entries WHERE (state = 0 AND next_ns <= ?3) OR "
+                  "(state = 1 AND lease_expires_ns <= ?3) "
+                  "ORDER BY CASE state WHEN 0 THEN next_ns ELSE lease_expires_ns END, id "
+                  "LIMIT ?4) RETURNING ") +
+      kEntryColumns;
+  Stmt up(db, sql.c_str());
+  up.Bind(1, worker).Bind(2, expires).Bind(3, ToNs(now)).Bind(4, max_entries);
   std::vector<OutboxLease> leases;
-  for (int64_t id : ids) {
-    Stmt up(db,
-            "UPDATE outbox_entries SET state = 1, lease_owner = ?1, lease_expires_ns = ?2, "
-            "lease_token = lease_token + 1, leases = leases + 1 WHERE id = ?3");
-    if (Status st = up.Bind(1, worker).Bind(2, expires).Bind(3, id).Run("lease"); !st.ok())
-      return st;
-    Result<OutboxEntry> entry = impl_->GetLocked(id);
-    if (!entry.ok()) return entry.status();
-    Stmt token(db, "SELECT lease_token FROM outbox_entries WHERE id = ?1");
-    Result<bool> row = token.Bind(1, id).Step("lease");
+  for (;;) {
+    Result<bool> row = up.Step("lease");
     if (!row.ok()) return row.status();
+    if (!*row) break;
     OutboxLease lease;
-    lease.entry = std::move(entry).value();
-    lease.token = token.Int(0);
+    lease.entry = ReadEntry(up);
+    lease.token = up.Int(12);  // lease_token
     lease.attempt_timeout = impl_->policy.options().attempt_timeout;
     leases.push_back(std::move(lease));
   }
+  // RETURNING gives no order: hand them out oldest entry first.
+  std::sort(leases.begin(), leases.end(),
+            [](const OutboxLease& a, const OutboxLease& b) { return a.entry.id < b.entry.id; });
   if (Status st = tx.Commit("lease (commit)"); !st.ok()) return st;
   return leases;
 }
@@ -437,20 +431,24 @@ Status Outbox::CompleteMany(const std::vector<OutboxSuccess>& successes, WallTim
   if (!tx.status().ok()) return tx.status();
   int64_t delivered = 0;
   for (const OutboxSuccess& success : successes) {
-    Result<OutboxEntry> entry = impl_->GetLocked(success.lease->entry.id);
-    if (!entry.ok()) return OutboxError(entry.status().message());
-    if (entry->state == OutboxState::kDone) continue;  // already recorded
-    if (entry->state == OutboxState::kDead)
-      return OutboxError("outbox entry " + std::to_string(entry->id) + " is already dead");
+    const int64_t id = success.lease->entry.id;
+    Stmt read(db, "SELECT state, attempts FROM outbox_entries WHERE id = ?1");
+    Result<bool> row = read.Bind(1, id).Step("complete");
+    if (!row.ok()) return row.status();
+    if (!*row) return OutboxError("no outbox entry " + std::to_string(id));
+    const auto state = static_cast<OutboxState>(read.Int(0));
+    if (state == OutboxState::kDone) continue;  // already recorded
+    if (state == OutboxState::kDead)
+      return OutboxError("outbox entry " + std::to_string(id) + " is already dead");
     Outcome outcome = Outcome::Http(success.http_status);
-    if (Status s = impl_->RecordAttempt(entry->id, entry->attempts + 1, now, outcome,
+    if (Status s = impl_->RecordAttempt(id, static_cast<int>(read.Int(1)) + 1, now, outcome,
                                         Classification::kSuccess, "delivered", Duration::zero());
         !s.ok())
       return s;
     Stmt up(db,
             "UPDATE outbox_entries SET state = 2, attempts = attempts + 1, finished_ns = ?1, "
             "stop_reason = 'succeeded', lease_owner = '' WHERE id = ?2");
-    if (Status s = up.Bind(1, ToNs(now)).Bind(2, entry->id).Run("complete"); !s.ok()) return s;
+    if (Status s = up.Bind(1, ToNs(now)).Bind(2, id).Run("complete"); !s.ok()) return s;
     ++delivered;
   }
   if (delivered > 0) {
