@@ -94,16 +94,16 @@ def outbox_main(
     action = args.outbox_command
     if action in ("list", "dead"):
         entries = box.list("dead" if action == "dead" else args.state, limit=args.limit)
-        for e in entries:
-            last = box.history(e.id)[-1:] if action == "dead" else []
+        for entry in entries:
+            last = box.history(entry.id)[-1:] if action == "dead" else []
             if args.json:
-                d = _entry_json(e)
+                d = _entry_json(entry)
                 if action == "dead":
                     d["last_attempt"] = dataclasses.asdict(last[0]) if last else None
                 print(json.dumps(d, sort_keys=True), file=out)
             else:
                 tail = f"\t{last[0].message}" if last else ""
-                print(_row(e, now) + tail, file=out)
+                print(_row(entry, now) + tail, file=out)
         return 0
     if action == "retry":
         status = 0

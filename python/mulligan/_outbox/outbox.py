@@ -23,6 +23,7 @@ Retry-After), or dead-letters the entry with its attempt history.
 
 from __future__ import annotations
 
+import builtins
 import json as _json
 import os
 import socket
@@ -497,14 +498,14 @@ class Outbox:
         """Returns entry ``entry_id``. ValueError when there is none."""
         return OutboxEntry._of(self._box.get(entry_id))
 
-    def list(self, state: Optional[str] = None, *, limit: int = 100) -> list[OutboxEntry]:
+    def list(self, state: Optional[str] = None, *, limit: int = 100) -> builtins.list[OutboxEntry]:
         """Returns up to ``limit`` entries, oldest first; only those in
         ``state`` (one of pending, leased, done, dead) when given."""
         if state is not None and state not in _STATES:
             raise ValueError(f"mulligan.Outbox.list: state must be one of {', '.join(_STATES)}, got {state!r}")
         return [OutboxEntry._of(d) for d in self._box.list(state, limit)]
 
-    def history(self, entry_id: int) -> list[OutboxAttempt]:
+    def history(self, entry_id: int) -> builtins.list[OutboxAttempt]:
         """Returns the attempts of entry ``entry_id``, first first."""
         return [OutboxAttempt(**d) for d in self._box.history(entry_id)]
 
