@@ -164,10 +164,10 @@ void BindOutbox(py::module_& m) {
       .def(
           "fail",
           [](Outbox& box, const OutboxLease& lease, const Outcome& outcome,
-             const std::string& message, double now_unix) {
+             const std::string& message, double now_unix, int http_status) {
             WallTime now = UnixToWallTime(now_unix);
-            OutboxFailure f =
-                Unwrap(Unlocked([&] { return box.Fail(lease, outcome, message, now); }));
+            OutboxFailure f = Unwrap(
+                Unlocked([&] { return box.Fail(lease, outcome, message, now, http_status); }));
             py::dict d;
             d["state"] = OutboxStateName(f.state);
             d["next_attempt_at"] = ToUnix(f.next_attempt_at);
@@ -176,7 +176,8 @@ void BindOutbox(py::module_& m) {
             d["attempt"] = f.attempt;
             return d;
           },
-          py::arg("lease"), py::arg("outcome"), py::arg("message"), py::arg("now_unix"))
+          py::arg("lease"), py::arg("outcome"), py::arg("message"), py::arg("now_unix"),
+          py::arg("http_status") = 0)
       .def("get",
            [](Outbox& box, int64_t id) {
              return EntryDict(Unwrap(Unlocked([&] { return box.Get(id); })));

@@ -911,7 +911,12 @@ class Outbox:
         self, successes: list[tuple[OutboxLease, int]], now_unix: float
     ) -> None: ...
     def fail(
-        self, lease: OutboxLease, outcome: Outcome, message: str, now_unix: float
+        self,
+        lease: OutboxLease,
+        outcome: Outcome,
+        message: str,
+        now_unix: float,
+        http_status: int = 0,
     ) -> dict[str, Any]: ...
     def get(self, id: int) -> dict[str, Any]: ...
     def list(self, state: Optional[str] = None, limit: int = 100) -> builtins.list[dict[str, Any]]: ...

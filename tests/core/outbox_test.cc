@@ -561,5 +561,19 @@ TEST_F(OutboxTest, CompleteManyRecordsABatchInOneTransaction) {
   EXPECT_EQ(box->History((*leases)[1].entry.id)->at(0).http_status, 201);
 }
 
+TEST_F(OutboxTest, FailRecordsTheStatusGivenBesideAClassifiedOutcome) {
+  auto box = Open(Options());
+  auto e = box->Enqueue(Http(), Now());
+  auto lease = box->Lease("w", 1, Now());
+  ASSERT_EQ(lease->size(), 1u);
+  // HttpResponseOutcome's form of a keyed 409 with Retry-After: 1.
+  Outcome keyed_409 = Outcome::Failure(true);
+  keyed_409.retry_after = seconds(1);
+  auto f = box->Fail((*lease)[0], keyed_409, "HTTP 409", Now(), 409);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->delay, seconds(1));
+  EXPECT_EQ(box->History(e->id)->at(0).http_status, 409);
+}
+
 }  // namespace
 }  // namespace mulligan

@@ -458,7 +458,7 @@ Status Outbox::CompleteMany(const std::vector<OutboxSuccess>& successes, WallTim
 }
 
 Result<OutboxFailure> Outbox::Fail(const OutboxLease& lease, const Outcome& outcome,
-                                   std::string_view message, WallTime now) {
+                                   std::string_view message, WallTime now, int http_status) {
   if (impl_->policy.Classify(outcome) == Classification::kSuccess)
     return InvalidArgumentError("outbox Fail got a success outcome: call Complete");
   std::lock_guard<std::mutex> lock(impl_->mu);
@@ -484,7 +484,9 @@ Result<OutboxFailure> Outbox::Fail(const OutboxLease& lease, const Outcome& outc
   input.now = now;
   outbox_internal::ScheduleDecision d =
       outbox_internal::DecideAfterFailure(impl_->policy, outcome, input);
-  if (Status s = impl_->RecordAttempt(input.id, input.attempt, now, outcome, d.classification,
+  Outcome recorded = outcome;
+  if (http_status > 0) recorded.http_status = http_status;
+  if (Status s = impl_->RecordAttempt(input.id, input.attempt, now, recorded, d.classification,
                                       message, d.failure.delay);
       !s.ok())
     return s;

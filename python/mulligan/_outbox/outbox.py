@@ -434,7 +434,7 @@ class Outbox:
         now = self._now()
         outcome = _core.http_response_outcome(status, retry_after, True, now)
         if self._policy.classify(outcome) != _core.Classification.SUCCESS:
-            self._box.fail(lease, outcome, f"HTTP {status}", now)
+            self._box.fail(lease, outcome, f"HTTP {status}", now, status)
         elif successes is not None:
             successes.append((lease, status))
         else:

@@ -306,8 +306,12 @@ class Outbox {
   // restarts; from the OS's entropy otherwise. A success outcome is
   // kInvalidArgument (call Complete). kOutbox "lease lost" when the entry
   // was leased again since `lease` (another worker now owns its schedule).
+  // `http_status`, when > 0, is the status the history records for an
+  // outcome that does not carry it (HttpResponseOutcome turns a keyed 409
+  // with Retry-After into a classified failure); otherwise
+  // outcome.http_status is recorded.
   Result<OutboxFailure> Fail(const OutboxLease& lease, const Outcome& outcome,
-                             std::string_view message, WallTime now);
+                             std::string_view message, WallTime now, int http_status = 0);
 
   // Returns the entry with `id`, or kInvalidArgument "no outbox entry <id>".
   Result<OutboxEntry> Get(int64_t id);
