@@ -6,8 +6,10 @@ One nginx (tests/nginx, one worker) serves every run; each run POSTs
 `--entries` small JSON bodies to /ok (200) with an Idempotency-Key:
   - in-memory: a loop over mulligan.Client.request (3 attempts, nothing
     durable): the baseline;
-  - outbox sync=normal and sync=full: enqueue every entry into a fresh SQLite
-    outbox (WAL; FULL fsyncs every commit), then run_worker(until_idle=True)
+  - outbox sync=normal and sync=full: enqueue the entries into a fresh SQLite
+    outbox (WAL; FULL fsyncs every commit), half one by one (one commit each)
+    and half with enqueue_many in `--batch`-sized transactions, then
+    run_worker(until_idle=True)
     delivers them (lease, one request, complete: one commit per entry
     delivered plus one per lease batch).
 Prints entries per second for enqueue and delivery and the ratio of each
@@ -49,22 +51,28 @@ def _in_memory(url: str, n: int) -> float:
         return n / (time.perf_counter() - start)
 
 
-def _outbox(url: str, n: int, sync: str, batch: int) -> tuple[float, float]:
+def _outbox(url: str, n: int, sync: str, batch: int) -> tuple[float, float, float]:
     import mulligan
 
     with tempfile.TemporaryDirectory() as d:
         box = mulligan.Outbox(os.path.join(d, "bench.db"), sync=sync)
         start = time.perf_counter()
-        for i in range(n):
+        for i in range(n // 2):
             box.enqueue("POST", url, json={"n": i})
-        enqueue_rate = n / (time.perf_counter() - start)
+        enqueue_rate = (n // 2) / (time.perf_counter() - start)
+        start = time.perf_counter()
+        rest = n - n // 2
+        for first in range(0, rest, batch):
+            box.enqueue_many([{"method": "POST", "url": url, "json": {"n": i}}
+                              for i in range(first, min(first + batch, rest))])
+        enqueue_many_rate = rest / (time.perf_counter() - start)
         start = time.perf_counter()
         box.run_worker(batch=batch, until_idle=True, poll_interval=0.01)
         deliver_rate = n / (time.perf_counter() - start)
         stats = box.stats()
         assert stats.deliveries == n and stats.depth == 0, stats
         box.close()
-        return enqueue_rate, deliver_rate
+        return enqueue_rate, enqueue_many_rate, deliver_rate
 
 
 def main(argv: list[str]) -> int:
@@ -79,9 +87,9 @@ def main(argv: list[str]) -> int:
         base = _in_memory(url, args.entries)
         print(f"in-memory Client loop       {base:9.0f} requests/s")
         for sync in ("normal", "full"):
-            enq, rate = _outbox(url, args.entries, sync, args.batch)
-            print(f"outbox sync={sync:<7} enqueue {enq:9.0f}/s  deliver {rate:9.0f}/s  "
-                  f"ratio to in-memory {rate / base:5.2f}")
+            enq, enq_many, rate = _outbox(url, args.entries, sync, args.batch)
+            print(f"outbox sync={sync:<7} enqueue {enq:7.0f}/s  enqueue_many {enq_many:7.0f}/s  "
+                  f"deliver {rate:7.0f}/s  ratio to in-memory {rate / base:5.2f}")
     return 0
 
 

@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -130,6 +131,44 @@ void BindOutbox(py::module_& m) {
             return EntryDict(Unwrap(Unlocked([&] { return box.Enqueue(spec, now); })));
           },
           py::arg("job"), py::arg("payload"), py::arg("idempotency_key"), py::arg("now_unix"))
+      .def(
+          "enqueue_many",
+          [](Outbox& box,
+             const std::vector<std::tuple<std::string, std::string, std::string,
+                                          std::vector<std::pair<std::string, std::string>>,
+                                          py::bytes, std::string, py::bytes, std::string>>& items,
+             double now_unix) {
+            // Each item: (kind "http" | "job", method, url, headers, body,
+            // job, payload, idempotency_key).
+            std::vector<OutboxEntrySpec> specs;
+            for (const auto& item : items) {
+              OutboxEntrySpec spec;
+              const std::string& kind = std::get<0>(item);
+              if (kind == "http") {
+                spec.kind = OutboxKind::kHttp;
+              } else if (kind == "job") {
+                spec.kind = OutboxKind::kJob;
+              } else {
+                ThrowStatus(InvalidArgumentError("outbox entry kind must be http or job, got '" +
+                                                 kind + "'"));
+              }
+              spec.method = std::get<1>(item);
+              spec.url = std::get<2>(item);
+              for (const auto& h : std::get<3>(item)) spec.headers.push_back({h.first, h.second});
+              spec.body = std::get<4>(item);
+              spec.job = std::get<5>(item);
+              spec.payload = std::get<6>(item);
+              spec.idempotency_key = std::get<7>(item);
+              specs.push_back(std::move(spec));
+            }
+            WallTime now = UnixToWallTime(now_unix);
+            std::vector<OutboxEntry> entries =
+                Unwrap(Unlocked([&] { return box.EnqueueMany(specs, now); }));
+            py::list out;
+            for (const OutboxEntry& e : entries) out.append(EntryDict(e));
+            return out;
+          },
+          py::arg("items"), py::arg("now_unix"))
       .def(
           "lease",
           [](Outbox& box, const std::string& worker, int max_entries, double now_unix,

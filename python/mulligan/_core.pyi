@@ -903,6 +903,11 @@ class Outbox:
     def enqueue_job(
         self, job: str, payload: bytes, idempotency_key: str, now_unix: float
     ) -> dict[str, Any]: ...
+    def enqueue_many(
+        self,
+        items: list[tuple[str, str, str, list[tuple[str, str]], bytes, str, bytes, str]],
+        now_unix: float,
+    ) -> list[dict[str, Any]]: ...
     def lease(
         self, worker: str, max_entries: int, now_unix: float, lease_timeout: Optional[float] = None
     ) -> list[OutboxLease]: ...

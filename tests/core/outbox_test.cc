@@ -575,5 +575,23 @@ TEST_F(OutboxTest, FailRecordsTheStatusGivenBesideAClassifiedOutcome) {
   EXPECT_EQ(box->History(e->id)->at(0).http_status, 409);
 }
 
+TEST_F(OutboxTest, EnqueueManyWritesAllOrNothing) {
+  auto box = Open(Options());
+  std::vector<OutboxEntrySpec> specs = {Http("a"), Job("mail", "b"), Http("c")};
+  specs[1].idempotency_key = "mail-1";
+  auto entries = box->EnqueueMany(specs, Now());
+  ASSERT_TRUE(entries.ok()) << entries.status().ToString();
+  ASSERT_EQ(entries->size(), 3u);
+  EXPECT_EQ((*entries)[1].spec.idempotency_key, "mail-1");
+  EXPECT_EQ((*entries)[0].id + 2, (*entries)[2].id);
+  // A key given twice in one batch, or a bad spec, writes nothing.
+  std::vector<OutboxEntrySpec> twice = {Http("d"), Http("e")};
+  twice[0].idempotency_key = twice[1].idempotency_key = "same";
+  EXPECT_EQ(box->EnqueueMany(twice, Now()).status().code(), StatusCode::kInvalidArgument);
+  std::vector<OutboxEntrySpec> bad = {Http("f"), Job("", "g")};
+  EXPECT_EQ(box->EnqueueMany(bad, Now()).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(box->Stats(Now())->pending, 3);
+}
+
 }  // namespace
 }  // namespace mulligan

@@ -339,40 +339,51 @@ const OutboxOptions& Outbox::options() const { return impl_->options; }
 const RetryPolicy& Outbox::policy() const { return impl_->policy; }
 
 Result<OutboxEntry> Outbox::Enqueue(const OutboxEntrySpec& spec, WallTime now) {
-  if (Status s = ValidateSpec(spec); !s.ok()) return s;
-  OutboxEntrySpec stored = spec;
-  if (stored.idempotency_key.empty()) stored.idempotency_key = NewIdempotencyKey();
+  Result<std::vector<OutboxEntry>> entries = EnqueueMany({spec}, now);
+  if (!entries.ok()) return entries.status();
+  return std::move(entries->front());
+}
+
+Result<std::vector<OutboxEntry>> Outbox::EnqueueMany(const std::vector<OutboxEntrySpec>& specs,
+                                                     WallTime now) {
+  std::vector<OutboxEntrySpec> stored = specs;
+  for (OutboxEntrySpec& spec : stored) {
+    if (Status s = ValidateSpec(spec); !s.ok()) return s;
+    if (spec.idempotency_key.empty()) spec.idempotency_key = NewIdempotencyKey();
+  }
   std::lock_guard<std::mutex> lock(impl_->mu);
   Db& db = *impl_->db;
   Transaction tx(db);
   if (!tx.status().ok())
     return db.Error("cannot enqueue (nothing written)", sqlite3_extended_errcode(db.handle()));
-  {
+  std::vector<OutboxEntry> entries;
+  entries.reserve(stored.size());
+  for (OutboxEntrySpec& spec : stored) {
     Stmt dup(db, "SELECT id FROM outbox_entries WHERE idempotency_key = ?1");
-    Result<bool> row = dup.Bind(1, stored.idempotency_key).Step("cannot enqueue");
+    Result<bool> row = dup.Bind(1, spec.idempotency_key).Step("cannot enqueue (nothing written)");
     if (!row.ok()) return row.status();
     if (*row)
-      return InvalidArgumentError("outbox entry idempotency_key '" + stored.idempotency_key +
+      return InvalidArgumentError("outbox entry idempotency_key '" + spec.idempotency_key +
                                   "' is already entry " + std::to_string(dup.Int(0)));
+    Stmt s(db,
+           "INSERT INTO outbox_entries(kind, idempotency_key, method, url, headers, body, job, "
+           "payload, state, created_ns, next_ns, previous_delay_ns) "
+           "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?10)");
+    s.Bind(1, static_cast<int>(spec.kind)).Bind(2, spec.idempotency_key);
+    s.Bind(3, spec.method).Bind(4, spec.url).BindBlob(5, EncodeHeaders(spec.headers));
+    s.BindBlob(6, spec.body).Bind(7, spec.job).BindBlob(8, spec.payload);
+    s.Bind(9, ToNs(now)).Bind(10, impl_->policy.options().backoff.base.count());
+    if (Status st = s.Run("cannot enqueue (nothing written)"); !st.ok()) return st;
+    OutboxEntry entry;
+    entry.id = sqlite3_last_insert_rowid(db.handle());
+    entry.spec = std::move(spec);
+    entry.created_at = FromNs(ToNs(now));
+    entry.next_attempt_at = entry.created_at;
+    entries.push_back(std::move(entry));
   }
-  Stmt s(db,
-         "INSERT INTO outbox_entries(kind, idempotency_key, method, url, headers, body, job, "
-         "payload, state, created_ns, next_ns, previous_delay_ns) "
-         "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?10)");
-  s.Bind(1, static_cast<int>(stored.kind)).Bind(2, stored.idempotency_key);
-  s.Bind(3, stored.method).Bind(4, stored.url).BindBlob(5, EncodeHeaders(stored.headers));
-  s.BindBlob(6, stored.body).Bind(7, stored.job).BindBlob(8, stored.payload);
-  s.Bind(9, ToNs(now)).Bind(10, impl_->policy.options().backoff.base.count());
-  if (Status st = s.Run("cannot enqueue (nothing written)"); !st.ok()) return st;
-  int64_t id = sqlite3_last_insert_rowid(db.handle());
   if (Status st = tx.Commit("cannot enqueue (commit failed; nothing written)"); !st.ok())
     return st;
-  OutboxEntry entry;
-  entry.id = id;
-  entry.spec = std::move(stored);
-  entry.created_at = FromNs(ToNs(now));
-  entry.next_attempt_at = entry.created_at;
-  return entry;
+  return entries;
 }
 
 Result<std::vector<OutboxLease>> Outbox::Lease(std::string_view worker, int max_entries,

@@ -175,6 +175,26 @@ def _key(value: Optional[str]) -> str:
     return value
 
 
+def _http_item(
+    method: str,
+    url: str,
+    headers: Union[Mapping[str, str], Iterable[tuple[str, str]], None],
+    body: Union[bytes, bytearray, memoryview, str, None],
+    json: Any,
+    idempotency_key: Optional[str],
+) -> tuple[str, str, str, list[tuple[str, str]], bytes, str, bytes, str]:
+    """The _core form of an HTTP entry: (kind, method, url, headers, body,
+    job, payload, key)."""
+    pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers or [])
+    if json is not None:
+        if body is not None:
+            raise ValueError("mulligan.Outbox.enqueue: give body or json, not both")
+        body = _json.dumps(json, separators=(",", ":"))
+        if not any(k.lower() == "content-type" for k, _ in pairs):
+            pairs.append(("Content-Type", "application/json"))
+    return ("http", method, url, pairs, _bytes(body, "body"), "", b"", _key(idempotency_key))
+
+
 class Outbox:
     """A durable queue of HTTP requests and jobs in an SQLite file.
 
@@ -284,17 +304,46 @@ class Outbox:
             mulligan.OutboxError: the entry could not be written (read-only
                 file, full disk or size cap); nothing was written.
         """
-        pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers or [])
-        if json is not None:
-            if body is not None:
-                raise ValueError("mulligan.Outbox.enqueue: give body or json, not both")
-            body = _json.dumps(json, separators=(",", ":"))
-            if not any(k.lower() == "content-type" for k, _ in pairs):
-                pairs.append(("Content-Type", "application/json"))
-        d = self._box.enqueue_http(
-            method, url, pairs, _bytes(body, "body"), _key(idempotency_key), self._now()
-        )
+        item = _http_item(method, url, headers, body, json, idempotency_key)
+        d = self._box.enqueue_http(item[1], item[2], item[3], item[4], item[7], self._now())
         return OutboxEntry._of(d)
+
+    def enqueue_many(self, entries: Iterable[Mapping[str, Any]]) -> builtins.list[OutboxEntry]:
+        """Writes several entries in one transaction (one fsync with
+        ``sync="full"``), all or none.
+
+        Args:
+            entries: mappings of :meth:`enqueue`'s arguments (``method``,
+                ``url``, and optionally ``headers``, ``body``, ``json``,
+                ``idempotency_key``) or of :meth:`enqueue_job`'s (``job``,
+                optionally ``payload``, ``idempotency_key``).
+
+        Returns:
+            The stored entries, in the order given.
+
+        Raises:
+            ValueError: a bad entry, or a key already there or given twice
+                (nothing is written).
+            mulligan.OutboxError: as :meth:`enqueue` (nothing is written).
+        """
+        items: builtins.list[tuple[str, str, str, builtins.list[tuple[str, str]], bytes, str, bytes, str]] = []
+        for e in entries:
+            if "job" in e:
+                unknown = set(e) - {"job", "payload", "idempotency_key"}
+                if unknown:
+                    raise ValueError(f"mulligan.Outbox.enqueue_many: unknown job field {sorted(unknown)[0]!r}")
+                items.append(("job", "", "", [], b"", e["job"], _bytes(e.get("payload"), "payload"),
+                              _key(e.get("idempotency_key"))))
+            else:
+                unknown = set(e) - {"method", "url", "headers", "body", "json", "idempotency_key"}
+                if unknown or "method" not in e or "url" not in e:
+                    raise ValueError(
+                        "mulligan.Outbox.enqueue_many: an HTTP entry needs method and url and "
+                        "takes headers, body, json and idempotency_key"
+                    )
+                items.append(_http_item(e["method"], e["url"], e.get("headers"), e.get("body"),
+                                        e.get("json"), e.get("idempotency_key")))
+        return [OutboxEntry._of(d) for d in self._box.enqueue_many(items, self._now())]
 
     def enqueue_job(
         self,

@@ -153,3 +153,23 @@ def test_asyncio_worker_delivers_http_and_coroutine_jobs(tmp_path: Any, server: 
     log = server.wait_for_access_log(1)
     assert [e["idempotency_key"] for e in log] == [http.idempotency_key]
     assert log[0]["method"] == "PUT"
+
+
+def test_enqueue_many_is_all_or_nothing(tmp_path: Any) -> None:
+    clock = FakeClock(start=1_700_000_000.0)
+    box = _box(tmp_path, clock)
+    entries = box.enqueue_many(
+        [
+            {"method": "POST", "url": "http://127.0.0.1:9/a", "json": {"n": 1}},
+            {"job": "mail", "payload": b"to=ann", "idempotency_key": "mail-1"},
+        ]
+    )
+    assert [e.kind for e in entries] == ["http", "job"]
+    assert entries[0].headers == (("Content-Type", "application/json"),)
+    assert entries[0].body == b'{"n":1}'
+    assert entries[1].idempotency_key == "mail-1"
+    with pytest.raises(ValueError, match="already entry"):
+        box.enqueue_many([{"job": "mail", "payload": "x"}, {"job": "mail", "idempotency_key": "mail-1"}])
+    with pytest.raises(ValueError, match="needs method and url"):
+        box.enqueue_many([{"url": "http://127.0.0.1:9/"}])
+    assert box.stats().pending == 2

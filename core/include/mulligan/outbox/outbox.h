@@ -275,6 +275,13 @@ class Outbox {
   // disk or size cap): nothing was written.
   Result<OutboxEntry> Enqueue(const OutboxEntrySpec& spec, WallTime now);
 
+  // Writes several entries in one transaction (one fsync with
+  // OutboxSync::kFull), all or none: the first bad spec, a key already
+  // there (or given twice), or an SQLite error writes nothing. Returns the
+  // stored entries in the order given.
+  Result<std::vector<OutboxEntry>> EnqueueMany(const std::vector<OutboxEntrySpec>& specs,
+                                               WallTime now);
+
   // Leases up to `max_entries` (>= 1) due entries to `worker` (a name for
   // the command's listing) at `now`: pending ones with next_attempt_at <=
   // now and leased ones whose lease expired, oldest due first, each until
