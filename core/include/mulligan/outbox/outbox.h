@@ -284,9 +284,10 @@ class Outbox {
 
   // Leases up to `max_entries` (>= 1) due entries to `worker` (a name for
   // the command's listing) at `now`: pending ones with next_attempt_at <=
-  // now and leased ones whose lease expired, oldest due first, each until
-  // now + `lease_timeout` (> 0; nullopt: options.lease_timeout). Returns
-  // none when nothing is due.
+  // now and leased ones whose lease expired, the longest due chosen first,
+  // each until now + `lease_timeout` (> 0; nullopt: options.lease_timeout),
+  // all in one statement. Returns them in id (enqueue) order; none when
+  // nothing is due.
   Result<std::vector<OutboxLease>> Lease(std::string_view worker, int max_entries, WallTime now,
                                          std::optional<Duration> lease_timeout = std::nullopt);
 
