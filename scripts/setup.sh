@@ -25,6 +25,7 @@ DEBIAN_PACKAGES=(
   clang-14 libclang-rt-14-dev
   debootstrap binutils python3-venv
   redis-server libhiredis-dev valgrind
+  libsqlite3-dev
 )
 
 # The newest release the Go module proxy serves (go list -m -versions).

@@ -42,6 +42,7 @@ void BindBudget(py::module_& m);  // (Added in 0.3.)
 void BindLimits(py::module_& m);  // bind_limits.cc (Added in 0.3.)
 void BindAdaptiveRate(py::module_& m);  // bind_adaptive_rate.cc (Added in 0.4.)
 void BindAdapter(py::module_& m);
+void BindOutbox(py::module_& m);  // bind_outbox.cc (Added in 0.5.)
 
 // The one Status -> Python exception helper. Builds the exception with
 // mulligan._errors._from_status (imported at call time, so _errors never needs

@@ -23,4 +23,5 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindLimits(m);  // (Added in 0.3.)
   mulligan::python::BindAdaptiveRate(m);  // (Added in 0.4.)
   mulligan::python::BindAdapter(m);
+  mulligan::python::BindOutbox(m);  // (Added in 0.5.)
 }

@@ -61,6 +61,8 @@ from ._breaker.events import BreakerCallEvent, BreakerTrip
 from ._breaker.registry import BreakerRegistry, breakers, circuit_breaker
 from ._limits import Bulkhead, RateLimiter  # (0.3)
 from ._limits.adaptive import AdaptiveRate  # (0.4)
+from ._errors import OutboxError  # (0.5)
+from ._outbox import Outbox, OutboxAttempt, OutboxEntry, OutboxStats  # (0.5)
 from ._telemetry.metrics import (
     RetryStatus,
     add_event_listener,
@@ -184,4 +186,10 @@ __all__ = [
     # Added in 0.4 (metrics):
     "AdaptiveRate",
     "limits_snapshot",
+    # Added in 0.5 (outbox):
+    "Outbox",
+    "OutboxAttempt",
+    "OutboxEntry",
+    "OutboxError",
+    "OutboxStats",
 ]

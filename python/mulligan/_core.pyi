@@ -7,6 +7,7 @@ are time.monotonic() readings, `now_unix` arguments time.time() readings.
 from __future__ import annotations
 
 import asyncio
+import builtins
 
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Optional, overload
@@ -876,3 +877,62 @@ class AdapterCall:
 def http_response_outcome(
     status: int, retry_after: Optional[str], keyed: bool, wall_now: float
 ) -> Outcome: ...
+
+# --- The durable outbox (bind_outbox.cc; Added in 0.5) ----------------------
+
+class OutboxLease:
+    @property
+    def entry(self) -> dict[str, Any]: ...
+    @property
+    def token(self) -> int: ...
+    @property
+    def attempt_timeout(self) -> Optional[float]: ...
+
+class Outbox:
+    def __init__(
+        self,
+        path: str,
+        policy: RetryPolicy,
+        sync: str = "full",
+        busy_timeout: float = 5.0,
+        lease_timeout: float = 30.0,
+        max_size_bytes: int = 0,
+    ) -> None: ...
+    def enqueue_http(
+        self,
+        method: str,
+        url: str,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        idempotency_key: str,
+        now_unix: float,
+    ) -> dict[str, Any]: ...
+    def enqueue_job(
+        self, job: str, payload: bytes, idempotency_key: str, now_unix: float
+    ) -> dict[str, Any]: ...
+    def enqueue_many(
+        self,
+        items: list[tuple[str, str, str, list[tuple[str, str]], bytes, str, bytes, str]],
+        now_unix: float,
+    ) -> list[dict[str, Any]]: ...
+    def lease(
+        self, worker: str, max_entries: int, now_unix: float, lease_timeout: Optional[float] = None
+    ) -> list[OutboxLease]: ...
+    def complete(self, lease: OutboxLease, now_unix: float, http_status: int = 0) -> None: ...
+    def complete_many(
+        self, successes: list[tuple[OutboxLease, int]], now_unix: float
+    ) -> None: ...
+    def fail(
+        self,
+        lease: OutboxLease,
+        outcome: Outcome,
+        message: str,
+        now_unix: float,
+        http_status: int = 0,
+    ) -> dict[str, Any]: ...
+    def get(self, id: int) -> dict[str, Any]: ...
+    def list(self, state: Optional[str] = None, limit: int = 100) -> builtins.list[dict[str, Any]]: ...
+    def history(self, id: int) -> builtins.list[dict[str, Any]]: ...
+    def stats(self, now_unix: float) -> dict[str, Any]: ...
+    def retry(self, id: int, now_unix: float) -> None: ...
+    def purge(self, state: str) -> int: ...

@@ -54,6 +54,8 @@ __all__ = [
     # Added in 0.3 (limits):
     "BulkheadFullError",
     "RateLimitedError",
+    # Added in 0.5 (outbox):
+    "OutboxError",
 ]
 
 
@@ -476,6 +478,7 @@ _TIMEOUT = 10
 _THROTTLED = 12  # (Added in 0.3.)
 _BULKHEAD_FULL = 13
 _RATE_LIMITED = 14
+_OUTBOX = 17  # (Added in 0.5.)
 
 
 def _from_status(
@@ -498,6 +501,8 @@ def _from_status(
         return BulkheadFullError(message)
     if code == _RATE_LIMITED:
         return RateLimitedError(message)
+    if code == _OUTBOX:
+        return OutboxError(message)
     if code in (_TRANSPORT, _TIMEOUT, _DEADLINE_EXCEEDED):
         if code == _DEADLINE_EXCEEDED:
             cls: type[TransportError] = DeadlineExceeded
@@ -516,6 +521,20 @@ def _from_status(
             idempotency_key=idempotency_key,
         )
     return MulliganError(message)
+
+
+# --- The durable outbox (Added in 0.5.) --------------------------------------
+
+
+class OutboxError(MulliganError):
+    """The durable outbox (:class:`mulligan.Outbox`) could not do what was
+    asked: its SQLite file is read-only, the disk or the outbox's
+    ``max_size_bytes`` cap is full, the file is not an outbox, or a worker's
+    lease was lost to another worker. The message names the database file and
+    SQLite's own error text. An ``enqueue`` that raised this wrote nothing.
+
+    .. versionadded:: 0.5.0
+    """
 
 
 # --- Overload protection: adaptive throttling (Added in 0.3.) ---------------

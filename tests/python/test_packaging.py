@@ -109,6 +109,8 @@ PUBLIC_NAMES = [
     "Bulkhead", "BulkheadFullError", "RateLimitedError", "RateLimiter",
     # Added in 0.4 (metrics):
     "AdaptiveRate", "limits_snapshot",
+    # Added in 0.5 (outbox):
+    "Outbox", "OutboxAttempt", "OutboxEntry", "OutboxError", "OutboxStats",
 ]
 
 # Public modules besides the package itself.

@@ -21,6 +21,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kThrottled: return "throttled";
     case StatusCode::kBulkheadFull: return "bulkhead full";
     case StatusCode::kRateLimited: return "rate limited";
+    case StatusCode::kOutbox: return "outbox error";
   }
   return "unknown status";
 }

@@ -40,6 +40,7 @@ from .._redact import redact_url
 from .._telemetry.dashboard import start_dashboard
 from .config_check import check_main
 from .limits import add_limit_options, limit_kwargs
+from .outbox import add_outbox_parser, outbox_main
 
 __all__ = ["main"]
 
@@ -205,6 +206,7 @@ def _parser() -> argparse.ArgumentParser:
         "check", help="validate configuration files (exit 0 when every file is valid, 1 if not)"
     )
     check.add_argument("files", nargs="+", metavar="FILE")
+    add_outbox_parser(sub)  # (Added in 0.5.)
     return parser
 
 
@@ -249,6 +251,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         return check_main(list(args.files))
     if args.command == "dashboard":
         return _dashboard(args)
+    if args.command == "outbox":
+        return outbox_main(args)
     try:
         return _run(args)
     except _UsageError as e:

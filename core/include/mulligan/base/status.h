@@ -57,6 +57,13 @@ enum class StatusCode : int {
   // A rate limiter refused the call (the wait would exceed its max_wait or
   // the deadline). Never retried. (Added in 0.3.)
   kRateLimited = 14,
+  // 15 and 16 are reserved (state backend unavailable, hedging).
+  // The durable outbox could not do what was asked (outbox/outbox.h): the
+  // database file is read-only, the disk or the outbox's size cap is full,
+  // the file is not an outbox, or a worker's lease was lost. The message
+  // names the database file and SQLite's own error text; an entry whose
+  // Enqueue returned this status was not written. (Added in 0.5.)
+  kOutbox = 17,
 };
 
 // Returns static text naming `code` ("ok", "invalid argument", ...). Never null;
@@ -117,6 +124,11 @@ inline Status BulkheadFullError(std::string message) {
 // (Added in 0.3.)
 inline Status RateLimitedError(std::string message) {
   return Status(StatusCode::kRateLimited, std::move(message));
+}
+
+// (Added in 0.5.)
+inline Status OutboxError(std::string message) {
+  return Status(StatusCode::kOutbox, std::move(message));
 }
 
 inline bool IsInvalidArgument(const Status& s) { return s.code() == StatusCode::kInvalidArgument; }

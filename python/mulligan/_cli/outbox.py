@@ -1,0 +1,127 @@
+"""``mulligan outbox list|dead|retry|purge|stats DB``: inspects and repairs a
+durable outbox file (:class:`mulligan.Outbox`).
+
+- ``list DB [--state S] [--limit N] [--json]``: entries, oldest first.
+- ``dead DB [--limit N] [--json]``: the dead letters with their last attempt.
+- ``retry DB ID...``: makes dead entries due now (history kept).
+- ``purge DB --state done|dead``: deletes finished entries and their history.
+- ``stats DB [--json]``: depth, each state's count, the oldest live entry's
+  age, deliveries and dead letters.
+
+Exit codes: 0 done, 1 an entry given to ``retry`` is not dead or absent, or
+the file is not an outbox, 2 usage.
+
+.. versionadded:: 0.5.0
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from typing import Any, Optional, TextIO
+
+from .._errors import OutboxError
+from .._outbox import Outbox, OutboxEntry
+
+__all__ = ["add_outbox_parser", "outbox_main"]
+
+
+def add_outbox_parser(sub: Any) -> None:
+    """Adds ``outbox`` and its actions to the command's subparsers."""
+    o = sub.add_parser("outbox", help="inspect and repair a durable outbox file")
+    actions = o.add_subparsers(dest="outbox_command", metavar="ACTION")
+    actions.required = True
+    ls = actions.add_parser("list", help="list entries, oldest first")
+    ls.add_argument("db", metavar="DB")
+    ls.add_argument("--state", choices=("pending", "leased", "done", "dead"), default=None)
+    ls.add_argument("--limit", type=int, default=100)
+    ls.add_argument("--json", action="store_true", help="one JSON object per line")
+    dead = actions.add_parser("dead", help="list dead letters with their last attempt")
+    dead.add_argument("db", metavar="DB")
+    dead.add_argument("--limit", type=int, default=100)
+    dead.add_argument("--json", action="store_true", help="one JSON object per line")
+    retry = actions.add_parser("retry", help="make dead entries due now")
+    retry.add_argument("db", metavar="DB")
+    retry.add_argument("ids", nargs="+", type=int, metavar="ID")
+    purge = actions.add_parser("purge", help="delete done or dead entries")
+    purge.add_argument("db", metavar="DB")
+    purge.add_argument("--state", choices=("done", "dead"), required=True)
+    stats = actions.add_parser("stats", help="depth, ages and counts")
+    stats.add_argument("db", metavar="DB")
+    stats.add_argument("--json", action="store_true")
+
+
+def _target(e: OutboxEntry) -> str:
+    return f"{e.method} {e.url}" if e.kind == "http" else f"job {e.job}"
+
+
+def _row(e: OutboxEntry, now: float) -> str:
+    if e.state == "pending":
+        when = f"due in {max(0.0, e.next_attempt_at - now):.3f}s"
+    elif e.state == "leased":
+        when = f"leased by {e.lease_owner} for {max(0.0, e.lease_expires_at - now):.3f}s"
+    else:
+        when = e.stop_reason
+    return f"{e.id}\t{e.state}\t{e.attempts}\t{e.idempotency_key}\t{_target(e)}\t{when}"
+
+
+def _entry_json(e: OutboxEntry) -> dict[str, Any]:
+    d = dataclasses.asdict(e)
+    d["body"] = e.body.decode("utf-8", "replace")
+    d["payload"] = e.payload.decode("utf-8", "replace")
+    d["headers"] = [list(h) for h in e.headers]
+    return d
+
+
+def outbox_main(
+    args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None
+) -> int:
+    """Runs one ``mulligan outbox`` action; returns the exit code."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    if getattr(args, "limit", 1) < 1:
+        print("mulligan outbox: --limit must be >= 1", file=err)
+        return 2
+    try:
+        box = Outbox(args.db)
+    except (OutboxError, ValueError) as e:
+        print(f"mulligan outbox: {e}", file=err)
+        return 1
+    now = time.time()
+    action = args.outbox_command
+    if action in ("list", "dead"):
+        entries = box.list("dead" if action == "dead" else args.state, limit=args.limit)
+        for entry in entries:
+            last = box.history(entry.id)[-1:] if action == "dead" else []
+            if args.json:
+                d = _entry_json(entry)
+                if action == "dead":
+                    d["last_attempt"] = dataclasses.asdict(last[0]) if last else None
+                print(json.dumps(d, sort_keys=True), file=out)
+            else:
+                tail = f"\t{last[0].message}" if last else ""
+                print(_row(entry, now) + tail, file=out)
+        return 0
+    if action == "retry":
+        status = 0
+        for entry_id in args.ids:
+            try:
+                box.retry(entry_id)
+                print(f"{entry_id}\tpending", file=out)
+            except ValueError as e:
+                print(f"mulligan outbox retry: {e}", file=err)
+                status = 1
+        return status
+    if action == "purge":
+        print(f"purged {box.purge(args.state)} {args.state} entries", file=out)
+        return 0
+    s = box.stats()
+    if args.json:
+        print(json.dumps(dataclasses.asdict(s), sort_keys=True), file=out)
+    else:
+        for name, value in dataclasses.asdict(s).items():
+            print(f"{name}\t{value}", file=out)
+    return 0

@@ -1,0 +1,17 @@
+"""The durable outbox: :class:`mulligan.Outbox` (issue 21).
+
+A thin shell over the core's SQLite outbox (``_core.Outbox``,
+core/include/mulligan/outbox/outbox.h), which writes entries, leases them,
+records attempts and decides every retry time with the retry policy. This
+package only delivers: HTTP entries through :class:`mulligan.Client` (one
+attempt per lease, the entry's Idempotency-Key on every attempt) and jobs
+through the handlers registered by name.
+
+.. versionadded:: 0.5.0
+"""
+
+from __future__ import annotations
+
+from .outbox import Outbox, OutboxAttempt, OutboxEntry, OutboxStats
+
+__all__ = ["Outbox", "OutboxAttempt", "OutboxEntry", "OutboxStats"]

@@ -1,0 +1,586 @@
+"""``mulligan.Outbox``: calls that must eventually happen, kept in SQLite.
+
+Example::
+
+    box = mulligan.Outbox("outbox.db", policy={"attempts": 8, "max_delay": 300})
+    box.enqueue("POST", "https://hooks.example/paid", json={"order": 17})
+
+    @box.handler("send_email")
+    def send_email(payload: bytes, key: str) -> None: ...
+
+    box.enqueue_job("send_email", b"to=ann")
+    box.run_worker()          # blocks: delivers due entries until stopped
+
+An entry is written (fsync'ed, with ``sync="full"``) before its first attempt
+and keeps one Idempotency-Key for its whole life. A worker leases due entries
+for ``lease_timeout`` seconds (a visibility timeout): if it dies, the lease
+expires and another worker takes the entry. After a failed attempt the core
+decides the next attempt time with the policy (backoff and jitter,
+Retry-After), or dead-letters the entry with its attempt history.
+
+.. versionadded:: 0.5.0
+"""
+
+from __future__ import annotations
+
+import builtins
+import json as _json
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Union
+
+from .. import _core
+from . import async_worker as _async_worker
+from .._http.client import Client
+from .._errors import TransportError
+
+__all__ = ["Outbox", "OutboxAttempt", "OutboxEntry", "OutboxStats"]
+
+#: A job handler: called with the payload (bytes) and the entry's
+#: Idempotency-Key (str); returning means delivered, raising means this
+#: attempt failed (retried by the policy).
+JobHandler = Callable[[bytes, str], Any]
+
+# The keyword arguments of _core.RetryPolicy that an outbox policy may set.
+_POLICY_KEYS = frozenset(
+    {
+        "attempts",
+        "backoff",
+        "base_delay",
+        "multiplier",
+        "max_delay",
+        "jitter",
+        "jitter_fraction",
+        "deadline",
+        "attempt_timeout",
+        "retry_after_max",
+        "clamp_retry_after",
+        "respect_retry_after",
+        "retryable_statuses",
+        "seed",
+        "min_delay",
+    }
+)
+
+_STATES = ("pending", "leased", "done", "dead")
+
+
+@dataclass(frozen=True)
+class OutboxEntry:
+    """One entry as stored.
+
+    Attributes:
+        id: the entry's number (increasing in enqueue order).
+        kind: ``"http"`` or ``"job"``.
+        idempotency_key: the one key of the entry's whole life.
+        method, url, headers, body: the HTTP request (kind ``"http"``).
+        job, payload: the handler's name and the payload (kind ``"job"``).
+        state: ``"pending"``, ``"leased"``, ``"done"`` or ``"dead"``.
+        attempts: attempts recorded so far.
+        leases: times a worker leased it (more than attempts + 1 when a
+            worker died mid-delivery).
+        created_at, next_attempt_at, lease_expires_at, finished_at: Unix
+            seconds (the outbox's clock).
+        lease_owner: the worker holding it (state ``"leased"``).
+        stop_reason: ``"succeeded"``, or why it is dead
+            (``"attempts_exhausted"``, ``"terminal"``,
+            ``"retry_after_too_long"``, ``"deadline"``).
+    """
+
+    id: int
+    kind: str
+    idempotency_key: str
+    method: str
+    url: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    job: str
+    payload: bytes
+    state: str
+    attempts: int
+    leases: int
+    created_at: float
+    next_attempt_at: float
+    lease_owner: str
+    lease_expires_at: float
+    finished_at: float
+    stop_reason: str
+
+    @classmethod
+    def _of(cls, d: Mapping[str, Any]) -> OutboxEntry:
+        fields = dict(d)
+        fields["headers"] = tuple(tuple(h) for h in fields["headers"])
+        return cls(**fields)
+
+
+@dataclass(frozen=True)
+class OutboxAttempt:
+    """One recorded attempt of an entry.
+
+    Attributes:
+        attempt: 1 for the first.
+        at: when it was recorded (Unix seconds).
+        http_status: the response's status, or 0.
+        error: the failure's kind (``"none"``, ``"connection_refused"``, ...).
+        classification: ``"success"``, ``"retryable"`` or ``"terminal"``.
+        message: what the worker said (``"HTTP 503"``, the exception text).
+        delay: the wait decided after it, in seconds (0 when it ended the
+            entry).
+    """
+
+    attempt: int
+    at: float
+    http_status: int
+    error: str
+    classification: str
+    message: str
+    delay: float
+
+
+@dataclass(frozen=True)
+class OutboxStats:
+    """Counts for metrics: ``depth`` (pending + leased), each state's count,
+    ``oldest_age`` (seconds since the oldest live entry was enqueued, 0 when
+    none), and ``deliveries`` / ``dead_letters`` since the file was made."""
+
+    depth: int
+    pending: int
+    leased: int
+    done: int
+    dead: int
+    oldest_age: float
+    deliveries: int
+    dead_letters: int
+
+
+def _bytes(value: Union[bytes, bytearray, memoryview, str, None], field: str) -> bytes:
+    if value is None:
+        return b""
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"mulligan.Outbox: {field} must be bytes or str, got {type(value).__name__}")
+
+
+def _key(value: Optional[str]) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not value:
+        raise ValueError("mulligan.Outbox: idempotency_key must be a non-empty str or None")
+    return value
+
+
+def _http_item(
+    method: str,
+    url: str,
+    headers: Union[Mapping[str, str], Iterable[tuple[str, str]], None],
+    body: Union[bytes, bytearray, memoryview, str, None],
+    json: Any,
+    idempotency_key: Optional[str],
+) -> tuple[str, str, str, list[tuple[str, str]], bytes, str, bytes, str]:
+    """The _core form of an HTTP entry: (kind, method, url, headers, body,
+    job, payload, key)."""
+    pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers or [])
+    if json is not None:
+        if body is not None:
+            raise ValueError("mulligan.Outbox.enqueue: give body or json, not both")
+        body = _json.dumps(json, separators=(",", ":"))
+        if not any(k.lower() == "content-type" for k, _ in pairs):
+            pairs.append(("Content-Type", "application/json"))
+    return ("http", method, url, pairs, _bytes(body, "body"), "", b"", _key(idempotency_key))
+
+
+class Outbox:
+    """A durable queue of HTTP requests and jobs in an SQLite file.
+
+    Args:
+        path: the database file (created when absent).
+        policy: the retry policy as a mapping of ``mulligan.Client``-style
+            options: ``attempts`` (default 3, counted across restarts),
+            ``backoff``, ``base_delay`` (0.2 s), ``multiplier``,
+            ``max_delay`` (10 s), ``jitter`` ("full"), ``jitter_fraction``,
+            ``seed``, ``min_delay``, ``retry_after_max`` (60 s),
+            ``clamp_retry_after``, ``respect_retry_after``,
+            ``retryable_statuses``, ``deadline`` (seconds: an entry older
+            than this is dead-lettered rather than retried) and
+            ``attempt_timeout`` (the bound on one delivery; default 30 s).
+        sync: ``"full"`` (default: every commit is fsync'ed before the call
+            returns, so an enqueued entry survives a power loss) or
+            ``"normal"`` (survives a crash of the process; the last commits
+            may be lost on power loss).
+        busy_timeout: seconds a write waits for another process's
+            transaction (default 5).
+        lease_timeout: the visibility timeout, in seconds (default 30): a
+            worker that has not finished an entry by then loses it to the
+            next worker's lease.
+        max_size_bytes: a cap on the file's size (0: none); an enqueue past
+            it raises :class:`mulligan.OutboxError` like a full disk.
+        clock: an object with ``monotonic()`` and ``sleep(seconds)``, such
+            as :class:`mulligan.testing.FakeClock`, whose readings are the
+            outbox's Unix seconds; default ``time.time`` and ``time.sleep``.
+
+    Raises:
+        ValueError: a bad option (the message names it).
+        mulligan.OutboxError: the file cannot be opened or is not an outbox.
+
+    Thread-safety: one Outbox may be shared by threads (the core serializes
+    its SQLite connection); several processes may open the same file.
+
+    .. versionadded:: 0.5.0
+    """
+
+    def __init__(
+        self,
+        path: Union[str, os.PathLike[str]],
+        *,
+        policy: Optional[Mapping[str, Any]] = None,
+        sync: str = "full",
+        busy_timeout: float = 5.0,
+        lease_timeout: float = 30.0,
+        max_size_bytes: int = 0,
+        clock: Any = None,
+    ) -> None:
+        given = dict(policy or {})
+        unknown = sorted(set(given) - _POLICY_KEYS)
+        if unknown:
+            raise ValueError(
+                f"mulligan.Outbox: unknown policy option {unknown[0]!r} "
+                f"(known: {', '.join(sorted(_POLICY_KEYS))})"
+            )
+        self._attempt_timeout = given.get("attempt_timeout", 30.0)
+        self._policy = _core.RetryPolicy(**given)
+        self._box = _core.Outbox(
+            os.fspath(path),
+            self._policy,
+            sync=sync,
+            busy_timeout=float(busy_timeout),
+            lease_timeout=float(lease_timeout),
+            max_size_bytes=int(max_size_bytes),
+        )
+        self.path = os.fspath(path)
+        self._now: Callable[[], float] = clock.monotonic if clock is not None else time.time
+        self._sleep: Callable[[float], Any] = clock.sleep if clock is not None else time.sleep
+        self._handlers: dict[str, JobHandler] = {}
+        self._client: Optional[Client] = None
+        self._aclient: Any = None  # the asyncio worker's AsyncClient
+        self._clock = clock
+        self._lock = threading.Lock()
+
+    # --- enqueue ------------------------------------------------------------
+
+    def enqueue(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Union[Mapping[str, str], Iterable[tuple[str, str]], None] = None,
+        body: Union[bytes, bytearray, memoryview, str, None] = None,
+        json: Any = None,
+        idempotency_key: Optional[str] = None,
+    ) -> OutboxEntry:
+        """Writes an HTTP request to deliver, before any attempt.
+
+        Args:
+            method: the HTTP method (``"POST"``).
+            url: an absolute http:// or https:// URL.
+            headers: a mapping or pairs (no Idempotency-Key: the entry's own
+                key is sent).
+            body: the body (str is sent as UTF-8). Not with ``json``.
+            json: a value sent as a JSON body with ``Content-Type:
+                application/json`` (unless headers set one).
+            idempotency_key: the entry's key; default a fresh UUID v4.
+
+        Returns:
+            The stored :class:`OutboxEntry` (its id and key).
+
+        Raises:
+            ValueError: a bad method, URL, header or key, or a key already
+                in the outbox.
+            mulligan.OutboxError: the entry could not be written (read-only
+                file, full disk or size cap); nothing was written.
+        """
+        item = _http_item(method, url, headers, body, json, idempotency_key)
+        d = self._box.enqueue_http(item[1], item[2], item[3], item[4], item[7], self._now())
+        return OutboxEntry._of(d)
+
+    def enqueue_many(self, entries: Iterable[Mapping[str, Any]]) -> builtins.list[OutboxEntry]:
+        """Writes several entries in one transaction (one fsync with
+        ``sync="full"``), all or none.
+
+        Args:
+            entries: mappings of :meth:`enqueue`'s arguments (``method``,
+                ``url``, and optionally ``headers``, ``body``, ``json``,
+                ``idempotency_key``) or of :meth:`enqueue_job`'s (``job``,
+                optionally ``payload``, ``idempotency_key``).
+
+        Returns:
+            The stored entries, in the order given.
+
+        Raises:
+            ValueError: a bad entry, or a key already there or given twice
+                (nothing is written).
+            mulligan.OutboxError: as :meth:`enqueue` (nothing is written).
+        """
+        items: builtins.list[tuple[str, str, str, builtins.list[tuple[str, str]], bytes, str, bytes, str]] = []
+        for e in entries:
+            if "job" in e:
+                unknown = set(e) - {"job", "payload", "idempotency_key"}
+                if unknown:
+                    raise ValueError(f"mulligan.Outbox.enqueue_many: unknown job field {sorted(unknown)[0]!r}")
+                items.append(("job", "", "", [], b"", e["job"], _bytes(e.get("payload"), "payload"),
+                              _key(e.get("idempotency_key"))))
+            else:
+                unknown = set(e) - {"method", "url", "headers", "body", "json", "idempotency_key"}
+                if unknown or "method" not in e or "url" not in e:
+                    raise ValueError(
+                        "mulligan.Outbox.enqueue_many: an HTTP entry needs method and url and "
+                        "takes headers, body, json and idempotency_key"
+                    )
+                items.append(_http_item(e["method"], e["url"], e.get("headers"), e.get("body"),
+                                        e.get("json"), e.get("idempotency_key")))
+        return [OutboxEntry._of(d) for d in self._box.enqueue_many(items, self._now())]
+
+    def enqueue_job(
+        self,
+        job: str,
+        payload: Union[bytes, bytearray, memoryview, str, None] = None,
+        *,
+        idempotency_key: Optional[str] = None,
+    ) -> OutboxEntry:
+        """Writes a named job (run by the handler registered under ``job``).
+
+        Raises the same errors as :meth:`enqueue`.
+        """
+        d = self._box.enqueue_job(job, _bytes(payload, "payload"), _key(idempotency_key), self._now())
+        return OutboxEntry._of(d)
+
+    # --- handlers -----------------------------------------------------------
+
+    def register(self, job: str, handler: JobHandler) -> None:
+        """Registers ``handler(payload, idempotency_key)`` for jobs named
+        ``job`` (replacing any earlier one). A handler that returns has
+        delivered; one that raises an Exception failed this attempt."""
+        if not job:
+            raise ValueError("mulligan.Outbox.register: job must not be empty")
+        if not callable(handler):
+            raise TypeError("mulligan.Outbox.register: handler must be callable")
+        self._handlers[job] = handler
+
+    def handler(self, job: str) -> Callable[[JobHandler], JobHandler]:
+        """Decorator form of :meth:`register`."""
+
+        def decorate(fn: JobHandler) -> JobHandler:
+            self.register(job, fn)
+            return fn
+
+        return decorate
+
+    # --- delivery -----------------------------------------------------------
+
+    def deliver_due(self, *, worker: Optional[str] = None, batch: int = 16) -> int:
+        """Leases up to ``batch`` due entries and delivers each once.
+
+        Returns:
+            How many entries were leased (delivered or failed).
+        """
+        name = worker or f"{socket.gethostname()}:{os.getpid()}"
+        leases = self._box.lease(name, batch, self._now())
+        # Group commit: the batch's successes are recorded in one transaction
+        # (one fsync with sync="full") after the batch; a failure is recorded
+        # at once. A worker that dies before the commit has its batch's
+        # successes delivered again, with the same keys (at least once).
+        successes: list[tuple[Any, int]] = []
+        try:
+            for lease in leases:
+                self._deliver(lease, successes)
+        finally:
+            if successes:
+                self._box.complete_many(successes, self._now())
+        return len(leases)
+
+    def run_worker(
+        self,
+        *,
+        worker: Optional[str] = None,
+        batch: int = 16,
+        poll_interval: float = 0.5,
+        stop: Optional[threading.Event] = None,
+        until_idle: bool = False,
+    ) -> int:
+        """Delivers due entries until ``stop`` is set (or, with
+        ``until_idle``, until no entry is pending or leased), waiting
+        ``poll_interval`` seconds (through the clock) when nothing is due.
+
+        Returns:
+            How many entries were leased in all.
+        """
+        total = 0
+        while stop is None or not stop.is_set():
+            n = self.deliver_due(worker=worker, batch=batch)
+            total += n
+            if n:
+                continue
+            if until_idle and self.stats().depth == 0:
+                break
+            if stop is not None and self._clock is None:
+                stop.wait(poll_interval)  # wakes at once when stop is set
+            else:
+                self._sleep(poll_interval)
+        return total
+
+    def _deliver(self, lease: Any, successes: list[tuple[Any, int]]) -> None:
+        entry = lease.entry
+        if entry["kind"] == "http":
+            self._deliver_http(lease, entry, successes)
+        else:
+            self._deliver_job(lease, entry, successes)
+
+    def _http_client(self) -> Client:
+        with self._lock:
+            if self._client is None:
+                # One attempt per lease: the outbox owns the retries, across
+                # restarts; no budget or breaker of the client's own.
+                self._client = Client(attempts=1, timeout=self._attempt_timeout, budget=None)
+            return self._client
+
+    def _deliver_http(
+        self, lease: Any, entry: Mapping[str, Any], successes: list[tuple[Any, int]]
+    ) -> None:
+        try:
+            response = self._http_client().request(
+                entry["method"],
+                entry["url"],
+                headers=list(entry["headers"]),
+                data=entry["body"],
+                idempotency_key=entry["idempotency_key"],
+            )
+        except TransportError as e:
+            self._record_transport(lease, e)
+            return
+        self._record_response(
+            lease, response.status_code, response.headers.get("Retry-After"), successes
+        )
+
+    def _record_transport(self, lease: Any, e: TransportError) -> None:
+        kind = getattr(_core.ErrorKind, str(e.kind).upper(), _core.ErrorKind.TRANSPORT)
+        self._box.fail(lease, _core.Outcome.transport(kind), str(e), self._now())
+
+    def _record_response(
+        self,
+        lease: Any,
+        status: int,
+        retry_after: Optional[str],
+        successes: Optional[list[tuple[Any, int]]] = None,
+    ) -> None:
+        """Records a response: a success joins ``successes`` (the batch's
+        group commit), or is completed at once without a list; a failure is
+        recorded at once, the core deciding its next attempt."""
+        now = self._now()
+        outcome = _core.http_response_outcome(status, retry_after, True, now)
+        if self._policy.classify(outcome) != _core.Classification.SUCCESS:
+            self._box.fail(lease, outcome, f"HTTP {status}", now, status)
+        elif successes is not None:
+            successes.append((lease, status))
+        else:
+            self._box.complete(lease, now, status)
+
+    def _deliver_job(
+        self, lease: Any, entry: Mapping[str, Any], successes: list[tuple[Any, int]]
+    ) -> None:
+        handler = self._handlers.get(entry["job"])
+        if handler is None:
+            self._record_job_failure(lease, None)
+            return
+        try:
+            handler(entry["payload"], entry["idempotency_key"])
+        except Exception as e:  # noqa: BLE001 - any failure of the handler is this attempt's
+            self._record_job_failure(lease, e)
+            return
+        successes.append((lease, 0))
+
+    def _record_job_failure(self, lease: Any, e: Optional[Exception]) -> None:
+        if e is None:
+            message = f"no handler registered for job {lease.entry['job']!r}"
+        else:
+            message = f"{type(e).__name__}: {e}"
+        self._box.fail(lease, _core.Outcome.failure(True), message, self._now())
+
+    # --- asyncio ------------------------------------------------------------
+
+    async def adeliver_due(self, *, worker: Optional[str] = None, batch: int = 16) -> int:
+        """The coroutine form of :meth:`deliver_due`: HTTP entries go through
+        :class:`mulligan.AsyncClient` (one per worker, closed by
+        :meth:`aclose`), coroutine job handlers are awaited, and the database
+        calls run in the loop's default executor, so the loop never blocks
+        on SQLite's fsync."""
+        return await _async_worker.deliver_due(self, worker=worker, batch=batch)
+
+    async def arun_worker(
+        self,
+        *,
+        worker: Optional[str] = None,
+        batch: int = 16,
+        poll_interval: float = 0.5,
+        until_idle: bool = False,
+    ) -> int:
+        """The coroutine form of :meth:`run_worker`: waits with
+        ``asyncio.sleep`` (cancellation stops it; a cancelled delivery's
+        lease simply expires), or through the clock when one was given.
+        Returns how many entries were leased in all."""
+        return await _async_worker.run_worker(
+            self, worker=worker, batch=batch, poll_interval=poll_interval, until_idle=until_idle
+        )
+
+    async def aclose(self) -> None:
+        """Closes the asyncio worker's AsyncClient and the blocking one."""
+        await _async_worker.close(self)
+        self.close()
+
+    # --- inspection and repair ------------------------------------------------
+
+    def get(self, entry_id: int) -> OutboxEntry:
+        """Returns entry ``entry_id``. ValueError when there is none."""
+        return OutboxEntry._of(self._box.get(entry_id))
+
+    def list(self, state: Optional[str] = None, *, limit: int = 100) -> builtins.list[OutboxEntry]:
+        """Returns up to ``limit`` entries, oldest first; only those in
+        ``state`` (one of pending, leased, done, dead) when given."""
+        if state is not None and state not in _STATES:
+            raise ValueError(f"mulligan.Outbox.list: state must be one of {', '.join(_STATES)}, got {state!r}")
+        return [OutboxEntry._of(d) for d in self._box.list(state, limit)]
+
+    def history(self, entry_id: int) -> builtins.list[OutboxAttempt]:
+        """Returns the attempts of entry ``entry_id``, first first."""
+        return [OutboxAttempt(**d) for d in self._box.history(entry_id)]
+
+    def stats(self) -> OutboxStats:
+        """Returns the queue's counts now (see :class:`OutboxStats`)."""
+        return OutboxStats(**self._box.stats(self._now()))
+
+    def retry(self, entry_id: int) -> None:
+        """Makes dead entry ``entry_id`` due now, with a fresh attempt budget
+        (its history kept). ValueError when it is not dead."""
+        self._box.retry(entry_id, self._now())
+
+    def purge(self, state: str) -> int:
+        """Deletes the ``"done"`` or ``"dead"`` entries and their history;
+        returns how many. ValueError for any other state."""
+        return int(self._box.purge(state))
+
+    def close(self) -> None:
+        """Closes the HTTP client (the database closes with the object)."""
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    def __enter__(self) -> Outbox:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

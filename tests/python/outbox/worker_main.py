@@ -1,0 +1,22 @@
+"""A worker process for test_outbox_crash.py: delivers the outbox at
+argv[1] (lease_timeout argv[2] seconds) until nothing is pending or leased.
+Run as ``python worker_main.py PATH LEASE_TIMEOUT``; killed with SIGKILL by
+the test mid-delivery, then started again."""
+
+from __future__ import annotations
+
+import sys
+
+import mulligan
+
+
+def main() -> int:
+    path, lease_timeout = sys.argv[1], float(sys.argv[2])
+    box = mulligan.Outbox(path, lease_timeout=lease_timeout, policy={"attempts": 5})
+    box.run_worker(worker=f"worker-{sys.argv[3]}", batch=1, poll_interval=0.05, until_idle=True)
+    box.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
