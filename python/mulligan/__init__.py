@@ -61,6 +61,7 @@ from ._breaker.events import BreakerCallEvent, BreakerTrip
 from ._breaker.registry import BreakerRegistry, breakers, circuit_breaker
 from ._limits import Bulkhead, RateLimiter  # (0.3)
 from ._limits.adaptive import AdaptiveRate  # (0.4)
+from ._hedging import hedge  # (0.5)
 from ._telemetry.metrics import (
     RetryStatus,
     add_event_listener,
@@ -90,6 +91,7 @@ from ._budget import AdaptiveThrottle, RetryBudget
 from . import stop, testing, wait
 
 __all__ = [
+    "hedge",
     "AsyncClient",
     "Attempt",
     "AttemptOutcome",

@@ -109,6 +109,7 @@ PUBLIC_NAMES = [
     "Bulkhead", "BulkheadFullError", "RateLimitedError", "RateLimiter",
     # Added in 0.4 (metrics):
     "AdaptiveRate", "limits_snapshot",
+    "hedge",  # (0.5)
 ]
 
 # Public modules besides the package itself.
