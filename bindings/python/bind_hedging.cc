@@ -13,6 +13,7 @@
 // exceptions into Outcomes. `now` is a monotonic reading in seconds (the
 // event loop's time()); durations cross as float seconds. Nothing here
 // blocks; the GIL is held throughout.
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -126,6 +127,14 @@ void BindHedgedCall(py::module_& m) {
           [](const PyHedgedCall& c) {
             return c.call.breaker() != nullptr ? Utf8(c.call.breaker()->name()) : py::str("");
           })
+      .def_property_readonly(
+          "retry_in",
+          [](const PyHedgedCall& c) {
+            const Duration d = c.call.refusal_retry_in();
+            return d == Duration::max() ? std::numeric_limits<double>::infinity()
+                                        : DurationToSeconds(d);
+          },
+          "After a breaker refusal: seconds until it admits a probe (inf: forced open).")
       .def_property_readonly(
           "refusal_message",
           [](const PyHedgedCall& c) { return Utf8(c.call.RefusalStatus().message()); });

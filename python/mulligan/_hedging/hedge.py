@@ -126,7 +126,7 @@ async def _run(h: _Hedged, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any
             if call.finished:
                 break
         if call.started == 0:
-            raise _circuit_open(call.breaker_name, 0.0, call.refusal_message)
+            raise _circuit_open(call.breaker_name, call.retry_in, call.refusal_message)
         assert last_exc is not None
         raise last_exc
     finally:

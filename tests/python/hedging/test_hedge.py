@@ -153,8 +153,9 @@ def test_open_breaker_refuses_the_first_copy() -> None:
     breaker.force_open()
     svc = Service([(0.1, "a")])
     fn = mulligan.hedge(max_attempts=2, delay=0.1, breaker=breaker, report_metrics=False)(svc.__call__)
-    with pytest.raises(mulligan.CircuitOpenError):
+    with pytest.raises(mulligan.CircuitOpenError) as raised:
         run(fn())
+    assert raised.value.retry_in == float("inf")  # forced open
     assert svc.starts == []
 
 

@@ -247,6 +247,10 @@ class HedgedCall {
   // kCircuitOpen after the first copy was refused by the breaker; OK
   // otherwise.
   Status RefusalStatus() const;
+  // After a breaker refusal (of any copy): the time from that Admit's `now`
+  // until the breaker admits a probe (Duration::max() when forced open);
+  // zero otherwise.
+  Duration refusal_retry_in() const { return refused_retry_in_; }
 
   // Copies started, running (started and neither recorded nor cancelled),
   // and cancelled so far.
