@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from typing import Any, Awaitable, Callable, Optional, TypeVar, Union
+from typing import Any, Callable, Coroutine, Optional, TypeVar, Union
 
 from .. import _core, _validate
 from .._errors import _circuit_open
@@ -29,7 +29,7 @@ __all__ = ["hedge"]
 _OWNER = "mulligan.hedge"
 _NEVER_CLASSIFIED = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
 
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+F = TypeVar("F", bound=Callable[..., Coroutine[Any, Any, Any]])
 
 
 def _exception_types(value: Any) -> tuple[type[BaseException], ...]:
@@ -43,10 +43,10 @@ def _exception_types(value: Any) -> tuple[type[BaseException], ...]:
 class _Hedged:
     """The compiled options of one decorated function (immutable)."""
 
-    def __init__(self, fn: Callable[..., Awaitable[Any]], o: dict[str, Any]) -> None:
+    def __init__(self, fn: Callable[..., Coroutine[Any, Any, Any]], o: dict[str, Any]) -> None:
         self.fn = fn
-        self.name: str = _validate.name_or_none(_OWNER, "name", o["name"]) or getattr(
-            fn, "__qualname__", "hedged"
+        self.name: str = _validate.name_or_none(_OWNER, "name", o["name"]) or str(
+            getattr(fn, "__qualname__", "hedged")
         )
         self.on = _exception_types(o["on"])
         self.key_arg: Optional[str] = _validate.name_or_none(_OWNER, "key_arg", o["key_arg"])
