@@ -218,6 +218,10 @@ void BindFakeClock(py::module_& m) {
 
 }  // namespace
 
+const Pipeline& PipelineOf(py::handle core_pipeline) {
+  return core_pipeline.cast<const PyPipeline&>().pipeline;
+}
+
 void BindPipeline(py::module_& m) {
   BindPipelineClass(m);
   BindCallClass(m);

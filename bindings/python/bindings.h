@@ -18,6 +18,7 @@
 #include "mulligan/base/clock.h"
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/http/client.h"
+#include "mulligan/pipeline/pipeline.h"
 #include "mulligan/base/status.h"
 
 namespace mulligan {
@@ -43,6 +44,7 @@ void BindLimits(py::module_& m);  // bind_limits.cc (Added in 0.3.)
 void BindAdaptiveRate(py::module_& m);  // bind_adaptive_rate.cc (Added in 0.4.)
 void BindAdapter(py::module_& m);
 void BindOutbox(py::module_& m);  // bind_outbox.cc (Added in 0.5.)
+void BindHedging(py::module_& m);  // bind_hedging.cc (Added in 0.5.)
 
 // The one Status -> Python exception helper. Builds the exception with
 // mulligan._errors._from_status (imported at call time, so _errors never needs
@@ -81,6 +83,10 @@ WallTime UnixToWallTime(double now_unix);
 // Returns the core breaker of a _core.CircuitBreaker object (shared: the
 // caller keeps it alive). Raises TypeError for anything else.
 std::shared_ptr<CircuitBreaker> BreakerOf(py::handle core_breaker);
+// Returns the pipeline of a _core.Pipeline object (the caller keeps the
+// object alive). Raises TypeError (pybind11's cast error) for anything else.
+// (Added in 0.5.)
+const Pipeline& PipelineOf(py::handle core_pipeline);
 // Returns the breaker options of a dict holding every keyword argument of
 // _core.CircuitBreaker but the name (mulligan.BreakerConfig.breaker_kwargs(),
 // durations in seconds; "window" None or "none" for no window). Raises

@@ -18,6 +18,7 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindMetrics(m);
   mulligan::python::BindIdempotency(m);
   mulligan::python::BindPipeline(m);
+  mulligan::python::BindHedging(m);
   mulligan::python::BindRedact(m);
   mulligan::python::BindBudget(m);
   mulligan::python::BindLimits(m);  // (Added in 0.3.)

@@ -63,6 +63,7 @@ from ._limits import Bulkhead, RateLimiter  # (0.3)
 from ._limits.adaptive import AdaptiveRate  # (0.4)
 from ._errors import OutboxError  # (0.5)
 from ._outbox import Outbox, OutboxAttempt, OutboxEntry, OutboxStats  # (0.5)
+from ._hedging import hedge  # (0.5)
 from ._telemetry.metrics import (
     RetryStatus,
     add_event_listener,
@@ -92,6 +93,7 @@ from ._budget import AdaptiveThrottle, RetryBudget
 from . import stop, testing, wait
 
 __all__ = [
+    "hedge",
     "AsyncClient",
     "Attempt",
     "AttemptOutcome",

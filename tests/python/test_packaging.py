@@ -111,6 +111,7 @@ PUBLIC_NAMES = [
     "AdaptiveRate", "limits_snapshot",
     # Added in 0.5 (outbox):
     "Outbox", "OutboxAttempt", "OutboxEntry", "OutboxError", "OutboxStats",
+    "hedge",  # (0.5)
 ]
 
 # Public modules besides the package itself.

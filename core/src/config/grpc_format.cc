@@ -216,7 +216,8 @@ void ReadMethodConfigFields(Context& ctx, const std::string& path, const json::o
                key == "maxResponseMessageBytes") {
       // Transport settings with no retry meaning.
     } else if (key == "hedgingPolicy") {
-      ctx.Warn(p, "ignored (mulligan does not hedge)");
+      ctx.Warn(p, "ignored (the config loader does not map hedgingPolicy yet; hedge with "
+                  "mulligan::HedgingPolicy or @mulligan.hedge)");
     } else {
       ctx.Error(p, "unknown field; expected one of: name, retryPolicy, timeout, "
                    "waitForReady, maxRequestMessageBytes, maxResponseMessageBytes, "

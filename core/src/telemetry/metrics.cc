@@ -105,6 +105,9 @@ struct Metrics::Shard {
   std::atomic<uint64_t> fallbacks{0};
   std::atomic<uint64_t> short_circuits{0};
   std::array<std::atomic<uint64_t>, kRejectionReasonCount> rejections{};
+  std::atomic<uint64_t> hedges{0};
+  std::atomic<uint64_t> hedges_won{0};
+  std::atomic<uint64_t> hedge_cancelled{0};
   std::array<std::atomic<uint64_t>, kSecondsBounds.size() + 1> duration_buckets{};
   std::atomic<uint64_t> duration_sum_ns{0};
   std::array<std::atomic<uint64_t>, kSecondsBounds.size() + 1> delay_buckets{};
@@ -252,6 +255,14 @@ void Metrics::FallbackUsed() {
   Emit(event);
 }
 
+void Metrics::HedgeStarted() { Bump(LocalShard().hedges); }
+
+void Metrics::HedgeWon() { Bump(LocalShard().hedges_won); }
+
+void Metrics::HedgesCancelled(uint64_t count) {
+  if (count > 0) Bump(LocalShard().hedge_cancelled, count);
+}
+
 void Metrics::BreakerTransitioned(BreakerState from, BreakerState to, const char* reason) {
   const auto f = static_cast<size_t>(from), t = static_cast<size_t>(to);
   if (f < 6 && t < 6) transitions_[f][t].fetch_add(1, std::memory_order_relaxed);
@@ -299,6 +310,9 @@ MetricsSnapshot Metrics::Snapshot() const {
     s.failures += shard->failures.load(r);
     s.fallbacks += shard->fallbacks.load(r);
     s.short_circuits += shard->short_circuits.load(r);
+    s.hedges += shard->hedges.load(r);
+    s.hedges_won += shard->hedges_won.load(r);
+    s.hedge_cancelled += shard->hedge_cancelled.load(r);
     for (int i = 0; i < kRejectionReasonCount; ++i) {
       s.rejections_by_reason[i] += shard->rejections[i].load(r);
     }
@@ -544,6 +558,14 @@ std::string MetricsRegistry::ToPrometheus(TimePoint now) const {
           [](auto& s) { return s.fallbacks; });
   counter("mulligan_short_circuits_total", "Attempts refused by an open circuit breaker.",
           [](auto& s) { return s.short_circuits; });
+  counter("mulligan_hedges_total",
+          "Extra copies started by hedged calls (gRPC A96 grpc.client.call.hedges).",
+          [](auto& s) { return s.hedges; });
+  counter("mulligan_hedges_won_total", "Hedged calls won by an extra copy.",
+          [](auto& s) { return s.hedges_won; });
+  counter("mulligan_hedge_cancelled_total",
+          "Running copies of hedged calls cancelled (another copy won or failed fatally).",
+          [](auto& s) { return s.hedge_cancelled; });
   out += "# HELP mulligan_breaker_transitions_total Circuit breaker state changes.\n";
   out += "# TYPE mulligan_breaker_transitions_total counter\n";
   for (const MetricsSnapshot& s : all) {

@@ -118,6 +118,9 @@ std::string MetricsRegistry::ToJson(TimePoint now) const {
     o["failures"] = s.failures;
     o["fallbacks"] = s.fallbacks;
     o["short_circuits"] = s.short_circuits;
+    o["hedges"] = s.hedges;
+    o["hedges_won"] = s.hedges_won;
+    o["hedge_cancelled"] = s.hedge_cancelled;
     boost::json::object rejected;
     for (int i = 0; i < kRejectionReasonCount; ++i) {
       rejected[RejectionReasonName(static_cast<RejectionReason>(i))] = s.rejections_by_reason[i];

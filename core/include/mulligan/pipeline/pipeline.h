@@ -170,6 +170,7 @@ class Pipeline {
 
  private:
   friend class Call;
+  friend class HedgedCall;  // hedging/hedging.h: the call's metrics (Added in 0.5.)
   // Returns the metrics of a call keyed `key` (null when not reporting).
   Metrics* MetricsFor(std::string_view key) const;
 

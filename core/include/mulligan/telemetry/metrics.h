@@ -25,6 +25,11 @@
 //                retry the retry budget refused), throttled (adaptive
 //                throttling), bulkhead_full, rate_limited (0.4). Counted in
 //                CallFailed from the stop reason: no extra engine call.
+//   hedges       extra copies started by hedged calls (copies after the
+//                first; gRPC A96's grpc.client.call.hedges counts the same
+//                thing per call), hedges_won (calls won by such an extra
+//                copy) and hedge_cancelled (running copies cancelled because
+//                another copy won or failed fatally). (Added in 0.5.)
 //
 // Overload primitives (0.4): the retry budgets, adaptive throttles,
 // bulkheads and rate limiters a pipeline uses are tracked by the registry
@@ -163,6 +168,11 @@ struct MetricsSnapshot {
   uint64_t short_circuits = 0;
   // Calls ended by an overload refusal, indexed by RejectionReason. (0.4)
   std::array<uint64_t, kRejectionReasonCount> rejections_by_reason{};
+  // Hedged calls (hedging/hedging.h; Added in 0.5.): extra copies started,
+  // calls won by an extra copy, copies cancelled.
+  uint64_t hedges = 0;
+  uint64_t hedges_won = 0;
+  uint64_t hedge_cancelled = 0;
   // transitions[from][to], indexed by BreakerState values.
   std::array<std::array<uint64_t, 6>, 6> transitions{};
   // Transitions into kOpen from any state.
@@ -283,6 +293,11 @@ class Metrics {
   void UntimedFirstAttemptSuccesses(uint64_t count);
   // A fallback answered a failed call (call CallFailed too).
   void FallbackUsed();
+  // Hedging (Added in 0.5.): an extra copy (copy 2 or later) started; a call
+  // was won by an extra copy; `count` running copies were cancelled.
+  void HedgeStarted();
+  void HedgeWon();
+  void HedgesCancelled(uint64_t count);
   // A breaker reporting under this name changed state.
   void BreakerTransitioned(BreakerState from, BreakerState to, const char* reason);
   // Records the current breaker state (a gauge), without a transition.
