@@ -21,6 +21,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kThrottled: return "throttled";
     case StatusCode::kBulkheadFull: return "bulkhead full";
     case StatusCode::kRateLimited: return "rate limited";
+    case StatusCode::kStateUnavailable: return "state backend unavailable";
   }
   return "unknown status";
 }

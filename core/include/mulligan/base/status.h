@@ -57,6 +57,12 @@ enum class StatusCode : int {
   // A rate limiter refused the call (the wait would exceed its max_wait or
   // the deadline). Never retried. (Added in 0.3.)
   kRateLimited = 14,
+  // A state backend (Redis) could not be reached, timed out, or failed a
+  // command, and the operation failed closed instead of guessing: nothing was
+  // decided and no handler may run. The HTTP middleware answers 503 with
+  // Retry-After. Retrying later (after the backend's reconnect backoff) may
+  // succeed. (Added in 0.5.)
+  kStateUnavailable = 15,
 };
 
 // Returns static text naming `code` ("ok", "invalid argument", ...). Never null;
@@ -119,12 +125,21 @@ inline Status RateLimitedError(std::string message) {
   return Status(StatusCode::kRateLimited, std::move(message));
 }
 
+// (Added in 0.5.)
+inline Status StateUnavailableError(std::string message) {
+  return Status(StatusCode::kStateUnavailable, std::move(message));
+}
+
 inline bool IsInvalidArgument(const Status& s) { return s.code() == StatusCode::kInvalidArgument; }
 inline bool IsTransport(const Status& s) { return s.code() == StatusCode::kTransport; }
 inline bool IsTimeout(const Status& s) { return s.code() == StatusCode::kTimeout; }
 inline bool IsCircuitOpen(const Status& s) { return s.code() == StatusCode::kCircuitOpen; }
 inline bool IsDeadlineExceeded(const Status& s) {
   return s.code() == StatusCode::kDeadlineExceeded;
+}
+// (Added in 0.5.)
+inline bool IsStateUnavailable(const Status& s) {
+  return s.code() == StatusCode::kStateUnavailable;
 }
 
 // Either a value of type T or a non-OK Status.
