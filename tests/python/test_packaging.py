@@ -109,6 +109,8 @@ PUBLIC_NAMES = [
     "Bulkhead", "BulkheadFullError", "RateLimitedError", "RateLimiter",
     # Added in 0.4 (metrics):
     "AdaptiveRate", "limits_snapshot",
+    # Added in 0.5 (shared state):
+    "RedisState", "StateBackendUnavailable",
 ]
 
 # Public modules besides the package itself.
