@@ -327,11 +327,14 @@ Result<RedisValue> RedisState::Eval(const RedisScript& script, const std::vector
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
   std::string error_text;
+  const std::string last_error = d.health.last_error;
   Result<RedisValue> result = d.Run(argv, &error_text);
   if (result.ok() || error_text.rfind("NOSCRIPT", 0) != 0) return result;
   // The server lost its script cache (a restart, SCRIPT FLUSH): EVAL runs the
-  // source and caches it again under the same SHA1.
+  // source and caches it again under the same SHA1. The NOSCRIPT answer is
+  // part of the protocol, not a failure of the backend.
   --d.health.failures;
+  d.health.last_error = last_error;
   argv[0] = "EVAL";
   argv[1] = script.source();
   return d.Run(argv, nullptr);

@@ -183,6 +183,7 @@ TEST_F(RedisStateTest, EvalshaFallsBackToEvalOnNoscript) {
   // EVALSHA (NOSCRIPT) + EVAL, and the NOSCRIPT is not counted as a failure.
   EXPECT_EQ(state->Health().round_trips - before, 6u);
   EXPECT_EQ(state->Health().failures, 0u);
+  EXPECT_EQ(state->Health().last_error, "");
   EXPECT_TRUE(state->Health().reachable);
   // EVAL cached it again: back to one round trip.
   ASSERT_TRUE(state->Eval(script, {"k"}, {"a", "1"}).ok());
