@@ -14,6 +14,11 @@ namespace mulligan {
 inline namespace v0 {
 namespace {
 
+// Every script is safe to run twice (RedisScript::retry_safe): a second
+// reserve finds the first one's reservation (409, never a second handler
+// run), a second complete finds its own record (answer 2), a second release
+// finds the key free (answer 0).
+//
 // A record: s = 'f' (in flight) | 'c' (completed), fp = fingerprint,
 // tok = lease token, exp = logical expiry (caller's Unix ms), resp = the
 // encoded response. Replies: {0, expired?} reserved, {1, resp} replay,
@@ -37,7 +42,8 @@ end
 redis.call('HSET', KEYS[1], 's', 'f', 'fp', ARGV[1], 'tok', ARGV[2], 'exp', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return {0, expired}
-)lua");
+)lua",
+                                                     /*retry_safe=*/true);
   return *script;
 }
 
@@ -52,7 +58,8 @@ if e[1] == 'c' then return 2 end
 redis.call('HSET', KEYS[1], 's', 'c', 'exp', ARGV[2], 'resp', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
-)lua");
+)lua",
+                                                     /*retry_safe=*/true);
   return *script;
 }
 
@@ -65,7 +72,8 @@ if e[1] == 'f' and e[2] == ARGV[1] then
   return 1
 end
 return 0
-)lua");
+)lua",
+                                                     /*retry_safe=*/true);
   return *script;
 }
 

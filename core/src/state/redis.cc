@@ -147,6 +147,9 @@ struct RedisState::Impl {
   TimePoint next_connect_at{};
   std::unordered_map<std::string, std::string> sha_by_source;
   StateBackendHealth health;
+  // Set by Run: the last failure was a connection, made before that Run,
+  // found closed or reset (not a timeout, not a failed connect).
+  bool stale_connection = false;
 
   explicit Impl(Backoff b) : backoff(std::move(b)) {}
 
@@ -168,6 +171,7 @@ struct RedisState::Impl {
                              std::string_view(context->errstr) == std::strerror(EAGAIN);
       cause += timed_out ? " (no reply within " + std::to_string(Millis(timeout)) + " ms)"
                          : std::string(" (") + context->errstr + ")";
+      stale_connection = !timed_out;
     }
     context.reset();
     next_connect_at = TimePoint{};
@@ -257,9 +261,15 @@ struct RedisState::Impl {
   // REQUIRES: mu held. One command on a live connection; error replies are
   // returned as kStateUnavailable with the server's text in `error_text`.
   Result<RedisValue> Run(const std::vector<std::string>& argv, std::string* error_text) {
+    stale_connection = false;
+    const bool reused = context != nullptr;
     if (Status s = EnsureConnected(); !s.ok()) return s;
     ReplyPtr reply = Send(argv);
-    if (reply == nullptr) return DropConnection(argv[0], options.command_timeout);
+    if (reply == nullptr) {
+      Status dropped = DropConnection(argv[0], options.command_timeout);
+      stale_connection = stale_connection && reused;
+      return dropped;
+    }
     health.reachable = true;
     if (reply->type == REDIS_REPLY_ERROR) {
       std::string text(reply->str, reply->len);
@@ -312,7 +322,11 @@ Result<RedisValue> RedisState::Eval(const RedisScript& script, const std::vector
   Impl& d = *impl_;
   auto known = d.sha_by_source.find(script.source());
   if (known == d.sha_by_source.end()) {
-    Result<RedisValue> sha = d.Run({"SCRIPT", "LOAD", script.source()}, nullptr);
+    const std::vector<std::string> load = {"SCRIPT", "LOAD", script.source()};
+    Result<RedisValue> sha = d.Run(load, nullptr);
+    // Loading is always safe to repeat: once more on a fresh connection when
+    // an idle one turned out dead.
+    if (!sha.ok() && d.stale_connection) sha = d.Run(load, nullptr);
     if (!sha.ok()) return sha.status();
     if (sha->type != RedisValue::Type::kString) {
       return d.Fail("SCRIPT LOAD answered something other than a SHA1");
@@ -327,8 +341,14 @@ Result<RedisValue> RedisState::Eval(const RedisScript& script, const std::vector
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
   std::string error_text;
-  const std::string last_error = d.health.last_error;
+  std::string last_error = d.health.last_error;
   Result<RedisValue> result = d.Run(argv, &error_text);
+  if (!result.ok() && d.stale_connection && script.retry_safe()) {
+    // A connection that died while idle (a Redis restart): once more, on a
+    // fresh one. The first failure stays counted.
+    last_error = d.health.last_error;
+    result = d.Run(argv, &error_text);
+  }
   if (result.ok() || error_text.rfind("NOSCRIPT", 0) != 0) return result;
   // The server lost its script cache (a restart, SCRIPT FLUSH): EVAL runs the
   // source and caches it again under the same SHA1. The NOSCRIPT answer is

@@ -30,7 +30,9 @@
 //
 // Failure (fail closed): when Redis cannot be reached, times out (the
 // RedisState's command_timeout) or answers an error, every operation returns
-// kStateUnavailable and never throws; the HTTP middleware answers 503 with
+// kStateUnavailable and never throws (a Redis restart between two calls is
+// not a failure: the scripts are retry-safe, see redis.h, and are sent again
+// on a fresh connection); the HTTP middleware answers 503 with
 // Retry-After and does not run the handler. A Reserve whose reply was lost
 // may have reserved the key on the server: the key then answers 409 until
 // its lease runs out, so a handler never runs twice. A Complete is

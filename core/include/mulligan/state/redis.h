@@ -31,7 +31,11 @@
 // (retry/backoff.h, `reconnect` below) while commands fail fast with
 // kStateUnavailable. A command whose reply was lost may or may not have run
 // on the server; callers design their scripts so that this is safe (the
-// idempotency store fails closed).
+// idempotency store fails closed). A script marked retry-safe (RedisScript),
+// and SCRIPT LOAD, are sent once more at once on a fresh connection when an
+// idle connection turns out closed or reset (a Redis restart between two
+// calls), so a restart costs such callers no failed operation; a timeout is
+// never retried (the bound stays the bound).
 //
 // Scripts run with EVALSHA (the script's SHA1, learned once per process with
 // SCRIPT LOAD) and fall back to EVAL when the server answers NOSCRIPT (its
@@ -95,13 +99,23 @@ struct RedisValue {
 // A Lua script (run with EVALSHA / EVAL).
 //
 // Thread-safety: immutable.
+//
+// `retry_safe` says that running the script twice is harmless (its second run
+// finds what the first did and answers accordingly). Such a script is sent
+// once more, at once, on a fresh connection when an existing connection
+// turns out to be dead (closed or reset, not a timeout): what happens after
+// a Redis restart, where the old connection would otherwise cost the caller
+// one kStateUnavailable. Default false.
 class RedisScript {
  public:
-  explicit RedisScript(std::string source) : source_(std::move(source)) {}
+  explicit RedisScript(std::string source, bool retry_safe = false)
+      : source_(std::move(source)), retry_safe_(retry_safe) {}
   const std::string& source() const { return source_; }
+  bool retry_safe() const { return retry_safe_; }
 
  private:
   std::string source_;
+  bool retry_safe_ = false;
 };
 
 struct RedisStateOptions {
