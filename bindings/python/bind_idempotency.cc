@@ -6,7 +6,8 @@
 // time.monotonic() readings (or a fake clock's), converted like every other
 // `now` of _core. The store's critical sections are short (a hash look-up
 // under a shard mutex), so the GIL is kept: releasing and retaking it would
-// cost more than the wait it could save.
+// cost more than the wait it could save. A store on Redis (state=...) makes
+// a network round trip per operation instead, so there the GIL is released.
 #include <memory>
 #include <string>
 #include <utility>
@@ -14,7 +15,9 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "mulligan/idempotency/redis_store.h"
 #include "mulligan/idempotency/store.h"
+#include "mulligan/state/redis.h"
 
 namespace mulligan {
 namespace python {
@@ -22,7 +25,8 @@ namespace {
 
 std::unique_ptr<IdempotencyStore> MakeStore(double ttl, double lease,
                                             double in_flight_retry_after, size_t max_entries,
-                                            size_t max_bytes, size_t max_key_length, int shards) {
+                                            size_t max_bytes, size_t max_key_length, int shards,
+                                            const py::object& state) {
   IdempotencyStoreOptions options;
   options.ttl = SecondsToDuration(ttl, "ttl");
   options.lease = SecondsToDuration(lease, "lease");
@@ -31,7 +35,23 @@ std::unique_ptr<IdempotencyStore> MakeStore(double ttl, double lease,
   options.max_bytes = max_bytes;
   options.max_key_length = max_key_length;
   options.shards = shards;
+  if (std::shared_ptr<RedisState> redis = StateFromPython(state)) {
+    return Unwrap(RedisIdempotencyStore::Create(std::move(redis), options));
+  }
   return Unwrap(IdempotencyStore::Create(options));
+}
+
+// True when the store's operations are network round trips.
+bool Remote(const IdempotencyStore& store) { return std::string_view(store.backend()) != "memory"; }
+
+// Runs `op` without the GIL when the store is remote.
+template <typename Op>
+auto Call(const IdempotencyStore& store, Op op) {
+  if (Remote(store)) {
+    py::gil_scoped_release release;
+    return op();
+  }
+  return op();
 }
 
 py::bytes Bytes(const std::string& s) { return py::bytes(s.data(), s.size()); }
@@ -77,13 +97,15 @@ void BindStore(py::module_& m) {
       .def(py::init(&MakeStore), py::kw_only(), py::arg("ttl") = 86400.0,
            py::arg("lease") = 60.0, py::arg("in_flight_retry_after") = 1.0,
            py::arg("max_entries") = size_t{100000}, py::arg("max_bytes") = size_t{256} << 20,
-           py::arg("max_key_length") = kDefaultMaxIdempotencyKeyLength, py::arg("shards") = 16)
+           py::arg("max_key_length") = kDefaultMaxIdempotencyKeyLength, py::arg("shards") = 16,
+           py::arg("state") = py::none())
       .def(
           "reserve",
           [](IdempotencyStore& store, std::string_view scope, std::string_view key,
              py::bytes fingerprint, double now) {
             std::string_view fp(fingerprint);
-            return Unwrap(store.Reserve(scope, key, fp, MonotonicToTimePoint(now)));
+            const TimePoint at = MonotonicToTimePoint(now);
+            return Unwrap(Call(store, [&] { return store.Reserve(scope, key, fp, at); }));
           },
           py::arg("scope"), py::arg("key"), py::arg("fingerprint"), py::arg("now"))
       .def(
@@ -98,8 +120,10 @@ void BindStore(py::module_& m) {
               response.headers.emplace_back(ToString(t[0]), ToString(t[1]));
             }
             response.body = ToString(body);
-            Status s = store.Complete(reservation.lease, std::move(response),
-                                      MonotonicToTimePoint(now));
+            const TimePoint at = MonotonicToTimePoint(now);
+            Status s = Call(store, [&] {
+              return store.Complete(reservation.lease, std::move(response), at);
+            });
             if (!s.ok()) ThrowStatus(s);
           },
           py::arg("reservation"), py::arg("status"), py::arg("headers"), py::arg("body"),
@@ -107,7 +131,7 @@ void BindStore(py::module_& m) {
       .def(
           "release",
           [](IdempotencyStore& store, const Reservation& reservation) {
-            Status s = store.Release(reservation.lease);
+            Status s = Call(store, [&] { return store.Release(reservation.lease); });
             if (!s.ok()) ThrowStatus(s);
           },
           py::arg("reservation"))
@@ -115,6 +139,9 @@ void BindStore(py::module_& m) {
           "sweep",
           [](IdempotencyStore& store, double now) { store.Sweep(MonotonicToTimePoint(now)); },
           py::arg("now"))
+      .def_property_readonly("backend", [](const IdempotencyStore& store) {
+        return std::string(store.backend());
+      })
       .def("stats", [](const IdempotencyStore& store) {
         IdempotencyStoreStats s = store.Stats();
         py::dict d;

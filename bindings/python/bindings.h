@@ -20,6 +20,7 @@
 #include "mulligan/http/client.h"
 #include "mulligan/pipeline/pipeline.h"
 #include "mulligan/base/status.h"
+#include "mulligan/state/redis.h"
 
 namespace mulligan {
 namespace python {
@@ -37,6 +38,12 @@ void BindHttpLoop(py::module_& m);
 void BindBreaker(py::module_& m);
 void BindMetrics(py::module_& m);
 void BindIdempotency(py::module_& m);
+void BindState(py::module_& m);  // (Added in 0.5.)
+
+// The RedisState a Python `state=` argument holds (a _core.RedisState), or
+// null for None; TypeError (pybind11's cast error) for anything else.
+// (Added in 0.5.)
+std::shared_ptr<RedisState> StateFromPython(const py::handle& state);
 void BindPipeline(py::module_& m);
 void BindRedact(py::module_& m);
 void BindBudget(py::module_& m);  // (Added in 0.3.)

@@ -16,6 +16,7 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindHttpLoop(m);
   mulligan::python::BindBreaker(m);
   mulligan::python::BindMetrics(m);
+  mulligan::python::BindState(m);  // (Added in 0.5.) before the stores that take one
   mulligan::python::BindIdempotency(m);
   mulligan::python::BindPipeline(m);
   mulligan::python::BindHedging(m);

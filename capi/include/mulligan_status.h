@@ -64,7 +64,12 @@ typedef enum mulligan_status {
   MULLIGAN_E_BULKHEAD_FULL = 13,
   /** A rate limiter refused the call: the wait would exceed its max_wait or
    *  the deadline (mulligan_limits.h). Never retried. @since 0.3 */
-  MULLIGAN_E_RATE_LIMITED = 14
+  MULLIGAN_E_RATE_LIMITED = 14,
+  /** A state backend (Redis) could not be reached, timed out or failed a
+   *  command, and the operation failed closed: nothing was decided and no
+   *  handler may run (HTTP servers answer 503 with Retry-After). Retrying
+   *  later may succeed. @since 0.5 */
+  MULLIGAN_E_STATE_UNAVAILABLE = 15
 } mulligan_status;
 
 /**

@@ -136,6 +136,7 @@ MULLIGAN_SAME(MULLIGAN_E_BUDGET_EXHAUSTED, StatusCode::kBudgetExhausted);
 MULLIGAN_SAME(MULLIGAN_E_THROTTLED, StatusCode::kThrottled);
 MULLIGAN_SAME(MULLIGAN_E_BULKHEAD_FULL, StatusCode::kBulkheadFull);
 MULLIGAN_SAME(MULLIGAN_E_RATE_LIMITED, StatusCode::kRateLimited);
+MULLIGAN_SAME(MULLIGAN_E_STATE_UNAVAILABLE, StatusCode::kStateUnavailable);
 
 #undef MULLIGAN_SAME
 
@@ -170,6 +171,7 @@ const char* mulligan_status_str(int status) {
     case MULLIGAN_E_THROTTLED: return "throttled";
     case MULLIGAN_E_BULKHEAD_FULL: return "bulkhead full";
     case MULLIGAN_E_RATE_LIMITED: return "rate limited";
+    case MULLIGAN_E_STATE_UNAVAILABLE: return "state backend unavailable";
     default: return "unknown status";
   }
   MULLIGAN_CAPI_END_RETURN("unknown status")

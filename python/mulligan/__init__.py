@@ -43,6 +43,8 @@ from ._errors import (
     TruncatedResponse,
 )
 from ._errors import BulkheadFullError, RateLimitedError  # (0.3)
+from ._errors import StateBackendUnavailable  # (0.5)
+from ._state import RedisState  # (0.5)
 from ._redact import RedactionRules, redact_url, redaction, set_redaction
 from ._http.headers import Headers, new_idempotency_key, parse_retry_after
 from ._http.response import Response
@@ -194,4 +196,7 @@ __all__ = [
     "OutboxEntry",
     "OutboxError",
     "OutboxStats",
+    # Added in 0.5 (shared state):
+    "RedisState",
+    "StateBackendUnavailable",
 ]

@@ -443,6 +443,22 @@ class Reservation:
     @property
     def body(self) -> bytes: ...
 
+class RedisState:
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "mulligan",
+        connect_timeout: float = 0.25,
+        command_timeout: float = 0.25,
+    ) -> None: ...
+    @property
+    def endpoint(self) -> str: ...
+    @property
+    def prefix(self) -> str: ...
+    def ping(self) -> None: ...
+    def health(self) -> dict[str, Any]: ...
+
 class IdempotencyStore:
     def __init__(
         self,
@@ -454,7 +470,10 @@ class IdempotencyStore:
         max_bytes: int = 268435456,
         max_key_length: int = 255,
         shards: int = 16,
+        state: Optional[RedisState] = None,
     ) -> None: ...
+    @property
+    def backend(self) -> str: ...
     def reserve(self, scope: str, key: str, fingerprint: bytes, now: float) -> Reservation: ...
     def complete(
         self,

@@ -400,6 +400,17 @@ class IdempotencyStoreFull(MulliganError):
     """
 
 
+class StateBackendUnavailable(MulliganError):
+    """A shared state backend (Redis) could not be reached in time, or failed
+    a command, and the operation failed closed: nothing was decided (HTTP
+    middlewares answer 503 with ``Retry-After`` and do not run the handler).
+    Retrying later may succeed. The message names the endpoint
+    (``redis://host:port/db``, never a password) and the cause.
+
+    .. versionadded:: 0.5.0
+    """
+
+
 class _UsageError(Exception):
     """A bad argument of the ``mulligan`` command found after argument parsing
     (an unreadable ``-d @file``, a malformed header or URL). Private to the
@@ -479,6 +490,7 @@ _THROTTLED = 12  # (Added in 0.3.)
 _BULKHEAD_FULL = 13
 _RATE_LIMITED = 14
 _OUTBOX = 17  # (Added in 0.5.)
+_STATE_UNAVAILABLE = 15  # (Added in 0.5.)
 
 
 def _from_status(
@@ -503,6 +515,8 @@ def _from_status(
         return RateLimitedError(message)
     if code == _OUTBOX:
         return OutboxError(message)
+    if code == _STATE_UNAVAILABLE:
+        return StateBackendUnavailable(message)
     if code in (_TRANSPORT, _TIMEOUT, _DEADLINE_EXCEEDED):
         if code == _DEADLINE_EXCEEDED:
             cls: type[TransportError] = DeadlineExceeded

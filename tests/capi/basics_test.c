@@ -33,6 +33,9 @@ static void test_status_text(void) {
   CHECK_INT(MULLIGAN_E_THROTTLED, 12);
   CHECK_STR(mulligan_status_str(MULLIGAN_E_BUDGET_EXHAUSTED), "budget exhausted");
   CHECK_STR(mulligan_status_str(MULLIGAN_E_THROTTLED), "throttled");
+  /* Appended in 0.5 (issue 16): a state backend (Redis) failed closed. */
+  CHECK_INT(MULLIGAN_E_STATE_UNAVAILABLE, 15);
+  CHECK_STR(mulligan_status_str(MULLIGAN_E_STATE_UNAVAILABLE), "state backend unavailable");
   for (code = MULLIGAN_OK; code <= MULLIGAN_E_TIMEOUT; ++code) {
     CHECK(mulligan_status_str(code) != NULL);
     CHECK(strcmp(mulligan_status_str(code), "unknown status") != 0);

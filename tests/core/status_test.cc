@@ -31,6 +31,15 @@ TEST(StatusTest, ToStringAndPredicates) {
   EXPECT_STREQ(StatusCodeName(static_cast<StatusCode>(99)), "unknown status");
 }
 
+// Appended in 0.5 (issue 16): a state backend that failed closed.
+TEST(StatusTest, StateUnavailableIsCode15) {
+  EXPECT_EQ(static_cast<int>(StatusCode::kStateUnavailable), 15);
+  Status s = StateUnavailableError("redis at 127.0.0.1:6379 unreachable");
+  EXPECT_TRUE(IsStateUnavailable(s));
+  EXPECT_FALSE(IsStateUnavailable(UnavailableError("x")));
+  EXPECT_EQ(s.ToString(), "state backend unavailable: redis at 127.0.0.1:6379 unreachable");
+}
+
 TEST(ResultTest, HoldsAValueOrAnError) {
   Result<int> good = 7;
   ASSERT_TRUE(good.ok());

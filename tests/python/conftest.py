@@ -264,3 +264,84 @@ def raw_server() -> Iterator[Any]:
     yield make
     for s in servers:
         s.close()
+
+
+# --- redis-server (issue 16) --------------------------------------------------
+
+
+def _redis_server_path() -> str | None:
+    """The redis-server to run: $MULLIGAN_REDIS_SERVER (then it must work),
+    else /usr/bin/redis-server (then its absence skips), else None."""
+    required = os.environ.get("MULLIGAN_REDIS_SERVER")
+    if required:
+        return required
+    return "/usr/bin/redis-server" if os.access("/usr/bin/redis-server", os.X_OK) else None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _pings(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith((b"+PONG", b"-NOAUTH"))
+    except OSError:
+        return False
+
+
+class RedisServer:
+    """A real redis-server on a free loopback port, without persistence,
+    started and stopped (SIGKILL, by PID) by the test."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.port = _free_port()
+        self.proc: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        import subprocess
+
+        self.proc = subprocess.Popen(
+            [self.path, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--loglevel", "warning", "--dir", "/tmp"],
+            stdout=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            if _pings(self.port):
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"redis-server {self.path} exited at start")
+            time.sleep(0.01)
+        self.stop()
+        raise RuntimeError("redis-server did not answer PING within 5 s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    """A fresh redis-server per test; skipped when none is installed, unless
+    MULLIGAN_REDIS_SERVER names one (then failing to start it fails)."""
+    path = _redis_server_path()
+    if path is None:
+        pytest.skip("redis-server is not installed at /usr/bin/redis-server (Debian "
+                    "redis-server); set MULLIGAN_REDIS_SERVER to require it")
+    server = RedisServer(path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -112,6 +112,8 @@ PUBLIC_NAMES = [
     # Added in 0.5 (outbox):
     "Outbox", "OutboxAttempt", "OutboxEntry", "OutboxError", "OutboxStats",
     "hedge",  # (0.5)
+    # Added in 0.5 (shared state):
+    "RedisState", "StateBackendUnavailable",
 ]
 
 # Public modules besides the package itself.

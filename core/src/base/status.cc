@@ -22,6 +22,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kBulkheadFull: return "bulkhead full";
     case StatusCode::kRateLimited: return "rate limited";
     case StatusCode::kOutbox: return "outbox error";
+    case StatusCode::kStateUnavailable: return "state backend unavailable";
   }
   return "unknown status";
 }

@@ -11,6 +11,7 @@
 
 #include "internal/ascii.h"
 #include "internal/saturating.h"
+#include "idempotency/key_rules.h"
 
 #include <algorithm>
 #include <functional>
@@ -49,7 +50,9 @@ std::string Quoted(std::string_view s) {
 // Checks that `r` can be sent again as an HTTP response: the status is in
 // [100, 599], every field name is an RFC 9110 token, and no field value holds
 // CR, LF or NUL (which would let a stored response inject fields on replay).
-Status ValidateResponse(const StoredResponse& r) {
+}  // namespace
+
+Status ValidateStoredResponse(const StoredResponse& r) {
   if (r.status < 100 || r.status > 599) {
     return InvalidArgumentError("status must be in [100, 599], got " + std::to_string(r.status));
   }
@@ -67,6 +70,8 @@ Status ValidateResponse(const StoredResponse& r) {
   }
   return OkStatus();
 }
+
+namespace {
 
 struct Entry {
   bool completed = false;
@@ -209,7 +214,27 @@ const char* ReserveStateName(ReserveState state) {
 
 size_t IdempotencyEntryOverhead() { return kEntryOverhead; }
 
-struct IdempotencyStore::Impl {
+// The in-memory store (the embedded default).
+class MemoryIdempotencyStore final : public IdempotencyStore {
+ public:
+  struct Impl;
+  explicit MemoryIdempotencyStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  ~MemoryIdempotencyStore() override;
+
+  Result<Reservation> Reserve(std::string_view scope, std::string_view key,
+                              std::string_view fingerprint, TimePoint now) override;
+  Status Complete(const IdempotencyLease& lease, StoredResponse response, TimePoint now) override;
+  Status Release(const IdempotencyLease& lease) override;
+  void Sweep(TimePoint now) override;
+  IdempotencyStoreStats Stats() const override;
+  const IdempotencyStoreOptions& options() const override;
+  const char* backend() const override { return "memory"; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+struct MemoryIdempotencyStore::Impl {
   IdempotencyStoreOptions options;
   std::unique_ptr<Shard[]> shards;
   size_t shard_count = 1;
@@ -272,8 +297,8 @@ struct IdempotencyStore::Impl {
   }
 };
 
-IdempotencyStore::IdempotencyStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 IdempotencyStore::~IdempotencyStore() = default;
+MemoryIdempotencyStore::~MemoryIdempotencyStore() = default;
 
 Result<std::unique_ptr<IdempotencyStore>> IdempotencyStore::Create(
     const IdempotencyStoreOptions& options) {
@@ -289,7 +314,7 @@ Result<std::unique_ptr<IdempotencyStore>> IdempotencyStore::Create(
     return InvalidArgumentError("shards must be in [1, 1024], got " +
                                 std::to_string(options.shards));
   }
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<MemoryIdempotencyStore::Impl>();
   impl->options = options;
   // Every shard must be able to hold at least one entry.
   size_t n = static_cast<size_t>(options.shards);
@@ -302,22 +327,15 @@ Result<std::unique_ptr<IdempotencyStore>> IdempotencyStore::Create(
     s.max_entries = options.max_entries / n + (i < options.max_entries % n ? 1 : 0);
     s.max_bytes = options.max_bytes / n + (i < options.max_bytes % n ? 1 : 0);
   }
-  return std::unique_ptr<IdempotencyStore>(new IdempotencyStore(std::move(impl)));
+  return std::unique_ptr<IdempotencyStore>(new MemoryIdempotencyStore(std::move(impl)));
 }
 
-const IdempotencyStoreOptions& IdempotencyStore::options() const { return impl_->options; }
+const IdempotencyStoreOptions& MemoryIdempotencyStore::options() const { return impl_->options; }
 
-Result<Reservation> IdempotencyStore::Reserve(std::string_view scope, std::string_view key,
+Result<Reservation> MemoryIdempotencyStore::Reserve(std::string_view scope, std::string_view key,
                                               std::string_view fingerprint, TimePoint now) {
   const IdempotencyStoreOptions& options = impl_->options;
-  if (key.empty()) return InvalidArgumentError("the idempotency key is empty");
-  if (key.size() > options.max_key_length) {
-    return InvalidArgumentError("the idempotency key is longer than " +
-                                std::to_string(options.max_key_length) + " characters");
-  }
-  if (!std::all_of(key.begin(), key.end(), IsPrintableAscii)) {
-    return InvalidArgumentError("the idempotency key must be printable ASCII");
-  }
+  if (Status s = internal::CheckIdempotencyKey(key, options.max_key_length); !s.ok()) return s;
   const std::string& id = MakeId(scope, key);
   Shard& s = impl_->ShardFor(id);
   Reservation r;
@@ -391,11 +409,11 @@ Result<Reservation> IdempotencyStore::Reserve(std::string_view scope, std::strin
   return r;
 }
 
-Status IdempotencyStore::Complete(const IdempotencyLease& lease, StoredResponse response,
+Status MemoryIdempotencyStore::Complete(const IdempotencyLease& lease, StoredResponse response,
                                   TimePoint now) {
   // Checked before the lease: an invalid response leaves the lease held, so
   // the caller can still Release() it (or Complete() with a valid response).
-  if (Status valid = ValidateResponse(response); !valid.ok()) return valid;
+  if (Status valid = ValidateStoredResponse(response); !valid.ok()) return valid;
   const std::string& id = MakeId(lease.scope, lease.key);
   Shard& s = impl_->ShardFor(id);
   // Built outside the lock: the allocation and the move of the body.
@@ -440,7 +458,7 @@ Status IdempotencyStore::Complete(const IdempotencyLease& lease, StoredResponse 
   return OkStatus();
 }
 
-Status IdempotencyStore::Release(const IdempotencyLease& lease) {
+Status MemoryIdempotencyStore::Release(const IdempotencyLease& lease) {
   const std::string& id = MakeId(lease.scope, lease.key);
   Shard& s = impl_->ShardFor(id);
   std::lock_guard<std::mutex> lock(s.mu);
@@ -455,7 +473,7 @@ Status IdempotencyStore::Release(const IdempotencyLease& lease) {
   return OkStatus();
 }
 
-void IdempotencyStore::Sweep(TimePoint now) {
+void MemoryIdempotencyStore::Sweep(TimePoint now) {
   for (size_t i = 0; i < impl_->shard_count; ++i) {
     Shard& s = impl_->shards[i];
     std::lock_guard<std::mutex> lock(s.mu);
@@ -474,7 +492,7 @@ void IdempotencyStore::Sweep(TimePoint now) {
   }
 }
 
-IdempotencyStoreStats IdempotencyStore::Stats() const {
+IdempotencyStoreStats MemoryIdempotencyStore::Stats() const {
   IdempotencyStoreStats total;
   for (size_t i = 0; i < impl_->shard_count; ++i) {
     Shard& s = impl_->shards[i];

@@ -17,8 +17,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Iterable, MutableMapping
 from typing import Any, Callable, Optional, Union
 
-from .._errors import IdempotencyStoreFull
-from .problems import _answer, _malformed_key, _missing_key, _storable_headers, _store_full
+from .._errors import IdempotencyStoreFull, StateBackendUnavailable
+from .problems import (
+    _answer,
+    _complete_or_keep,
+    _malformed_key,
+    _missing_key,
+    _release_quietly,
+    _state_unavailable,
+    _storable_headers,
+    _store_full,
+)
 from .rules import PathRule, _Rules
 from .store import IdempotencyStore, parse_idempotency_key, request_fingerprint
 
@@ -117,6 +126,9 @@ class IdempotencyMiddleware:
         principal = rules.scope(scope) if rules.scope is not None else ""
         try:
             reservation = store.reserve(key, fingerprint, scope=principal)
+        except StateBackendUnavailable:
+            await _send(send, _state_unavailable())
+            return
         except IdempotencyStoreFull as e:
             await _send(send, _store_full(str(e)))
             return
@@ -166,10 +178,10 @@ class IdempotencyMiddleware:
         except BaseException:
             if not settled:
                 settled = True
-                store.release(reservation)
+                _release_quietly(store, reservation)
             raise
         if not settled:  # the app returned without a complete response
-            store.release(reservation)
+            _release_quietly(store, reservation)
 
 
 async def _read_body(receive: Receive) -> Optional[bytes]:
@@ -198,8 +210,8 @@ def _settle(
 ) -> None:
     if store_status(status):
         try:
-            store.complete(
-                reservation, status=status, headers=_storable_headers(headers), body=b"".join(parts)
+            _complete_or_keep(
+                store, reservation, status, _storable_headers(headers), b"".join(parts)
             )
         except (IdempotencyStoreFull, ValueError):
             # Too big for the store (the key was released), the lease ran out
@@ -208,12 +220,9 @@ def _settle(
             # still held): the response still goes to this client; only the
             # replay is lost. Free the key so that it is not blocked with 409s
             # until the lease expires (a taken-over lease refuses this too).
-            try:
-                store.release(reservation)
-            except ValueError:
-                pass
+            _release_quietly(store, reservation)
     else:
-        store.release(reservation)
+        _release_quietly(store, reservation)
 
 
 async def _send(send: Send, response: tuple[int, list[tuple[bytes, bytes]], bytes]) -> None:

@@ -12,6 +12,7 @@ same key, different request     422     problem JSON
 key required but missing        400     problem JSON
 key malformed or too long       400     problem JSON
 store full of in-flight keys    503     problem JSON + ``Retry-After``
+state backend (Redis) down      503     problem JSON + ``Retry-After``, handler not run
 ==============================  ======  ==========================================
 
 .. versionadded:: 0.1.0
@@ -25,7 +26,8 @@ from collections.abc import Iterable
 from typing import Optional
 
 from .._text import fold
-from .store import IdempotencyReservation
+from .._errors import StateBackendUnavailable
+from .store import IdempotencyReservation, IdempotencyStore
 
 __all__: list[str] = []
 
@@ -107,6 +109,47 @@ def _store_full(detail: str) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
     return _problem(
         503, "idempotency-store-full", "Too many requests in flight", detail, retry_after=1.0
     )
+
+
+def _state_unavailable() -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """503 for a store whose backend (Redis) did not answer: fail closed. The
+    detail names no host: the cause is logged by the server, not told to the
+    client. (Added in 0.5.0.)"""
+    return _problem(
+        503,
+        "idempotency-store-unavailable",
+        "Idempotency store unavailable",
+        "The request was not processed because its Idempotency-Key could not be checked. "
+        "Retry the request after the time given by Retry-After.",
+        retry_after=1.0,
+    )
+
+
+def _complete_or_keep(store: IdempotencyStore, reservation: IdempotencyReservation,
+                      status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    """Stores a handler's response; when the store's backend is unavailable,
+    tries once more (a Complete may be repeated with the same reservation,
+    and the backend reconnects at once after a dropped connection), then
+    leaves the key in flight: the response still goes to this client, and
+    repeats get 409 until the lease runs out. Other errors propagate to the
+    caller's handling (IdempotencyStoreFull, ValueError). (Added in 0.5.0.)"""
+    try:
+        store.complete(reservation, status=status, headers=headers, body=body)
+    except StateBackendUnavailable:
+        try:
+            store.complete(reservation, status=status, headers=headers, body=body)
+        except StateBackendUnavailable:
+            pass
+
+
+def _release_quietly(store: IdempotencyStore, reservation: IdempotencyReservation) -> None:
+    """Frees a key; a lease not held any more, or a backend that is down
+    (the key then stays in flight until its lease runs out), is not an error
+    of the request. (Added in 0.5.0.)"""
+    try:
+        store.release(reservation)
+    except (ValueError, StateBackendUnavailable):
+        pass
 
 
 def _storable_headers(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:

@@ -27,9 +27,11 @@ from .._errors import (
     IdempotencyResultNotReplayable,
     IdempotencyStoreFull,
     MulliganError,
+    StateBackendUnavailable,
 )
 from .._text import format_seconds
 from .._validate import Seconds
+from .._state.redis import RedisState, _core_state
 
 __all__ = [
     "IdempotencyReservation",
@@ -197,6 +199,18 @@ class IdempotencyStore:
             Default 16.
         clock: a function returning monotonic seconds. Default
             ``time.monotonic``; tests pass a fake one.
+        state: a :class:`mulligan.RedisState` to keep the records in Redis,
+            shared by every process and machine of the service; None (the
+            default) keeps them in this process's memory. On Redis each
+            operation is one atomic Lua script, one round trip; the memory
+            bounds (max_entries, max_bytes, shards) do not apply (the
+            server's maxmemory does); times are this process's clock mapped
+            to wall-clock milliseconds, so processes agree to within their
+            clocks' skew. When Redis is down or slow, :meth:`reserve`,
+            :meth:`complete` and :meth:`release` raise
+            :class:`mulligan.StateBackendUnavailable` (fail closed: the
+            middlewares answer 503 with Retry-After and do not run the
+            handler). (Added in 0.5.0.)
 
     .. versionadded:: 0.1.0
     """
@@ -212,6 +226,7 @@ class IdempotencyStore:
         max_key_length: int = 255,
         shards: int = 16,
         clock: Optional[Callable[[], float]] = None,
+        state: Optional[RedisState] = None,
     ) -> None:
         v = _validate
         for name, value, high in (
@@ -231,6 +246,7 @@ class IdempotencyStore:
             max_bytes=max_bytes,
             max_key_length=max_key_length,
             shards=shards,
+            state=_core_state(state, _OWNER),
         )
         self._clock: Callable[[], float] = clock if clock is not None else time.monotonic
         self._ttl = ttl_seconds
@@ -261,6 +277,8 @@ class IdempotencyStore:
                 the scope is not encodable as UTF-8.
             IdempotencyStoreFull: the key is new and the store is full of
                 in-flight keys.
+            StateBackendUnavailable: the store is on Redis and Redis could
+                not answer in time (do not run the handler; answer 503).
         """
         if not isinstance(key, str):
             raise TypeError(f"key must be a str, got {type(key).__name__}: {key!r}")
@@ -275,6 +293,8 @@ class IdempotencyStore:
             raise ValueError(f"scope must be encodable as UTF-8, got {scope!r}") from None
         try:
             raw = self._store.reserve(scope, key, fingerprint, self._clock())
+        except StateBackendUnavailable:
+            raise
         except MulliganError as e:  # kUnavailable / kNoMemory from the core
             raise IdempotencyStoreFull(str(e)) from None
         return IdempotencyReservation(raw, key, scope)
@@ -307,6 +327,9 @@ class IdempotencyStore:
                 or expired and taken over): nothing is stored.
             IdempotencyStoreFull: the response does not fit the byte budget;
                 the key was released.
+            StateBackendUnavailable: the store is on Redis and Redis could
+                not answer in time; the record may or may not be stored, and
+                completing again with the same reservation is safe.
         """
         if not isinstance(reservation, IdempotencyReservation):
             raise TypeError(
@@ -317,6 +340,8 @@ class IdempotencyStore:
         body = _bytes_arg("body", body)
         try:
             self._store.complete(reservation._raw, status, fields, body, self._clock())
+        except StateBackendUnavailable:
+            raise
         except MulliganError as e:
             raise IdempotencyStoreFull(str(e)) from None
 

@@ -20,8 +20,17 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Callable, Optional, Union
 
-from .._errors import IdempotencyStoreFull
-from .problems import _answer, _malformed_key, _missing_key, _storable_headers, _store_full
+from .._errors import IdempotencyStoreFull, StateBackendUnavailable
+from .problems import (
+    _answer,
+    _complete_or_keep,
+    _malformed_key,
+    _missing_key,
+    _release_quietly,
+    _state_unavailable,
+    _storable_headers,
+    _store_full,
+)
 from .rules import PathRule, _Rules
 from .store import IdempotencyStore, parse_idempotency_key, request_fingerprint
 
@@ -97,6 +106,8 @@ class WSGIIdempotencyMiddleware:
         principal = rules.scope(environ) if rules.scope is not None else ""
         try:
             reservation = store.reserve(key, fingerprint, scope=principal)
+        except StateBackendUnavailable:
+            return _respond(start_response, _state_unavailable())
         except IdempotencyStoreFull as e:
             return _respond(start_response, _store_full(str(e)))
         if reservation.state != "reserved":
@@ -130,10 +141,10 @@ class WSGIIdempotencyMiddleware:
                 if close is not None:
                     close()
         except BaseException:
-            store.release(reservation)
+            _release_quietly(store, reservation)
             raise
         if "status" not in captured:
-            store.release(reservation)
+            _release_quietly(store, reservation)
             raise RuntimeError("the WSGI application returned without calling start_response")
         status_line: str = captured["status"]
         str_headers: list[tuple[str, str]] = captured["headers"]
@@ -154,24 +165,20 @@ def _settle(
     """Stores a complete response, or releases the key (see asgi._settle)."""
     code = int(status_line.split(" ", 1)[0])
     if not store_status(code):
-        store.release(reservation)
+        _release_quietly(store, reservation)
         return
     try:
-        store.complete(
+        _complete_or_keep(
+            store,
             reservation,
-            status=code,
-            headers=_storable_headers(
-                (n.encode("latin-1"), v.encode("latin-1")) for n, v in str_headers
-            ),
-            body=out,
+            code,
+            _storable_headers((n.encode("latin-1"), v.encode("latin-1")) for n, v in str_headers),
+            out,
         )
     except (IdempotencyStoreFull, ValueError):
         # Not stored (see asgi._settle); the client still gets it, and
         # the key is freed rather than blocked until the lease expires.
-        try:
-            store.release(reservation)
-        except ValueError:
-            pass
+        _release_quietly(store, reservation)
 
 
 def _respond(

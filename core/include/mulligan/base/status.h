@@ -57,7 +57,13 @@ enum class StatusCode : int {
   // A rate limiter refused the call (the wait would exceed its max_wait or
   // the deadline). Never retried. (Added in 0.3.)
   kRateLimited = 14,
-  // 15 and 16 are reserved (state backend unavailable, hedging).
+  // A state backend (Redis) could not be reached, timed out, or failed a
+  // command, and the operation failed closed instead of guessing: nothing was
+  // decided and no handler may run. The HTTP middleware answers 503 with
+  // Retry-After. Retrying later (after the backend's reconnect backoff) may
+  // succeed. (Added in 0.5.)
+  kStateUnavailable = 15,
+  // 16 is reserved (hedging).
   // The durable outbox could not do what was asked (outbox/outbox.h): the
   // database file is read-only, the disk or the outbox's size cap is full,
   // the file is not an outbox, or a worker's lease was lost. The message
@@ -131,12 +137,21 @@ inline Status OutboxError(std::string message) {
   return Status(StatusCode::kOutbox, std::move(message));
 }
 
+// (Added in 0.5.)
+inline Status StateUnavailableError(std::string message) {
+  return Status(StatusCode::kStateUnavailable, std::move(message));
+}
+
 inline bool IsInvalidArgument(const Status& s) { return s.code() == StatusCode::kInvalidArgument; }
 inline bool IsTransport(const Status& s) { return s.code() == StatusCode::kTransport; }
 inline bool IsTimeout(const Status& s) { return s.code() == StatusCode::kTimeout; }
 inline bool IsCircuitOpen(const Status& s) { return s.code() == StatusCode::kCircuitOpen; }
 inline bool IsDeadlineExceeded(const Status& s) {
   return s.code() == StatusCode::kDeadlineExceeded;
+}
+// (Added in 0.5.)
+inline bool IsStateUnavailable(const Status& s) {
+  return s.code() == StatusCode::kStateUnavailable;
 }
 
 // Either a value of type T or a non-OK Status.

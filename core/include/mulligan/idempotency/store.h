@@ -157,16 +157,28 @@ struct IdempotencyStoreStats {
 // fingerprint and stored response (the entry record and its hash-table node).
 size_t IdempotencyEntryOverhead();
 
-// The idempotency store.
+// The idempotency store: an interface with two implementations.
 //
-// Thread-safety: every method is thread-safe (internally synchronised with
-// one mutex per shard; no lock is held while a handler runs). Not copyable or
-// movable: leases refer to it by identity.
+//   IdempotencyStore::Create(options)   in-process memory (the embedded
+//                                       default): one process's keys
+//   RedisIdempotencyStore::Create(...)  Redis (mulligan/idempotency/
+//                                       redis_store.h, target mulligan_redis):
+//                                       one record of keys for every process
+//                                       and machine of a service (Added in 0.5.)
+//
+// Both follow the semantics of the file comment. What differs is documented
+// on each implementation: the memory store's bounds (max_entries, max_bytes,
+// shards) and the Redis store's failure mode (kStateUnavailable, fail closed).
+//
+// Thread-safety: every method of every implementation is thread-safe; no lock
+// is held while a handler runs. Not copyable or movable: leases refer to a
+// store by identity.
 class IdempotencyStore {
  public:
-  // Validates `options`; kInvalidArgument names the bad field.
+  // Creates the in-memory store. Validates `options`; kInvalidArgument names
+  // the bad field.
   static Result<std::unique_ptr<IdempotencyStore>> Create(const IdempotencyStoreOptions& options);
-  ~IdempotencyStore();
+  virtual ~IdempotencyStore();
   IdempotencyStore(const IdempotencyStore&) = delete;
   IdempotencyStore& operator=(const IdempotencyStore&) = delete;
 
@@ -174,12 +186,14 @@ class IdempotencyStore {
   // `fingerprint` is opaque bytes identifying the request (for HTTP: method,
   // path and a digest of the body); it is compared byte for byte.
   // Errors: kInvalidArgument when `key` is empty, longer than max_key_length
-  // or not printable ASCII; kUnavailable when the key is new and its shard is
-  // full of in-flight entries (answer 503), or when its entry alone (scope,
-  // key, fingerprint and IdempotencyEntryOverhead()) exceeds a shard's byte
-  // budget, max_bytes / shards (then nothing is evicted for it).
-  Result<Reservation> Reserve(std::string_view scope, std::string_view key,
-                              std::string_view fingerprint, TimePoint now);
+  // or not printable ASCII. In memory: kUnavailable when the key is new and
+  // its shard is full of in-flight entries (answer 503), or when its entry
+  // alone (scope, key, fingerprint and IdempotencyEntryOverhead()) exceeds a
+  // shard's byte budget, max_bytes / shards (then nothing is evicted for it).
+  // On Redis: kStateUnavailable when the server cannot be reached in time
+  // (answer 503; the handler must not run).
+  virtual Result<Reservation> Reserve(std::string_view scope, std::string_view key,
+                                      std::string_view fingerprint, TimePoint now) = 0;
 
   // Stores `response` for the lease's key until now + ttl and frees the key
   // for replays. Completed entries are evicted oldest first to make room.
@@ -188,29 +202,46 @@ class IdempotencyStore {
   // token, a field value holding CR, LF or NUL): nothing is stored and the
   // lease stays held (Release() it, or Complete() again with a valid
   // response); kInvalidArgument when the lease is not held any more (released,
-  // completed, or taken over after it expired): nothing is stored;
-  // kUnavailable when the response alone exceeds a shard's byte budget: the
-  // key is released (documented fallback: a retry runs the handler again).
-  Status Complete(const IdempotencyLease& lease, StoredResponse response, TimePoint now);
+  // completed, or taken over after it expired): nothing is stored.
+  // In memory: kUnavailable when the response alone exceeds a shard's byte
+  // budget: the key is released (documented fallback: a retry runs the
+  // handler again). On Redis: kStateUnavailable when the server cannot be
+  // reached in time (the record may or may not be stored; Complete() with the
+  // same lease may be repeated safely).
+  virtual Status Complete(const IdempotencyLease& lease, StoredResponse response,
+                          TimePoint now) = 0;
 
   // Frees the lease's key without storing anything (the handler failed), so
   // that a retry with the same key runs the handler.
-  // Errors: kInvalidArgument when the lease is not held any more.
-  Status Release(const IdempotencyLease& lease);
+  // Errors: kInvalidArgument when the lease is not held any more; on Redis,
+  // kStateUnavailable (the key then stays in flight until its lease runs out).
+  virtual Status Release(const IdempotencyLease& lease) = 0;
 
-  // Removes every expired entry now (the operations also sweep lazily).
-  void Sweep(TimePoint now);
+  // Removes every expired entry now (the operations also sweep lazily). The
+  // Redis store has nothing to sweep: the server expires each record by
+  // itself (PEXPIRE), so there it returns at once.
+  virtual void Sweep(TimePoint now) = 0;
 
-  // Returns current gauges and counters.
-  IdempotencyStoreStats Stats() const;
+  // Returns current gauges and counters. The Redis store counts this
+  // process's operations; its gauges (entries, in_flight, bytes) stay 0
+  // because the records live in the server.
+  virtual IdempotencyStoreStats Stats() const = 0;
 
-  const IdempotencyStoreOptions& options() const;
+  virtual const IdempotencyStoreOptions& options() const = 0;
 
- private:
-  struct Impl;
-  explicit IdempotencyStore(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  // Returns where the records live: "memory" or "redis". (Added in 0.5.)
+  virtual const char* backend() const = 0;
+
+ protected:
+  IdempotencyStore() = default;
 };
+
+// Checks that `response` can be sent again as HTTP: the status is in [100,
+// 599], every field name is an RFC 9110 token, and no field value holds CR,
+// LF or NUL. kInvalidArgument names the field. (Added in 0.5: shared by both
+// stores.)
+// Thread-safety: thread-safe.
+Status ValidateStoredResponse(const StoredResponse& response);
 
 }  // namespace v0
 }  // namespace mulligan

@@ -1,0 +1,78 @@
+// mulligan/state/backend.h — the state backend interface: where state that
+// may be shared across processes lives, and how its keys are named.
+// (Added in 0.5.)
+//
+// DESIGN.md section 5 ("Shared state"): breaker state, budgets, limiters,
+// throttling counters and idempotency records may live in a state backend.
+// In-process memory is the embedded default (every part's own Create());
+// Redis (mulligan/state/redis.h, CMake target mulligan_redis) shares them
+// between the processes and machines of a service.
+//
+// Key naming (Redis Cluster friendly): every object's key is one hash tag,
+//   {<prefix>:<kind>:<name>}
+// so that every script of an object touches one key, hence one slot (Redis
+// Cluster specification, "Hash tags": only the part between the first '{' and
+// the next '}' is hashed). The prefix is the namespace shared by the
+// processes of one service; the kind names the part ("idem" for idempotency
+// records); the name is the object's own name, escaped so that it cannot end
+// the hash tag early or collide with another name: '%', '{' and '}' become
+// %25, %7B and %7D, everything else is kept byte for byte.
+
+#ifndef MULLIGAN_STATE_BACKEND_H_
+#define MULLIGAN_STATE_BACKEND_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "mulligan/base/status.h"
+
+namespace mulligan {
+inline namespace v0 {
+
+// What a backend reports about itself (for logs, metrics, the dashboard).
+// Never holds a secret: the endpoint is rendered without user name or
+// password, and error texts come from the backend's replies and the OS.
+struct StateBackendHealth {
+  // True when the last command or connection attempt succeeded.
+  bool reachable = false;
+  // "redis://host:port/db" (no credentials), or "memory".
+  std::string endpoint;
+  // The most recent failure, or empty.
+  std::string last_error;
+  // Round trips sent to the backend (commands and scripts), successful or not.
+  uint64_t round_trips = 0;
+  // Operations refused with kStateUnavailable (connection down, timeout,
+  // error reply, waiting for the reconnect backoff).
+  uint64_t failures = 0;
+  // Connections established after the first one.
+  uint64_t reconnects = 0;
+};
+
+// A place where shareable state lives.
+//
+// Thread-safety: implementations are thread-safe.
+class StateBackend {
+ public:
+  virtual ~StateBackend() = default;
+  // Returns "memory" or "redis".
+  virtual const char* kind() const = 0;
+  // Returns a snapshot of the backend's health.
+  virtual StateBackendHealth Health() const = 0;
+};
+
+// Checks a key prefix (namespace): 1 to 64 bytes of printable ASCII other
+// than space, '{', '}' and '%'. kInvalidArgument names the field "prefix".
+// Thread-safety: thread-safe.
+Status ValidateStatePrefix(std::string_view prefix);
+
+// Returns the key of one object: "{<prefix>:<kind>:<escaped name>}" (see the
+// file comment). REQUIRES: ValidateStatePrefix(prefix) and `kind` a short
+// literal of the same alphabet. Never fails.
+// Thread-safety: thread-safe.
+std::string StateObjectKey(std::string_view prefix, std::string_view kind, std::string_view name);
+
+}  // namespace v0
+}  // namespace mulligan
+
+#endif  // MULLIGAN_STATE_BACKEND_H_

@@ -1,0 +1,44 @@
+// core/src/state/backend.cc — key naming shared by every state backend.
+
+#include "mulligan/state/backend.h"
+
+namespace mulligan {
+inline namespace v0 {
+
+Status ValidateStatePrefix(std::string_view prefix) {
+  if (prefix.empty() || prefix.size() > 64) {
+    return InvalidArgumentError("prefix must be 1 to 64 bytes, got " +
+                                std::to_string(prefix.size()));
+  }
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    const char c = prefix[i];
+    if (c <= ' ' || c > '~' || c == '{' || c == '}' || c == '%') {
+      return InvalidArgumentError("prefix byte " + std::to_string(i) +
+                                  " must be printable ASCII other than space, '{', '}' and '%'");
+    }
+  }
+  return OkStatus();
+}
+
+std::string StateObjectKey(std::string_view prefix, std::string_view kind, std::string_view name) {
+  std::string key;
+  key.reserve(prefix.size() + kind.size() + name.size() + 4);
+  key.push_back('{');
+  key.append(prefix.data(), prefix.size());
+  key.push_back(':');
+  key.append(kind.data(), kind.size());
+  key.push_back(':');
+  for (const char c : name) {
+    switch (c) {
+      case '%': key += "%25"; break;
+      case '{': key += "%7B"; break;
+      case '}': key += "%7D"; break;
+      default: key.push_back(c);
+    }
+  }
+  key.push_back('}');
+  return key;
+}
+
+}  // namespace v0
+}  // namespace mulligan

@@ -1,0 +1,173 @@
+"""mulligan.RedisState and IdempotencyStore(state=...) against a real
+redis-server (the ``redis_server`` fixture of tests/python/conftest.py):
+the store's semantics on Redis, two stores (two "processes") sharing one
+record, failing closed (StateBackendUnavailable, 503 from the ASGI and WSGI
+middlewares with the handler not run) while the server is down, and working
+again after a restart. No secret in any error or repr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import pytest
+
+import mulligan
+from mulligan.testing import FakeClock
+
+
+def test_bad_arguments_name_the_field_and_hide_the_password() -> None:
+    with pytest.raises(ValueError, match=r"mulligan.RedisState: url: rediss:// \(TLS\) is not "
+                                         r"supported: it needs hiredis >= 1.0 built with SSL"):
+        mulligan.RedisState("rediss://u:hunter2@h:6380/0")
+    with pytest.raises(ValueError) as e:
+        mulligan.RedisState("redis://u:hunter2@h:99999/0")
+    assert str(e.value) == "mulligan.RedisState: url: the port must be digits in [1, 65535]"
+    with pytest.raises(TypeError) as t:
+        mulligan.RedisState(b"redis://u:hunter2@h/0")  # type: ignore[arg-type]
+    assert "hunter2" not in str(t.value)
+    with pytest.raises(ValueError, match="prefix byte 1 must be printable ASCII"):
+        mulligan.RedisState("redis://127.0.0.1:1/0", prefix="a b")
+    with pytest.raises(ValueError, match="mulligan.RedisState: timeout must be > 0 seconds"):
+        mulligan.RedisState("redis://127.0.0.1:1/0", timeout=0)
+    with pytest.raises(TypeError, match="state must be a mulligan.RedisState or None"):
+        mulligan.IdempotencyStore(state="redis://127.0.0.1/0")  # type: ignore[arg-type]
+
+
+def test_store_semantics_on_redis(redis_server: Any) -> None:
+    clock = FakeClock()
+    state = mulligan.RedisState(redis_server.url, prefix="py")
+    assert repr(state) == f"<mulligan.RedisState redis://127.0.0.1:{redis_server.port}/0 prefix='py'>"
+    state.ping()
+    store = mulligan.IdempotencyStore(state=state, lease=30, ttl=600, clock=clock.monotonic)
+    r = store.reserve("k-1", b"POST /orders h", scope="alice")
+    assert r.state == "reserved"
+    clock.advance(29.75)
+    again = store.reserve("k-1", b"POST /orders h", scope="alice")
+    assert again.state == "in_flight"
+    assert again.retry_after == pytest.approx(0.25)
+    assert store.reserve("k-1", b"POST /orders other", scope="alice").state == "fingerprint_mismatch"
+    store.complete(r, status=201, headers=[(b"content-type", b"application/json")], body=b'{"id":1}')
+    replay = store.reserve("k-1", b"POST /orders h", scope="alice")
+    assert replay.state == "replay"
+    assert (replay.status, replay.headers, replay.body) == (
+        201, [(b"content-type", b"application/json")], b'{"id":1}')
+    clock.advance(600)
+    assert store.reserve("k-1", b"POST /orders h", scope="alice").state == "reserved"
+    health = state.health()
+    assert health["reachable"] is True
+    assert health["endpoint"] == f"redis://127.0.0.1:{redis_server.port}/0"
+    # PING, SCRIPT LOAD of the two scripts used, then one round trip per
+    # operation (5 reserves, 1 complete).
+    assert health["round_trips"] == 1 + 2 + 6
+
+
+def test_two_processes_share_one_record(redis_server: Any) -> None:
+    a = mulligan.IdempotencyStore(state=mulligan.RedisState(redis_server.url))
+    b = mulligan.IdempotencyStore(state=mulligan.RedisState(redis_server.url))
+    r = a.reserve("pay-7", b"f")
+    assert b.reserve("pay-7", b"f").state == "in_flight"
+    a.complete(r, status=200, body=b"paid")
+    assert b.reserve("pay-7", b"f").body == b"paid"
+
+
+def test_down_fails_closed_then_works_after_a_restart(redis_server: Any) -> None:
+    state = mulligan.RedisState(redis_server.url, timeout=0.2)
+    store = mulligan.IdempotencyStore(state=state)
+    r = store.reserve("k", b"f")
+    redis_server.stop()
+    with pytest.raises(mulligan.StateBackendUnavailable) as e:
+        store.complete(r, status=200, body=b"x")
+    assert isinstance(e.value, mulligan.MulliganError)
+    with pytest.raises(mulligan.StateBackendUnavailable):
+        store.reserve("k2", b"f")
+    assert state.health()["reachable"] is False
+    redis_server.start()
+    # The reconnect backoff runs on the real clock (from 50 ms, doubling,
+    # full jitter): poll briefly.
+    for _ in range(100):
+        try:
+            r2 = store.reserve("k2", b"f")
+            break
+        except mulligan.StateBackendUnavailable:
+            time.sleep(0.02)
+    else:
+        pytest.fail("the store did not reconnect within 2 s")
+    assert r2.state == "reserved"
+
+
+def _asgi_call(app: Any, key: str) -> tuple[int, dict[str, str], bytes]:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/orders", "query_string": b"",
+             "headers": [(b"idempotency-key", key.encode())]}
+    asyncio.run(app(scope, receive, send))
+    headers = {n.decode(): v.decode() for n, v in sent[0]["headers"]}
+    return sent[0]["status"], headers, sent[1]["body"]
+
+
+def test_asgi_middleware_answers_503_and_does_not_run_the_handler(redis_server: Any) -> None:
+    runs: list[str] = []
+
+    async def handler(scope: Any, receive: Any, send: Any) -> None:
+        runs.append("run")
+        await send({"type": "http.response.start", "status": 201, "headers": []})
+        await send({"type": "http.response.body", "body": b"made", "more_body": False})
+
+    store = mulligan.IdempotencyStore(state=mulligan.RedisState(redis_server.url, timeout=0.2))
+    app = mulligan.IdempotencyMiddleware(handler, store=store)
+    assert _asgi_call(app, "a")[0] == 201
+    assert _asgi_call(app, "a")[2] == b"made"
+    assert runs == ["run"]
+    redis_server.stop()
+    status, headers, body = _asgi_call(app, "b")
+    assert status == 503
+    assert headers["retry-after"] == "1"
+    assert headers["content-type"] == "application/problem+json"
+    problem = json.loads(body)
+    assert problem["type"].endswith("idempotency-store-unavailable")
+    assert "127.0.0.1" not in problem["detail"]
+    assert runs == ["run"]
+
+
+def test_wsgi_middleware_answers_503_and_does_not_run_the_handler(redis_server: Any) -> None:
+    import io
+
+    runs: list[str] = []
+
+    def handler(environ: Any, start_response: Any) -> list[bytes]:
+        runs.append("run")
+        start_response("201 Created", [("Content-Type", "text/plain")])
+        return [b"made"]
+
+    store = mulligan.IdempotencyStore(state=mulligan.RedisState(redis_server.url, timeout=0.2))
+    app = mulligan.WSGIIdempotencyMiddleware(handler, store=store)
+
+    def call(key: str) -> tuple[str, dict[str, str], bytes]:
+        seen: dict[str, Any] = {}
+
+        def start_response(status: str, headers: list[tuple[str, str]]) -> None:
+            seen["status"] = status
+            seen["headers"] = {n.lower(): v for n, v in headers}
+
+        environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/orders", "QUERY_STRING": "",
+                   "CONTENT_LENGTH": "2", "wsgi.input": io.BytesIO(b"{}"),
+                   "HTTP_IDEMPOTENCY_KEY": key}
+        body = b"".join(app(environ, start_response))
+        return seen["status"], seen["headers"], body
+
+    assert call("a")[0] == "201 Created"
+    redis_server.stop()
+    status, headers, _ = call("b")
+    assert status == "503 Service Unavailable"
+    assert headers["retry-after"] == "1"
+    assert runs == ["run"]
