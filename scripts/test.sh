@@ -25,6 +25,9 @@ scripts/setup.sh
 # The toxiproxy tests skip when toxiproxy is missing, except when this names
 # it: here setup.sh has just installed it, so a failure to start it fails.
 export MULLIGAN_TOXIPROXY="$PWD/.tools/toxiproxy/server"
+# Likewise redis-server (Debian's, from setup.sh) for the shared-state tests
+# of issue 16: named here, a missing or broken server fails them.
+export MULLIGAN_REDIS_SERVER=/usr/bin/redis-server
 
 cmake -S . -B build -G Ninja -DBUILD_TESTING=ON -DMULLIGAN_WARNINGS_AS_ERRORS=ON
 cmake --build build -j "$JOBS"
