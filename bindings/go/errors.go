@@ -35,6 +35,9 @@ const (
 	// CodeRateLimited: a rate limiter refused the call (the wait would pass
 	// its max wait or the deadline); RetryIn says when a slot frees.
 	CodeRateLimited Code = 14
+	// CodeStateUnavailable: a state backend (Redis) could not be reached or
+	// failed, and the operation failed closed. (0.5)
+	CodeStateUnavailable Code = 15
 )
 
 var codeNames = map[Code]string{
@@ -45,6 +48,7 @@ var codeNames = map[Code]string{
 	CodeTransport: "transport error", CodeTimeout: "timeout",
 	CodeBudgetExhausted: "budget exhausted", CodeThrottled: "throttled",
 	CodeBulkheadFull: "bulkhead full", CodeRateLimited: "rate limited",
+	CodeStateUnavailable: "state backend unavailable",
 }
 
 // String names the code as mulligan_status_str() does ("circuit open").

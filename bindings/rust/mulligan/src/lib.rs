@@ -92,6 +92,9 @@ pub enum Code {
     /// A rate limiter refused the call ([`Error::retry_in`]: when a slot
     /// frees); never retried. (0.4)
     RateLimited,
+    /// A state backend (Redis) could not be reached or failed, and the
+    /// operation failed closed. (0.5)
+    StateUnavailable,
     /// A code this version of the crate does not know (a newer library).
     Other(i32),
 }
@@ -115,6 +118,7 @@ impl Code {
             sys::MULLIGAN_E_THROTTLED => Code::Throttled,
             sys::MULLIGAN_E_BULKHEAD_FULL => Code::BulkheadFull,
             sys::MULLIGAN_E_RATE_LIMITED => Code::RateLimited,
+            sys::MULLIGAN_E_STATE_UNAVAILABLE => Code::StateUnavailable,
             _ => Code::Other(status),
         })
     }
