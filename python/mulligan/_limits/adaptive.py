@@ -16,7 +16,7 @@ from .._errors import RateLimitedError
 from .._retry.async_driver import sleep as _async_sleep
 from .._retry.state import STATE
 from . import Seconds, _seconds
-from .answers import ThrottlingPredicate, is_throttling_answer
+from .._answers import ThrottlingPredicate, is_throttling_answer
 
 __all__ = ["AdaptiveRate", "is_throttling_answer"]
 

@@ -80,7 +80,7 @@ def start_guarded(cfg: _Config, start: Optional[float]) -> Any:
 def _is_overload(cfg: _Config, exc: Optional[BaseException], result: Any) -> bool:
     """Whether ``throttle=`` must count this failure as an overload answer
     (0.5): its judge (``is_throttling=``, default
-    :func:`mulligan._limits.answers.is_throttling_answer`) said True. Without
+    :func:`mulligan._answers.is_throttling_answer`) said True. Without
     a throttle, never (the judge is not called)."""
     judge = cfg.throttle_judge
     return judge is not None and judge(exc if exc is not None else result) is True

@@ -39,7 +39,7 @@ from .._breaker.breaker import CircuitBreaker
 from .._config import policies as _config
 from .._limits import Bulkhead, RateLimiter, guard
 from .._limits.adaptive import AdaptiveRate, adaptive_guard
-from .._limits.answers import ThrottlingPredicate, is_throttling_answer
+from .._answers import ThrottlingPredicate, is_throttling_answer
 from .._validate import UNSET as _UNSET, Seconds
 from .async_driver import wrap_async
 from .hooks import StatisticsView
@@ -372,7 +372,7 @@ def retry(
             answer (not recorded). It also tells ``throttle=`` (0.5) which
             failures are overload answers: those the backend did not accept
             (True); every other answered attempt counts as accepted. Default
-            :func:`mulligan._limits.answers.is_throttling_answer`: HTTP 429,
+            :func:`mulligan._answers.is_throttling_answer`: HTTP 429,
             503 with Retry-After (read from ``status_code``/``status``/
             ``response.status_code`` and ``headers``), gRPC
             RESOURCE_EXHAUSTED (``code()``) are throttling; transport

@@ -24,7 +24,7 @@ from .._config import policies as _config
 from .._telemetry import metrics as _metrics
 from .._breaker.breaker import CircuitBreaker
 from .._errors import BulkheadFullError, RateLimitedError
-from .._limits.answers import ThrottlingPredicate, is_throttling_answer
+from .._answers import ThrottlingPredicate, is_throttling_answer
 
 _LIMIT_REFUSALS = (BulkheadFullError, RateLimitedError)
 from .._validate import UNSET as _UNSET, Seconds

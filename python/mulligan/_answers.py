@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from .._errors import TransportError
+from ._errors import TransportError
 
 __all__ = ["ThrottlingPredicate", "is_throttling_answer"]
 
