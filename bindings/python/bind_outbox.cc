@@ -29,12 +29,14 @@ py::dict EntryDict(const OutboxEntry& e) {
   py::dict d;
   d["id"] = e.id;
   d["kind"] = OutboxKindName(e.spec.kind);
-  d["idempotency_key"] = Latin1(e.spec.idempotency_key);
-  d["method"] = Latin1(e.spec.method);
-  d["url"] = Latin1(e.spec.url);
+  // Text the Python side wrote as UTF-8 (pybind11's str conversion) reads
+  // back as UTF-8, so an entry is sent as it was enqueued.
+  d["idempotency_key"] = Utf8(e.spec.idempotency_key);
+  d["method"] = Utf8(e.spec.method);
+  d["url"] = Utf8(e.spec.url);
   py::list headers;
   for (const OutboxHeader& h : e.spec.headers)
-    headers.append(py::make_tuple(Latin1(h.name), Latin1(h.value)));
+    headers.append(py::make_tuple(Utf8(h.name), Utf8(h.value)));
   d["headers"] = headers;
   d["body"] = py::bytes(e.spec.body);
   d["job"] = Utf8(e.spec.job);

@@ -52,7 +52,16 @@ def is_throttling_answer(value: Any) -> Optional[bool]:
     or a built-in ConnectionError/TimeoutError; False for anything else,
     a returned value included. Source: the AWS SDKs' retry behavior spec,
     adaptive mode (throttling errors update the rate, every other response
-    too)."""
+    too). Never raises: a value whose attributes raise is no answer (None)."""
+    try:
+        return _judge(value)
+    except Exception:  # noqa: BLE001 - a property of the caller's object that raises
+        # is no answer of ours to judge: the caller's own exception must
+        # propagate, not this one.
+        return None
+
+
+def _judge(value: Any) -> Optional[bool]:
     if isinstance(value, (TransportError, ConnectionError, TimeoutError)):
         return None
     status = _status_of(value)

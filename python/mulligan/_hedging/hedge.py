@@ -50,8 +50,8 @@ class _Hedged:
         )
         self.on = _exception_types(o["on"])
         self.key_arg: Optional[str] = _validate.name_or_none(_OWNER, "key_arg", o["key_arg"])
-        params = inspect.signature(fn).parameters
-        self.takes_key = self.key_arg is not None and self.key_arg in params
+        self.signature = inspect.signature(fn)
+        self.takes_key = self.key_arg is not None and self.key_arg in self.signature.parameters
         quantile = o["quantile"]
         if quantile is not None:
             quantile = _validate.number(_OWNER, "quantile", quantile)
@@ -91,9 +91,13 @@ async def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
 
 async def _run(h: _Hedged, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     loop = asyncio.get_running_loop()
-    if h.takes_key and kwargs.get(h.key_arg) is None:  # type: ignore[arg-type]
-        kwargs = dict(kwargs)
-        kwargs[h.key_arg] = new_idempotency_key()  # type: ignore[index]
+    if h.takes_key:
+        # The caller's key, by keyword or by position, else one new key for
+        # every copy. A call the function could not take raises its TypeError.
+        bound = h.signature.bind_partial(*args, **kwargs)
+        if bound.arguments.get(h.key_arg) is None:  # type: ignore[arg-type]
+            bound.arguments[h.key_arg] = new_idempotency_key()  # type: ignore[index]
+            args, kwargs = bound.args, bound.kwargs
     call = h.hedging.begin(h.pipeline, loop.time())
     tasks: dict[int, asyncio.Task[Any]] = {}
     last_exc: Optional[BaseException] = None

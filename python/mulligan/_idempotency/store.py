@@ -250,6 +250,7 @@ class IdempotencyStore:
         )
         self._clock: Callable[[], float] = clock if clock is not None else time.monotonic
         self._ttl = ttl_seconds
+        self._shared = state is not None
         self.max_key_length = max_key_length
 
     def reserve(
@@ -352,6 +353,8 @@ class IdempotencyStore:
         Raises:
             TypeError: reservation is not an IdempotencyReservation.
             ValueError: the lease is not held any more.
+            StateBackendUnavailable: a shared ``state=`` (Redis) could not be
+                reached (0.5); the key stays in flight until its lease ends.
         """
         if not isinstance(reservation, IdempotencyReservation):
             raise TypeError(
@@ -375,6 +378,7 @@ class IdempotencyStore:
         key: Union[str, Callable[..., Optional[str]]],
         fingerprint: Optional[Callable[..., Union[bytes, str]]] = None,
         scope: Optional[Callable[..., str]] = None,
+        trust_state: bool = False,
     ) -> Callable[[F], F]:
         """Makes a function or coroutine function run once per idempotency key.
 
@@ -404,6 +408,15 @@ class IdempotencyStore:
                 fingerprint raises :class:`IdempotencyKeyMismatch`. Default:
                 no check.
             scope: a function of the call's arguments returning the scope.
+            trust_state: required (True) on a store with a shared ``state=``
+                (0.5): results are pickled, and unpickling runs whatever code
+                the record names, so anyone who can write to that Redis could
+                run code in every process replaying from it. Pass True only
+                when nothing but your own processes can write there (Redis
+                ACLs on the key prefix, a private network). Default False.
+
+        Raises (when decorating):
+            ValueError: a shared-state store without ``trust_state=True``.
 
         Raises (from the decorated function):
             IdempotencyConflict: the same key is still running elsewhere.
@@ -429,6 +442,14 @@ class IdempotencyStore:
         """
         if not isinstance(key, str) and not callable(key):
             raise TypeError(f"key must be a parameter name or a callable, got {key!r}")
+        if self._shared and trust_state is not True:
+            raise ValueError(
+                "mulligan.IdempotencyStore.idempotent: this store's state is shared (Redis) and "
+                "results are pickled: unpickling a record runs the code it names, so whoever can "
+                "write to that Redis could run code here. Pass trust_state=True if only your own "
+                "processes can write to it (Redis ACLs), or store bytes through the HTTP "
+                "middleware, which never unpickles"
+            )
         return _Idempotent(self, key, fingerprint, scope).decorate
 
 

@@ -52,6 +52,9 @@ async def _deliver_http(box: Outbox, lease: Any, entry: Any, successes: list[Any
     except TransportError as e:
         await _db(box._record_transport, lease, e)
         return
+    except (TypeError, ValueError) as e:
+        await _db(box._record_refused, lease, e)
+        return
     await _db(box._record_response, lease, response.status_code,
               response.headers.get("Retry-After"), successes)
 

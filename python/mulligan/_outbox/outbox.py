@@ -24,7 +24,9 @@ Retry-After), or dead-letters the entry with its attempt history.
 from __future__ import annotations
 
 import builtins
+import inspect
 import json as _json
+import logging
 import os
 import socket
 import threading
@@ -36,9 +38,13 @@ from typing import Any, Callable, Optional, Union
 from .. import _core
 from . import async_worker as _async_worker
 from .._http.client import Client
-from .._errors import TransportError
+from .._http.headers import _check_headers
+from .._http.request import _check_url
+from .._errors import OutboxError, TransportError
 
 __all__ = ["Outbox", "OutboxAttempt", "OutboxEntry", "OutboxStats"]
+
+_log = logging.getLogger("mulligan")
 
 #: A job handler: called with the payload (bytes) and the entry's
 #: Idempotency-Key (str); returning means delivered, raising means this
@@ -184,8 +190,12 @@ def _http_item(
     idempotency_key: Optional[str],
 ) -> tuple[str, str, str, list[tuple[str, str]], bytes, str, bytes, str]:
     """The _core form of an HTTP entry: (kind, method, url, headers, body,
-    job, payload, key)."""
+    job, payload, key). The URL and the header fields are checked as
+    :class:`mulligan.Client` checks them, so that an entry the worker could
+    never send is refused here (ValueError/TypeError), not dead on arrival."""
+    _check_url(url)
     pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers or [])
+    _check_headers(pairs)
     if json is not None:
         if body is not None:
             raise ValueError("mulligan.Outbox.enqueue: give body or json, not both")
@@ -462,13 +472,34 @@ class Outbox:
         except TransportError as e:
             self._record_transport(lease, e)
             return
+        except (TypeError, ValueError) as e:
+            self._record_refused(lease, e)
+            return
         self._record_response(
             lease, response.status_code, response.headers.get("Retry-After"), successes
         )
 
+    def _record_refused(self, lease: Any, e: Exception) -> None:
+        """An entry the client refused to send (an entry written before 0.5's
+        checks at enqueue, or by another program): terminal, dead-lettered
+        with the reason, so that it cannot stop the queue."""
+        self._fail(lease, _core.Outcome.failure(False), f"refused by the client: {e}")
+
+    def _fail(self, lease: Any, outcome: Any, message: str, status: int = 0) -> None:
+        """Records a failed attempt. A lease lost meanwhile (the attempt ran
+        past ``lease_timeout`` and another worker took the entry) is the
+        normal at-least-once case: the late result is dropped and logged."""
+        try:
+            self._box.fail(lease, outcome, message, self._now(), status)
+        except OutboxError as e:
+            if "lease lost" not in str(e):
+                raise
+            _log.warning("mulligan.Outbox: dropped the late result of entry %s: %s",
+                         lease.entry["id"], e)
+
     def _record_transport(self, lease: Any, e: TransportError) -> None:
         kind = getattr(_core.ErrorKind, str(e.kind).upper(), _core.ErrorKind.TRANSPORT)
-        self._box.fail(lease, _core.Outcome.transport(kind), str(e), self._now())
+        self._fail(lease, _core.Outcome.transport(kind), str(e))
 
     def _record_response(
         self,
@@ -483,7 +514,7 @@ class Outbox:
         now = self._now()
         outcome = _core.http_response_outcome(status, retry_after, True, now)
         if self._policy.classify(outcome) != _core.Classification.SUCCESS:
-            self._box.fail(lease, outcome, f"HTTP {status}", now, status)
+            self._fail(lease, outcome, f"HTTP {status}", status)
         elif successes is not None:
             successes.append((lease, status))
         else:
@@ -497,9 +528,19 @@ class Outbox:
             self._record_job_failure(lease, None)
             return
         try:
-            handler(entry["payload"], entry["idempotency_key"])
+            result = handler(entry["payload"], entry["idempotency_key"])
         except Exception as e:  # noqa: BLE001 - any failure of the handler is this attempt's
             self._record_job_failure(lease, e)
+            return
+        if inspect.isawaitable(result):
+            # An async handler under the blocking worker has not run: never
+            # count it delivered. Terminal: it needs adeliver_due/arun_worker.
+            close = getattr(result, "close", None)
+            if callable(close):
+                close()  # no "coroutine was never awaited" warning
+            self._fail(lease, _core.Outcome.failure(False),
+                       f"the handler of job {entry['job']!r} is async: deliver it with "
+                       "adeliver_due() or arun_worker()")
             return
         successes.append((lease, 0))
 
@@ -508,7 +549,7 @@ class Outbox:
             message = f"no handler registered for job {lease.entry['job']!r}"
         else:
             message = f"{type(e).__name__}: {e}"
-        self._box.fail(lease, _core.Outcome.failure(True), message, self._now())
+        self._fail(lease, _core.Outcome.failure(True), message)
 
     # --- asyncio ------------------------------------------------------------
 

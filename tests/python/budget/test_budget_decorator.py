@@ -280,3 +280,22 @@ def test_async_throttling_answers_count_as_not_accepted() -> None:
 
     asyncio.run(main())
     assert throttle.probability() == pytest.approx(0.1)
+
+
+def test_a_failure_whose_attributes_raise_keeps_its_own_exception() -> None:
+    # The default judge reads status_code; a property that raises there is
+    # no answer (not an overload), and the caller's exception propagates.
+    class ApiError(Exception):
+        @property
+        def status_code(self) -> int:
+            raise RuntimeError("no response attached")
+
+    throttle = mulligan.AdaptiveThrottle(k=2.0, seed=1)
+
+    @mulligan.retry(on=ApiError, attempts=1, throttle=throttle)
+    def call() -> None:
+        raise ApiError("boom")
+
+    with pytest.raises(ApiError, match="boom"):
+        call()
+    assert throttle.probability() == 0.0

@@ -127,6 +127,11 @@ def test_keyed_calls_send_one_key_on_every_copy() -> None:
     fn2 = mulligan.hedge(max_attempts=2, delay=0.1, report_metrics=False)(svc2.__call__)
     assert run(fn2(idempotency_key="k-1")) == "b"
     assert svc2.keys == ["k-1", "k-1"]
+    # By position too: the caller's key, not a new one on top of it.
+    svc3 = Service([(1.0, "a"), (0.1, "b")])
+    fn3 = mulligan.hedge(max_attempts=2, delay=0.1, report_metrics=False)(svc3.__call__)
+    assert run(fn3("k-2")) == "b"
+    assert svc3.keys == ["k-2", "k-2"]
 
 
 def test_quantile_delay_after_a_latency_history() -> None:

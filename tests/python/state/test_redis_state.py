@@ -171,3 +171,23 @@ def test_wsgi_middleware_answers_503_and_does_not_run_the_handler(redis_server: 
     assert status == "503 Service Unavailable"
     assert headers["retry-after"] == "1"
     assert runs == ["run"]
+
+
+def test_pickled_results_on_a_shared_store_need_trust_state(redis_server: Any) -> None:
+    # Unpickling a record from a shared Redis runs the code it names: the
+    # decorator refuses a shared store unless the caller says it is trusted.
+    store = mulligan.IdempotencyStore(state=mulligan.RedisState(redis_server.url, prefix="pk"))
+    with pytest.raises(ValueError, match="trust_state=True"):
+        store.idempotent(key="request_id")
+    runs: list[int] = []
+
+    @store.idempotent(key="request_id", trust_state=True)
+    def charge(amount: int, request_id: str) -> dict[str, int]:
+        runs.append(amount)
+        return {"charged": amount}
+
+    assert charge(5, "r-1") == {"charged": 5}
+    assert charge(5, request_id="r-1") == {"charged": 5}
+    assert runs == [5]
+    # An in-process store needs no such promise.
+    mulligan.IdempotencyStore().idempotent(key="request_id")
