@@ -19,23 +19,11 @@ without), and eventual success within 0.2 percentage points of no budget.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import os
 import sys
 import time
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-
-
-def _nginx_module() -> Any:
-    path = os.path.join(ROOT, "tests", "nginx", "nginx_server.py")
-    spec = importlib.util.spec_from_file_location("mulligan_bench_nginx", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from _nginx import nginx_server_module  # bench/_nginx.py
 
 
 def _budgets() -> list[tuple[str, Any]]:
@@ -70,7 +58,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=1000)
     args = parser.parse_args()
-    nginx = _nginx_module()
+    nginx = nginx_server_module()
     rows = []
     with nginx.NginxServer() as server:
         server.wait_for_access_log(1)

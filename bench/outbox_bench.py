@@ -20,24 +20,13 @@ outbox run's delivery rate to the in-memory loop's. Issue 21's goal: at least
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 import tempfile
 import time
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-
-
-def _nginx_module() -> Any:
-    path = os.path.join(ROOT, "tests", "nginx", "nginx_server.py")
-    spec = importlib.util.spec_from_file_location("mulligan_bench_nginx", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from _nginx import nginx_server_module  # bench/_nginx.py
 
 
 def _in_memory(url: str, n: int) -> float:
@@ -80,7 +69,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--entries", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=64)
     args = parser.parse_args(argv)
-    nginx = _nginx_module()
+    nginx = nginx_server_module()
     with nginx.NginxServer() as server:
         url = server.url("/ok")
         _in_memory(url, 50)  # warm the connection and the module
