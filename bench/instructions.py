@@ -87,6 +87,7 @@ class Path:
     program: Optional[str] = None  # C++ bench program (None: a Python path)
     case: Optional[str] = None  # its case argument
     gated: bool = True  # False: measured and printed for comparison, never gated
+    default: bool = True  # False: measured only when named in --paths
 
 
 PATHS: Sequence[Path] = (
@@ -108,6 +109,25 @@ PATHS: Sequence[Path] = (
     Path("py_http_get_concurrent", "one GET of nginx's /ok through mulligan.AsyncClient("
          "attempts=3), 10 in flight on one asyncio loop (not gated: spreads ~5% between runs)",
          300, gated=False),
+    # The client adapters against what they replace (issue 20), off by
+    # default and never gated: their counts are mostly requests', urllib3's,
+    # httpx's and tenacity's, whose versions come from PyPI. Run them with
+    #   python bench/instructions.py --paths py_http_requests_bare,...
+    # (names below); the adapters' README table comes from such a run.
+    Path("py_http_requests_bare", "requests.Session GET of nginx's /ok through HTTPAdapter("
+         "max_retries=0) (no retry layer)", 100, gated=False, default=False),
+    Path("py_http_requests_urllib3", "requests.Session GET of nginx's /ok through HTTPAdapter("
+         "max_retries=urllib3 Retry(total=3, backoff_factor=0.2, status_forcelist=[408, 429, "
+         "500, 502, 503, 504]))", 100, gated=False, default=False),
+    Path("py_http_requests_mulligan", "requests.Session GET of nginx's /ok through "
+         "mulligan.adapters.requests.Adapter(attempts=3)", 100, gated=False, default=False),
+    Path("py_http_httpx_bare", "httpx.Client GET of nginx's /ok (no retry layer)", 100,
+         gated=False, default=False),
+    Path("py_http_httpx_tenacity", "httpx.Client GET of nginx's /ok inside tenacity's "
+         "Retrying(stop_after_attempt(3), wait_exponential, retry on TransportError or a "
+         "retryable status)", 100, gated=False, default=False),
+    Path("py_http_httpx_mulligan", "httpx.Client GET of nginx's /ok through "
+         "mulligan.adapters.httpx.Transport(attempts=3)", 100, gated=False, default=False),
     Path("cxx_retry_success", "C++ RetryCall(RetryPolicy::Default(), ok) success, no metrics "
          "(bench/core_retry_bench.cc, case success)", 100_000,
          program="core_retry_bench", case="success"),
@@ -195,7 +215,59 @@ def _python_path(name: str, url: str) -> Callable[[int], None]:
         return run_get
     if name == "py_http_get_concurrent":
         return _concurrent_gets(mulligan, url + "/ok")
+    if name.startswith(("py_http_requests_", "py_http_httpx_")):
+        return _adapter_gets(name, url + "/ok")
     raise GateError(f"no Python path named {name!r}")
+
+
+def _adapter_gets(name: str, ok_url: str) -> Callable[[int], None]:
+    """run(n): n sequential GETs of `ok_url` through the client of path `name`
+    (one kept-alive connection), each checked for its 200."""
+    if name.startswith("py_http_requests_"):
+        import requests
+        import urllib3
+
+        import mulligan.adapters.requests
+
+        session = requests.Session()
+        session.trust_env = False  # no proxy or netrc look-ups from the environment
+        adapter: Any = {
+            "py_http_requests_bare": lambda: requests.adapters.HTTPAdapter(max_retries=0),
+            "py_http_requests_urllib3": lambda: requests.adapters.HTTPAdapter(
+                max_retries=urllib3.Retry(total=3, backoff_factor=0.2,
+                                          status_forcelist=[408, 429, 500, 502, 503, 504])),
+            "py_http_requests_mulligan": lambda: mulligan.adapters.requests.Adapter(attempts=3),
+        }[name]()
+        session.mount("http://", adapter)
+        get: Callable[[], Any] = lambda: session.get(ok_url)  # noqa: E731
+    else:
+        import httpx
+
+        import mulligan.adapters.httpx
+
+        if name == "py_http_httpx_mulligan":
+            client = httpx.Client(transport=mulligan.adapters.httpx.Transport(attempts=3))
+        else:
+            client = httpx.Client()
+        get = lambda: client.get(ok_url)  # noqa: E731
+        if name == "py_http_httpx_tenacity":
+            import tenacity
+
+            retrying = tenacity.Retrying(
+                stop=tenacity.stop_after_attempt(3), wait=tenacity.wait_exponential(0.2),
+                retry=tenacity.retry_if_exception_type(httpx.TransportError)
+                | tenacity.retry_if_result(lambda r: r.status_code in (408, 429, 500, 502, 503,
+                                                                       504)),
+                reraise=True)
+            plain = get
+            get = lambda: retrying(plain)  # noqa: E731
+
+    def run_gets(n: int) -> None:
+        for _ in range(n):
+            if get().status_code != 200:
+                raise RuntimeError("GET /ok did not answer 200")
+
+    return run_gets
 
 
 def _concurrent_gets(mulligan: Any, ok_url: str) -> Callable[[int], None]:
@@ -481,7 +553,7 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         args = _parse(argv)
-        names = [n for n in args.paths.split(",") if n] or [p.name for p in PATHS]
+        names = [n for n in args.paths.split(",") if n] or [p.name for p in PATHS if p.default]
         unknown = [n for n in names if n not in PATHS_BY_NAME]
         if unknown:
             raise GateError(f"unknown path {', '.join(unknown)} "

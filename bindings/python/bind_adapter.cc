@@ -6,6 +6,10 @@
 //   call = p.begin(now, method, url, keyed, body_replayable, breaker_key, strict, policy,
 //                  fallback, max_attempts, no_wait)
 //   call.admit(now) -> bool; call.attempt_timeout; call.record(outcome, now)
+//   call.record_response(status, retry_after, wall_now, now) -> Decision
+//   call.admit_bound(now) -> None (refused) | seconds (inf: no bound)
+//   call.finish_response(status, retry_after, wall_now, now) -> None | Decision
+//     (the adapters' fast path: one crossing per step, see below)
 //   _core.http_response_outcome(status, retry_after, keyed, wall_now) -> Outcome
 //
 // An adapter's attempts run in another library (requests, httpx, aiohttp), so
@@ -53,6 +57,7 @@ struct PyAdapterCall {
   py::object policy;
   std::string key;
   AttemptAdmission admission;
+  bool keyed = false;  // the request carries an Idempotency-Key
 };
 
 double RetryIn(Duration d) {
@@ -62,7 +67,7 @@ double RetryIn(Duration d) {
 // The origin of `url`: HttpOrigin parses the URL with libcurl (about 4 µs),
 // so the last URL and its origin are kept per thread, as Exchange does; an
 // adapter mostly calls the same few URLs.
-const std::string& OriginOf(const std::string& url) {
+const std::string& OriginOf(std::string_view url) {
   thread_local std::string last_url;
   thread_local std::string last_origin;
   thread_local bool valid = false;
@@ -75,9 +80,11 @@ const std::string& OriginOf(const std::string& url) {
   return last_origin;
 }
 
-std::unique_ptr<PyAdapterCall> Begin(py::object self, double now, const std::string& method,
-                                     const std::string& url, bool keyed, bool body_replayable,
-                                     const std::string& breaker_key, std::optional<bool> strict,
+// The strings are views of the Python str objects' UTF-8 (no copy), valid
+// for this call only; what the call keeps (its origin) is copied.
+std::unique_ptr<PyAdapterCall> Begin(py::object self, double now, std::string_view method,
+                                     std::string_view url, bool keyed, bool body_replayable,
+                                     std::string_view breaker_key, std::optional<bool> strict,
                                      py::object policy, bool fallback, int max_attempts,
                                      bool no_wait) {
   const internal::Settings& s = *self.cast<const PyHttpPipeline&>().settings;
@@ -92,6 +99,7 @@ std::unique_ptr<PyAdapterCall> Begin(py::object self, double now, const std::str
   }
   auto out = std::make_unique<PyAdapterCall>();
   out->owner = self;
+  out->keyed = keyed;
   CallOptions options;
   if (!policy.is_none()) {
     options.policy = policy.cast<const RetryPolicy*>();
@@ -192,6 +200,51 @@ void BindAdapterCallClass(py::module_& m) {
             return c.call->Record(outcome, MonotonicToTimePoint(now));
           },
           py::arg("outcome"), py::arg("now"), "Records the attempt's outcome: the Decision.")
+      .def(
+          "record_response",
+          [](PyAdapterCall& c, int status, std::optional<std::string_view> retry_after,
+             double wall_now, double now) {
+            return c.call->Record(
+                HttpResponseOutcome(status, retry_after, c.keyed, UnixToWallTime(wall_now)),
+                MonotonicToTimePoint(now));
+          },
+          py::arg("status"), py::arg("retry_after"), py::arg("wall_now"), py::arg("now"),
+          "Records an attempt that got a response with `status` and its Retry-After value\n"
+          "(None: absent) read at `wall_now` (Unix seconds; read only with a value): the\n"
+          "Decision. One engine call for http_response_outcome + record.")
+      // The adapters' fast path: every crossing of the binding costs about
+      // 1,000-2,000 instructions of pybind11 dispatch (callgrind), as much as
+      // the engine's own work, so a first-attempt success takes three:
+      // begin, admit_bound (the admission and the attempt's bound at once)
+      // and finish_response (None when the response is the answer).
+      .def(
+          "admit_bound",
+          [](PyAdapterCall& c, double now) -> py::object {
+            c.admission = c.call->Admit(MonotonicToTimePoint(now));
+            if (!c.admission.go()) return py::none();
+            if (!c.admission.timeout) return py::float_(std::numeric_limits<double>::infinity());
+            return py::float_(DurationToSeconds(*c.admission.timeout));
+          },
+          py::arg("now"),
+          "Asks before the next attempt, as admit(): None when refused (circuit open), else\n"
+          "the admitted attempt's bound in seconds (inf: none), as attempt_timeout.")
+      .def(
+          "finish_response",
+          [](PyAdapterCall& c, int status, std::optional<std::string_view> retry_after,
+             double wall_now, double now) -> py::object {
+            const Decision d = c.call->Record(
+                HttpResponseOutcome(status, retry_after, c.keyed, UnixToWallTime(wall_now)),
+                MonotonicToTimePoint(now));
+            if (!d.retry() && !d.use_fallback &&
+                (d.reason == StopReason::kSucceeded || d.reason == StopReason::kTerminal)) {
+              return py::none();
+            }
+            return py::cast(d);
+          },
+          py::arg("status"), py::arg("retry_after"), py::arg("wall_now"), py::arg("now"),
+          "As record_response(), but None when the call ended on this response and it is\n"
+          "the answer as is (stopped as succeeded or terminal, no fallback): the Decision\n"
+          "otherwise (a retry, or a give-up the adapter reports).")
       .def(
           "abandon",
           [](PyAdapterCall& c, double now, int in_flight) {

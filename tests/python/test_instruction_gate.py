@@ -105,3 +105,24 @@ def test_unknown_path_is_a_usage_error() -> None:
     proc = _gate(BUDGETS, "--paths", "py_nope")
     assert proc.returncode == 2
     assert "unknown path py_nope" in proc.stderr
+
+
+def test_adapter_paths_are_opt_in_and_never_gated() -> None:
+    # The adapter comparisons count mostly requests', urllib3's, httpx's and
+    # tenacity's code (PyPI versions): measured on request, never gated, and
+    # not in the run scripts/test.sh makes.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mulligan_instructions", GATE)
+    assert spec is not None and spec.loader is not None
+    gate = importlib.util.module_from_spec(spec)
+    sys.modules["mulligan_instructions"] = gate
+    spec.loader.exec_module(gate)
+    adapters = [p for p in gate.PATHS if p.name.startswith(("py_http_requests_", "py_http_httpx_"))]
+    assert sorted(p.name for p in adapters) == sorted([
+        "py_http_requests_bare", "py_http_requests_urllib3", "py_http_requests_mulligan",
+        "py_http_httpx_bare", "py_http_httpx_tenacity", "py_http_httpx_mulligan"])
+    assert all(not p.default and not p.gated for p in adapters)
+    with open(BUDGETS, encoding="utf-8") as f:
+        budgeted = set(json.load(f)["paths"])
+    assert budgeted == {p.name for p in gate.PATHS if p.gated}

@@ -17,7 +17,7 @@ mulligan.testing's FakeClock makes them instant and records them.
 Why a call always begins in the engine (unlike ``@retry``'s success path,
 which enters it only after a failure): an HTTP attempt over loopback costs
 100 µs or more, and the three engine calls of a first-attempt success
-(begin, admit, record) cost under 1 µs, well inside the adapters' budget
+(begin, admit, record_response) cost a few µs, about 1% of that
 (bench/adapters.py); the one uniform path keeps the breaker, the deadline
 and the metrics exact.
 
@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional
 
 from .. import _core, _validate
 from .._errors import CircuitOpenError, RetriesExhausted
-from .._http.base import _composed, _limit_args, _method_args, _testing
+from .._http.base import _composed, _limit_args, _method_args
 from .._http.events import _GAVE_UP_REASONS, _log_give_up, _report_retry
 from .._http.request import _breaker_args, _breaker_key_of, _policy, _retry_on
 from .._redact import redact_url
@@ -158,38 +158,66 @@ class AdapterConfig:
         return RequestCall(self, method, url, key, body_replayable)
 
 
+_NO_BOUND = float("inf")  # admit_bound's "no attempt bound"
+
+
+class _Answered:
+    """What :meth:`RequestCall.response` returns when the engine ended the
+    call on that response and the response is the answer as it is (stopped as
+    succeeded or terminal, no fallback): the fields of a Decision the
+    adapters read, without a crossing into the engine to read them. Compare
+    with ``is ANSWERED``."""
+
+    __slots__ = ()
+    retry = False
+    use_fallback = False
+    delay = 0.0
+
+
+ANSWERED = _Answered()
+
+
 class RequestCall:
     """One logical request through an adapter's pipeline.
 
     Not thread-safe: it belongs to one request (one thread, or one task).
     """
 
-    __slots__ = ("cfg", "core", "method", "url", "key", "kind", "status", "trace")
+    __slots__ = ("cfg", "core", "method", "url", "key", "kind", "status", "trace", "bound")
 
     def __init__(
         self, cfg: AdapterConfig, method: str, url: str, key: Optional[str], body_replayable: bool
     ) -> None:
-        cap, no_wait, _ = _testing()
+        # mulligan.testing's switches, as _http.base._testing reads them
+        # (inlined: this runs once per request of every adapter).
+        state = STATE
+        cap = (state.testing_attempts if state.testing else 0) if state.active else 1
         self.cfg = cfg
         self.method = method
         self.url = url
         self.key = key
         self.kind: Optional[str] = None
         self.status = 0
+        by = cfg._breaker_key_fn
         self.core: Any = cfg.pipeline.begin(
-            STATE.now(), method, url, key is not None, body_replayable,
-            cfg.breaker_key(method, url), None, None, cfg.fallback is not UNSET, cap, no_wait,
+            state.now(), method, url, key is not None, body_replayable,
+            "" if by is None else _breaker_key_of(cfg.owner, by, method, url), None, None,
+            cfg.fallback is not UNSET, cap, state.testing,
         )
+        self.bound: Optional[float] = None
         # The call's spans while mulligan.otel tracing is on, else None.
         self.trace = _tracing.http_call(method, url) if _tracing.SWITCH.tracer is not None else None
 
     def admit(self) -> bool:
         """Asks the engine before an attempt; False: the breaker refused.
         An admitted attempt's span starts here (tracing on)."""
-        admitted = bool(self.core.admit(STATE.now()))
-        if admitted and self.trace is not None:
+        bound = self.core.admit_bound(STATE.now())
+        if bound is None:
+            return False
+        self.bound = None if bound == _NO_BOUND else bound
+        if self.trace is not None:
             self.trace.start_attempt()
-        return admitted
+        return True
 
     def inject(self, headers: Any) -> None:
         """Writes the admitted attempt's trace context (W3C traceparent, or
@@ -215,7 +243,7 @@ class RequestCall:
     def attempt_timeout(self) -> Optional[float]:
         """The admitted attempt's bound in seconds (``timeout=`` trimmed to
         the deadline), or None: the adapted library's own timeout only."""
-        return self.core.attempt_timeout  # type: ignore[no-any-return]
+        return self.bound
 
     @property
     def attempts(self) -> int:
@@ -223,15 +251,19 @@ class RequestCall:
         return self.core.attempts  # type: ignore[no-any-return]
 
     def response(self, status: int, retry_after: Optional[str]) -> Any:
-        """Records an attempt that got a response: the engine's Decision."""
+        """Records an attempt that got a response: the engine's Decision, or
+        :data:`ANSWERED` when the call ended on it and it is the answer as is
+        (tracing off; the one crossing into the engine then reads nothing
+        more)."""
         self.kind = None
         self.status = status
         # The wall clock matters only to a Retry-After HTTP-date.
         now = wall_now() if retry_after is not None else 0.0
-        outcome = _core.http_response_outcome(status, retry_after, self.key is not None, now)
-        decision = self.core.record(outcome, STATE.now())
-        if self.trace is not None:
-            self._traced(decision, status, None, None)
+        if self.trace is None:
+            decision = self.core.finish_response(status, retry_after, now, STATE.now())
+            return ANSWERED if decision is None else decision
+        decision = self.core.record_response(status, retry_after, now, STATE.now())
+        self._traced(decision, status, None, None)
         return decision
 
     def error(self, kind: str) -> Any:
@@ -315,6 +347,8 @@ class RequestCall:
         answers (given an ``error_type`` carrying ``response``), or, with
         ``raise_on_give_up``, that ``error_type`` (a RetriesExhausted
         subclass) is raised; else the response is returned."""
+        if decision is ANSWERED:
+            return response
         reason = decision.reason
         if reason not in _GAVE_UP_REASONS and not decision.use_fallback:
             return response

@@ -143,6 +143,24 @@ def _trim(timeout: _Timeout, bound: Optional[float]) -> _Timeout:
     return timeout  # a urllib3 Timeout object: the caller's own
 
 
+def _field(headers: Any, lower: str, name: str) -> Optional[str]:
+    """The value of the header field ``name`` (``lower``: the same in lower
+    case), or None. requests' CaseInsensitiveDict keeps {lower-case name:
+    (name, value)} in ``_store``; reading it directly skips
+    ``Mapping.get``'s KeyError on a missing field (about 4,500 instructions
+    of the 20,000 this adapter adds per request, callgrind). Any other
+    mapping is asked with ``get``."""
+    store = getattr(headers, "_store", None)
+    if type(store) is dict:
+        item = store.get(lower)
+        if item is None:
+            return None
+        value = item[1]
+        return value.decode("latin-1") if isinstance(value, bytes) else value
+    value = headers.get(name)
+    return value.decode("latin-1") if isinstance(value, bytes) else value
+
+
 def _replayable(request: requests.PreparedRequest) -> bool:
     """Whether the body can be sent again: none, bytes or str, or a file
     whose position requests recorded (rewound before each retry)."""
@@ -251,8 +269,7 @@ class Adapter(requests.adapters.HTTPAdapter):
         """
         cfg = self._mulligan
         method = (request.method or "GET").upper()
-        given = request.headers.get("Idempotency-Key")
-        key: Optional[str] = given.decode("latin-1") if isinstance(given, bytes) else given
+        key = _field(request.headers, "idempotency-key", "Idempotency-Key")
         if key is None and cfg.idempotency_key and method not in IDEMPOTENT_METHODS:
             key = new_key()
             request.headers["Idempotency-Key"] = key
@@ -298,7 +315,9 @@ class Adapter(requests.adapters.HTTPAdapter):
                     last = exc
                 else:
                     in_flight = 0
-                    decision = call.response(response.status_code, response.headers.get("Retry-After"))
+                    decision = call.response(
+                        response.status_code, _field(response.headers, "retry-after", "Retry-After")
+                    )
                     if not decision.retry:
                         return call.gave_up_on_status(decision, response, RetriesExhausted)
                     response.close()
