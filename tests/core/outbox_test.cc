@@ -8,6 +8,7 @@
 #include "mulligan/outbox/outbox.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -330,6 +331,56 @@ TEST_F(OutboxTest, MetricsRegistryExportsTheOutboxFamilies) {
   EXPECT_TRUE(registry.SnapshotLimits(clock_.Now(), Now()).outboxes.empty());
   EXPECT_EQ(registry.ToPrometheus(clock_.Now(), Now()).find("mulligan_outbox_"),
             std::string::npos);
+}
+
+// Another program's SQLite database (tables, no outbox_meta marker) is
+// refused and left as it was; an empty database becomes an outbox; with
+// create = false an absent file is refused and not made.
+TEST_F(OutboxTest, ForeignDatabaseIsRefusedAndCreateFalseMakesNoFile) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE users(id INTEGER); CREATE TABLE orders(id INTEGER)",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto foreign = Outbox::Open(Options());
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_EQ(foreign.status().code(), StatusCode::kOutbox);
+  EXPECT_EQ(foreign.status().message(),
+            "outbox " + path_ + ": not a mulligan outbox: it holds other tables (orders, users) "
+            "and no outbox_meta schema marker; refusing to add the outbox's tables to it");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sqlite_master", -1, &st, nullptr),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), 2);  // nothing added
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+  }
+  // An empty file (a database with no tables) becomes an outbox.
+  OutboxOptions empty = Options();
+  empty.path = dir_ + "/empty.db";
+  ASSERT_EQ(std::system(("touch '" + empty.path + "'").c_str()), 0);
+  EXPECT_TRUE(Outbox::Open(empty).ok());
+  // create = false: an absent file is refused, and none is made.
+  OutboxOptions absent = Options();
+  absent.path = dir_ + "/typo.db";
+  absent.create = false;
+  auto missing = Outbox::Open(absent);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kOutbox);
+  EXPECT_NE(missing.status().message().find("no such file"), std::string::npos)
+      << missing.status().ToString();
+  struct stat st;
+  EXPECT_NE(stat(absent.path.c_str(), &st), 0);
+  // ...and an existing outbox opens with create = false.
+  absent.path = empty.path;
+  EXPECT_TRUE(Outbox::Open(absent).ok());
 }
 
 TEST_F(OutboxTest, RetryTimesFollowThePolicyThenDeadLetterKeepsHistory) {

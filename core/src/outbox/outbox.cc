@@ -226,6 +226,39 @@ std::string LeaseExpiredMessage(const std::string& owner) {
   return "lease expired, worker " + owner;
 }
 
+// Refuses a database that holds tables but no outbox_meta table: another
+// program's database, to which the outbox must not add its tables. (The
+// marker's value is checked after the tables are made.) A database SQLite
+// cannot read yet (a read-only WAL file without its -shm) passes: its
+// operations report SQLite's error, as Open documents.
+Status CheckIsOutboxOrEmpty(Db& db, const std::string& path) {
+  Stmt s(db,
+         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+         "ORDER BY name");
+  std::vector<std::string> tables;
+  bool has_meta = false;
+  for (;;) {
+    Result<bool> row = s.Step("read schema");
+    if (!row.ok()) {
+      // Not a database at all is refused; anything else is left to the
+      // operations (see above).
+      if (row.status().message().find("not a database") != std::string::npos) return row.status();
+      return OkStatus();
+    }
+    if (!*row) break;
+    std::string name = s.Text(0);
+    if (name == "outbox_meta") has_meta = true;
+    tables.push_back(std::move(name));
+  }
+  if (tables.empty() || has_meta) return OkStatus();
+  std::string list;
+  for (size_t i = 0; i < tables.size() && i < 5; ++i) list += (i ? ", " : "") + tables[i];
+  if (tables.size() > 5) list += ", ...";
+  return OutboxError("outbox " + path + ": not a mulligan outbox: it holds other tables (" +
+                     list + ") and no outbox_meta schema marker; refusing to add the outbox's "
+                     "tables to it");
+}
+
 Status ValidateOptions(const OutboxOptions& o) {
   if (o.path.empty()) return InvalidArgumentError("outbox option path must not be empty");
   if (o.sync != OutboxSync::kFull && o.sync != OutboxSync::kNormal)
@@ -359,9 +392,10 @@ Result<std::unique_ptr<Outbox>> Outbox::Open(const OutboxOptions& options) {
   Result<RetryPolicy> policy = RetryPolicy::Create(options.retry);
   if (!policy.ok())
     return InvalidArgumentError("outbox option retry: " + policy.status().message());
-  Result<std::unique_ptr<Db>> db = Db::Open(options.path);
+  Result<std::unique_ptr<Db>> db = Db::Open(options.path, options.create);
   if (!db.ok()) return db.status();
   Db& d = **db;
+  if (Status s = CheckIsOutboxOrEmpty(d, options.path); !s.ok()) return s;
   sqlite3_busy_timeout(
       d.handle(),
       static_cast<int>(std::min<int64_t>(

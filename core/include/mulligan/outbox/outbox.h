@@ -117,8 +117,13 @@ enum class OutboxSync : int {
 
 // Plain options, validated by Outbox::Open. (Added in 0.5.)
 struct OutboxOptions {
-  // The database file (created when absent). Required, not empty.
+  // The database file (created when absent, unless `create` is false).
+  // Required, not empty.
   std::string path;
+  // When false, Open never creates the file: an absent one is kOutbox "no
+  // such file" (what the command's inspection and repair actions use, so a
+  // mistyped path makes no database). Default true. (Added in 0.6.)
+  bool create = true;
   OutboxSync sync = OutboxSync::kFull;
   // How long a write waits for another connection's transaction before
   // failing with kOutbox ("database is locked"). Must be >= 0. Default 5 s.
@@ -280,7 +285,13 @@ class Outbox : public OutboxMetricsSource {
   // Opens (creating when absent) the outbox at options.path: sets WAL mode,
   // synchronous, busy_timeout and the size cap, and creates the tables.
   // kInvalidArgument names a bad option; kOutbox when the file cannot be
-  // opened or is not an outbox. A file SQLite can only open read-only (no
+  // opened or is not an outbox. A file is an outbox when its outbox_meta
+  // table holds the schema marker ("schema" = "mulligan-outbox-1"); a
+  // database that holds tables but no outbox_meta table is refused
+  // (kOutbox "not a mulligan outbox: it holds other tables ..."), so the
+  // outbox never adds its tables to another program's database; an empty
+  // database (or a new file) becomes an outbox. (Refusing foreign
+  // databases: added in 0.6.) A file SQLite can only open read-only (no
   // write permission) still opens: every write then fails with kOutbox
   // saying the file is read-only, and reads work where SQLite can read a
   // read-only WAL file (its -shm file exists or can be made).
