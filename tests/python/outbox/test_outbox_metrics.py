@@ -113,3 +113,29 @@ def test_opentelemetry_instruments(tmp_path: Any) -> None:
         ("mulligan.outbox.deliveries", (box_attr, ("mulligan.outbox.result", "success"))): 1,
         ("mulligan.outbox.dead_letters", (box_attr,)): 0,
     }
+
+
+def test_prometheus_client_collector_has_the_same_families(tmp_path: Any) -> None:
+    pytest.importorskip("prometheus_client")
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    import mulligan.prometheus
+
+    registry = CollectorRegistry()
+    mulligan.prometheus.register(registry)
+    with FakeClock(start=T0) as clock:
+        box = mulligan.Outbox(tmp_path / "pc.db", clock=clock, name="pc-box")
+        box.enqueue_job("later", b"1")
+        clock.advance(3)
+        text = generate_latest(registry).decode()
+        box.close()
+    lines = [line for line in text.splitlines() if 'outbox="pc-box"' in line]
+    assert lines == [
+        'mulligan_outbox_depth{outbox="pc-box",state="pending"} 1.0',
+        'mulligan_outbox_depth{outbox="pc-box",state="leased"} 0.0',
+        'mulligan_outbox_oldest_age_seconds{outbox="pc-box"} 3.0',
+        'mulligan_outbox_deliveries_total{outbox="pc-box",result="success"} 0.0',
+        'mulligan_outbox_deliveries_total{outbox="pc-box",result="failure"} 0.0',
+        'mulligan_outbox_deliveries_total{outbox="pc-box",result="lease_expired"} 0.0',
+        'mulligan_outbox_dead_letters_total{outbox="pc-box"} 0.0',
+    ]
