@@ -123,9 +123,10 @@ class OutboxEntry:
         method, url, headers, body: the HTTP request (kind ``"http"``).
         job, payload: the handler's name and the payload (kind ``"job"``).
         state: ``"pending"``, ``"leased"``, ``"done"`` or ``"dead"``.
-        attempts: attempts recorded so far.
-        leases: times a worker leased it (more than attempts + 1 when a
-            worker died mid-delivery).
+        attempts: attempts recorded so far; since 0.6 a lease that expired
+            unfinished (its worker died or overran ``lease_timeout``) is one,
+            with the history row "lease expired, worker W".
+        leases: times a worker leased it.
         created_at, next_attempt_at, lease_expires_at, finished_at: Unix
             seconds (the outbox's clock).
         lease_owner: the worker holding it (state ``"leased"``).
