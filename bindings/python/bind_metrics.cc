@@ -161,11 +161,37 @@ py::dict LimitsDict(const LimitsSnapshot& limits) {
   out["bulkheads"] = bulkheads;
   out["rate_limiters"] = limiters;
   out["adaptive_rates"] = adaptive;
+  py::list outboxes;  // (Added in 0.6.)
+  for (const auto& o : limits.outboxes) {
+    py::dict d;
+    d["name"] = o.name;
+    d["pending"] = o.pending;
+    d["leased"] = o.leased;
+    d["done"] = o.done;
+    d["dead"] = o.dead;
+    d["depth"] = o.pending + o.leased;
+    d["oldest_age_seconds"] = o.oldest_age_seconds;
+    py::dict deliveries;
+    deliveries["success"] = o.deliveries_success;
+    deliveries["failure"] = o.deliveries_failure;
+    deliveries["lease_expired"] = o.deliveries_lease_expired;
+    d["deliveries"] = deliveries;
+    d["dead_letters"] = o.dead_letters;
+    outboxes.append(d);
+  }
+  out["outboxes"] = outboxes;
   return out;
 }
 
 TimePoint NowOr(std::optional<double> now) {
   return now ? MonotonicToTimePoint(*now) : SystemClock::Default()->Now();
+}
+
+// The wall time outboxes are read at: a fake clock's reading is also the
+// Unix seconds of an Outbox driven by it (mulligan.Outbox(clock=...)).
+std::optional<WallTime> WallOr(std::optional<double> now) {
+  if (!now) return std::nullopt;
+  return UnixToWallTime(*now);
 }
 
 StopReason ParseStopReason(const std::string& name) {
@@ -229,15 +255,20 @@ void BindRegistryFunctions(py::module_& m) {
         },
         "Snapshots of every name, sorted by name.");
   m.def("metrics_prometheus",
-        [](std::optional<double> now) { return MetricsRegistry::Default().ToPrometheus(NowOr(now)); },
+        [](std::optional<double> now) {
+          return MetricsRegistry::Default().ToPrometheus(NowOr(now), WallOr(now));
+        },
         py::arg("now") = py::none(),
-        "The Prometheus text; windowed gauges read at `now` (monotonic seconds; None: now).");
+        "The Prometheus text; windowed gauges read at `now` (monotonic seconds; None: now), "
+        "outboxes at `now` as Unix seconds (None: time.time()).");
   m.def("metrics_json",
-        [](std::optional<double> now) { return MetricsRegistry::Default().ToJson(NowOr(now)); },
+        [](std::optional<double> now) {
+          return MetricsRegistry::Default().ToJson(NowOr(now), WallOr(now));
+        },
         py::arg("now") = py::none());
   m.def("metrics_limits_snapshot",
         [](std::optional<double> now) {
-          return LimitsDict(MetricsRegistry::Default().SnapshotLimits(NowOr(now)));
+          return LimitsDict(MetricsRegistry::Default().SnapshotLimits(NowOr(now), WallOr(now)));
         },
         py::arg("now") = py::none(),
         "The tracked budgets, throttles, bulkheads, rate limiters and adaptive rates (0.4).");

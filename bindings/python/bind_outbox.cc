@@ -62,9 +62,11 @@ auto Unlocked(F&& f) {
 
 OutboxOptions MakeOptions(const std::string& path, const RetryPolicy& policy,
                           const std::string& sync, double busy_timeout, double lease_timeout,
-                          int64_t max_size_bytes) {
+                          int64_t max_size_bytes, const std::string& name, bool create) {
   OutboxOptions o;
   o.path = path;
+  o.name = name;
+  o.create = create;
   if (sync == "full") {
     o.sync = OutboxSync::kFull;
   } else if (sync == "normal") {
@@ -91,18 +93,25 @@ void BindOutbox(py::module_& m) {
         return py::float_(DurationToSeconds(*l.attempt_timeout));
       });
 
-  py::class_<Outbox>(m, "Outbox", "The durable outbox on SQLite (outbox/outbox.h).")
+  // Held by a shared_ptr so that the default registry can track it weakly
+  // (its mulligan_outbox_* metrics; 0.6).
+  py::class_<Outbox, std::shared_ptr<Outbox>>(m, "Outbox",
+                                              "The durable outbox on SQLite (outbox/outbox.h).")
       .def(py::init([](const std::string& path, const RetryPolicy& policy,
                        const std::string& sync, double busy_timeout, double lease_timeout,
-                       int64_t max_size_bytes) {
-             OutboxOptions o =
-                 MakeOptions(path, policy, sync, busy_timeout, lease_timeout, max_size_bytes);
+                       int64_t max_size_bytes, const std::string& name, bool metrics,
+                       bool create) {
+             OutboxOptions o = MakeOptions(path, policy, sync, busy_timeout, lease_timeout,
+                                           max_size_bytes, name, create);
              Result<std::unique_ptr<Outbox>> box = Unlocked([&] { return Outbox::Open(o); });
-             return Unwrap(std::move(box));
+             std::shared_ptr<Outbox> shared(Unwrap(std::move(box)).release());
+             if (metrics) MetricsRegistry::Default().Track(shared);
+             return shared;
            }),
            py::arg("path"), py::arg("policy"), py::arg("sync") = "full",
            py::arg("busy_timeout") = 5.0, py::arg("lease_timeout") = 30.0,
-           py::arg("max_size_bytes") = 0)
+           py::arg("max_size_bytes") = 0, py::arg("name") = "", py::arg("metrics") = true,
+           py::arg("create") = true)
       .def(
           "enqueue_http",
           [](Outbox& box, const std::string& method, const std::string& url,
@@ -268,6 +277,8 @@ void BindOutbox(py::module_& m) {
             d["oldest_age"] = DurationToSeconds(s.oldest_age);
             d["deliveries"] = s.deliveries;
             d["dead_letters"] = s.dead_letters;
+            d["failures"] = s.failures;
+            d["lease_expiries"] = s.lease_expiries;
             return d;
           },
           py::arg("now_unix"))

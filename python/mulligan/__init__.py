@@ -65,6 +65,7 @@ from ._limits import Bulkhead, RateLimiter  # (0.3)
 from ._limits.adaptive import AdaptiveRate  # (0.4)
 from ._errors import OutboxError  # (0.5)
 from ._outbox import Outbox, OutboxAttempt, OutboxEntry, OutboxStats  # (0.5)
+from ._outbox import OutboxJob  # (0.6)
 from ._hedging import hedge  # (0.5)
 from ._telemetry.metrics import (
     RetryStatus,
@@ -196,6 +197,7 @@ __all__ = [
     "OutboxEntry",
     "OutboxError",
     "OutboxStats",
+    "OutboxJob",  # (0.6)
     # Added in 0.5 (shared state):
     "RedisState",
     "StateBackendUnavailable",

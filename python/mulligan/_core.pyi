@@ -961,6 +961,9 @@ class Outbox:
         busy_timeout: float = 5.0,
         lease_timeout: float = 30.0,
         max_size_bytes: int = 0,
+        name: str = "",
+        metrics: bool = True,
+        create: bool = True,
     ) -> None: ...
     def enqueue_http(
         self,

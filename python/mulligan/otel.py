@@ -21,7 +21,12 @@ instruments, named by the primitive: ``mulligan.budget.tokens`` (gauge),
 ``mulligan.bulkhead.rejections`` (attribute ``mulligan.rejection.reason``:
 full, timeout), ``mulligan.rate_limiter.admitted`` / ``.waited`` /
 ``.refused``, ``mulligan.adaptive_rate.fill_rate`` (gauge) and
-``mulligan.adaptive_rate.throttles``. Following the HTTP semantic
+``mulligan.adaptive_rate.throttles``. Since 0.6 the durable outboxes:
+``mulligan.outbox.depth`` (gauge, attribute ``mulligan.outbox.state``:
+pending, leased), ``mulligan.outbox.oldest_age`` (gauge, seconds),
+``mulligan.outbox.deliveries`` (attribute ``mulligan.outbox.result``:
+success, failure, lease_expired) and ``mulligan.outbox.dead_letters``, each
+with the attribute ``mulligan.outbox``. Following the HTTP semantic
 conventions, every retry scheduled while a span is recording sets
 ``http.request.resend_count`` on that span to the number of the attempt about
 to be sent minus one (attribute defined by OpenTelemetry's HTTP client span
@@ -174,6 +179,47 @@ class OtelBridge:
 
         meter.create_observable_counter(
             "mulligan.bulkhead.rejections", callbacks=[bulkhead_rejections], unit="{call}"
+        )
+        OtelBridge._register_outboxes(meter)
+
+    @staticmethod
+    def _register_outboxes(meter: Meter) -> None:
+        """The durable outboxes (0.6): depth by state, the oldest live
+        entry's age, deliveries by result and dead letters, attribute
+        ``mulligan.outbox`` (the Prometheus families' ``outbox`` label)."""
+
+        def outboxes() -> list[dict[str, Any]]:
+            return list(_metrics.limits_snapshot()["outboxes"])
+
+        def depth(_: CallbackOptions) -> Iterable[Observation]:
+            return [
+                Observation(int(o[state]), {"mulligan.outbox": o["name"], "mulligan.outbox.state": state})
+                for o in outboxes()
+                for state in ("pending", "leased")
+            ]
+
+        def oldest_age(_: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(float(o["oldest_age_seconds"]), {"mulligan.outbox": o["name"]})
+                    for o in outboxes()]
+
+        def deliveries(_: CallbackOptions) -> Iterable[Observation]:
+            return [
+                Observation(int(n), {"mulligan.outbox": o["name"], "mulligan.outbox.result": result})
+                for o in outboxes()
+                for result, n in o["deliveries"].items()
+            ]
+
+        def dead_letters(_: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(int(o["dead_letters"]), {"mulligan.outbox": o["name"]})
+                    for o in outboxes()]
+
+        meter.create_observable_gauge("mulligan.outbox.depth", callbacks=[depth], unit="{entry}")
+        meter.create_observable_gauge("mulligan.outbox.oldest_age", callbacks=[oldest_age], unit="s")
+        meter.create_observable_counter(
+            "mulligan.outbox.deliveries", callbacks=[deliveries], unit="{attempt}"
+        )
+        meter.create_observable_counter(
+            "mulligan.outbox.dead_letters", callbacks=[dead_letters], unit="{entry}"
         )
 
     @staticmethod

@@ -13,8 +13,10 @@ Since 0.4 also ``mulligan_rejections_total{reason=...}`` per name and the
 overload primitives' families (``mulligan_budget_tokens``,
 ``mulligan_budget_retries_refused_total``, ``mulligan_throttle_*``,
 ``mulligan_bulkhead_*``, ``mulligan_rate_limiter_*``,
-``mulligan_adaptive_rate_*``), the same names and help texts as the engine's
-own text export (:func:`mulligan.prometheus_text`).
+``mulligan_adaptive_rate_*``), and since 0.6 the durable outboxes'
+(``mulligan_outbox_depth``, ``_oldest_age_seconds``, ``_deliveries_total``,
+``_dead_letters_total``), the same names and help texts as the engine's own
+text export (:func:`mulligan.prometheus_text`).
 
 .. versionadded:: 0.1.0
 """
@@ -222,6 +224,46 @@ def _limit_families(
             h = r["wait_seconds"]
             limiter_waits.add_metric([r["name"]], buckets=_buckets(h), sum_value=float(h["sum"]))
         yield limiter_waits
+    yield from _outbox_families(limits["outboxes"])
+
+
+def _outbox_families(outboxes: list[dict[str, Any]]) -> Iterator[Any]:
+    """The durable outboxes' families (0.6), as the engine's text export has them."""
+    if not outboxes:
+        return
+    depth = GaugeMetricFamily(
+        "mulligan_outbox_depth",
+        "Entries in a durable outbox waiting for an attempt (pending) or held by a worker "
+        "(leased).",
+        labels=["outbox", "state"],
+    )
+    age = GaugeMetricFamily(
+        "mulligan_outbox_oldest_age_seconds",
+        "Age of a durable outbox's oldest pending or leased entry (0 when none).",
+        labels=["outbox"],
+    )
+    deliveries = CounterMetricFamily(
+        "mulligan_outbox_deliveries",
+        "Delivery attempts a durable outbox recorded, by result (success, failure, "
+        "lease_expired), since its file was made.",
+        labels=["outbox", "result"],
+    )
+    dead = CounterMetricFamily(
+        "mulligan_outbox_dead_letters",
+        "Entries a durable outbox dead-lettered, since its file was made.",
+        labels=["outbox"],
+    )
+    for o in outboxes:
+        for state in ("pending", "leased"):
+            depth.add_metric([o["name"], state], float(o[state]))
+        age.add_metric([o["name"]], float(o["oldest_age_seconds"]))
+        for result in ("success", "failure", "lease_expired"):
+            deliveries.add_metric([o["name"], result], float(o["deliveries"][result]))
+        dead.add_metric([o["name"]], float(o["dead_letters"]))
+    yield depth
+    yield age
+    yield deliveries
+    yield dead
 
 
 def register(registry: Optional[CollectorRegistry] = None) -> MulliganCollector:

@@ -8,6 +8,7 @@
 #include "mulligan/outbox/outbox.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "mulligan/base/clock.h"
 #include "mulligan/base/random.h"
 #include "mulligan/retry/backoff.h"
+#include "mulligan/telemetry/metrics.h"
 
 namespace mulligan {
 namespace {
@@ -144,9 +146,16 @@ TEST_F(OutboxTest, ExpiredLeaseHandsTheEntryToAnotherWorker) {
   ASSERT_TRUE(early.ok());
   EXPECT_TRUE(early->empty());
   clock_.Advance(std::chrono::nanoseconds(1));
+  // The expired lease is attempt 1 (a retryable failure): due again after
+  // the policy's first backoff, 200 ms.
+  auto backing_off = box->Lease("worker-b", 1, Now());
+  ASSERT_TRUE(backing_off.ok());
+  EXPECT_TRUE(backing_off->empty());
+  clock_.Advance(milliseconds(200));
   auto b = box->Lease("worker-b", 1, Now());
   ASSERT_TRUE(b.ok());
   ASSERT_EQ(b->size(), 1u);
+  EXPECT_EQ((*b)[0].entry.attempts, 1);
   EXPECT_EQ((*b)[0].entry.id, entry->id);
   EXPECT_EQ((*b)[0].entry.lease_owner, "worker-b");
   EXPECT_EQ((*b)[0].entry.leases, 2);
@@ -165,6 +174,213 @@ TEST_F(OutboxTest, ExpiredLeaseHandsTheEntryToAnotherWorker) {
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->deliveries, 1);
   EXPECT_EQ(stats->done, 1);
+}
+
+// A poison entry: every worker that leases it dies holding the lease. Each
+// expiry is one attempt; the fourth (max_attempts 4) dead-letters it, with
+// one history row per expiry, the backoff between them (200, 400, 800 ms,
+// no jitter), and a late success of the last lease still counted.
+TEST_F(OutboxTest, ExpiredLeasesCountAsAttemptsAndDeadLetterAPoisonEntry) {
+  auto box = Open(Options());
+  ASSERT_TRUE(box);
+  const WallTime t0 = Now();
+  auto entry = box->Enqueue(Http(), t0);
+  ASSERT_TRUE(entry.ok());
+  const Duration backoff[] = {milliseconds(200), milliseconds(400), milliseconds(800)};
+  std::vector<WallTime> expired_at;
+  std::vector<OutboxLease> last;
+  for (int i = 0; i < 4; ++i) {
+    auto lease = box->Lease("w" + std::to_string(i + 1), 1, Now(), seconds(10));
+    ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+    ASSERT_EQ(lease->size(), 1u) << "lease " << i + 1;
+    EXPECT_EQ((*lease)[0].entry.attempts, i);
+    last = *lease;
+    clock_.Advance(seconds(10));  // the worker dies; its lease ends
+    expired_at.push_back(Now());
+    auto reclaim = box->Lease("observer", 1, Now(), seconds(10));
+    ASSERT_TRUE(reclaim.ok());
+    EXPECT_TRUE(reclaim->empty());  // backing off (or dead)
+    if (i < 3) clock_.Advance(backoff[i]);
+  }
+  auto dead = box->Get(entry->id);
+  ASSERT_TRUE(dead.ok());
+  EXPECT_EQ(dead->state, OutboxState::kDead);
+  EXPECT_EQ(dead->stop_reason, "attempts_exhausted");
+  EXPECT_EQ(dead->attempts, 4);
+  EXPECT_EQ(dead->leases, 4);
+  EXPECT_EQ(dead->finished_at, t0 + seconds(40) + milliseconds(1400));
+  auto history = box->History(entry->id);
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ(history->size(), 4u);
+  const Duration delays[] = {milliseconds(200), milliseconds(400), milliseconds(800),
+                             Duration::zero()};
+  for (int i = 0; i < 4; ++i) {
+    const OutboxAttempt& a = (*history)[i];
+    EXPECT_EQ(a.attempt, i + 1);
+    EXPECT_EQ(a.message, "lease expired, worker w" + std::to_string(i + 1));
+    EXPECT_EQ(a.error, ErrorKind::kTimeout);
+    EXPECT_EQ(a.classification, Classification::kRetryable);
+    EXPECT_EQ(a.http_status, 0);
+    EXPECT_EQ(a.at, expired_at[i]);
+    EXPECT_EQ(a.delay, delays[i]);
+  }
+  auto stats = box->Stats(Now());
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->dead, 1);
+  EXPECT_EQ(stats->dead_letters, 1);
+  EXPECT_EQ(stats->depth, 0);
+  clock_.Advance(seconds(3600));
+  EXPECT_TRUE(box->Lease("w", 1, Now())->empty());
+  // The fourth worker was only slow: its success after the expiry that
+  // killed the entry is a delivery (not leased since). An older lease's is
+  // not: the entry had been leased again after it.
+  ASSERT_TRUE(box->Complete(last[0], Now(), 200).ok());
+  auto done = box->Get(entry->id);
+  EXPECT_EQ(done->state, OutboxState::kDone);
+  EXPECT_EQ(done->attempts, 5);
+  EXPECT_EQ(box->Stats(Now())->deliveries, 1);
+}
+
+TEST_F(OutboxTest, ALateSuccessOfAnOlderLeaseOnADeadEntryIsRefused) {
+  OutboxOptions o = Options();
+  o.retry.max_attempts = 2;
+  auto box = Open(o);
+  ASSERT_TRUE(box);
+  auto entry = box->Enqueue(Http(), Now());
+  ASSERT_TRUE(entry.ok());
+  auto first = box->Lease("w1", 1, Now(), seconds(5));
+  ASSERT_EQ(first->size(), 1u);
+  clock_.Advance(seconds(5));
+  EXPECT_TRUE(box->Lease("w2", 1, Now(), seconds(5))->empty());  // expiry 1: backing off
+  clock_.Advance(milliseconds(200));
+  auto second = box->Lease("w2", 1, Now(), seconds(5));
+  ASSERT_EQ(second->size(), 1u);
+  ASSERT_TRUE(box->Fail((*second)[0], Outcome::Http(503), "HTTP 503", Now()).ok());
+  EXPECT_EQ(box->Get(entry->id)->state, OutboxState::kDead);
+  Status late = box->Complete((*first)[0], Now(), 200);
+  EXPECT_EQ(late.code(), StatusCode::kOutbox);
+  EXPECT_NE(late.message().find("already dead"), std::string::npos) << late.ToString();
+}
+
+// The registry reads a tracked outbox at snapshot time: after this script,
+// exactly one entry pending (D), one leased (C), one done (A), one dead (B),
+// the oldest live entry (C, enqueued at t0) 12.5 s old, one delivery of each
+// result, and one dead letter. Untracked once the outbox is gone.
+TEST_F(OutboxTest, MetricsRegistryExportsTheOutboxFamilies) {
+  OutboxOptions o = Options();
+  o.name = "mail";
+  std::shared_ptr<Outbox> box = Open(o);
+  ASSERT_TRUE(box);
+  MetricsRegistry registry;
+  registry.Track(box);
+  const WallTime t0 = Now();
+  ASSERT_TRUE(box->EnqueueMany({Http("a"), Http("b"), Http("c")}, t0).ok());
+  auto ab = box->Lease("w1", 2, Now(), seconds(10));
+  ASSERT_EQ(ab->size(), 2u);
+  ASSERT_TRUE(box->Complete((*ab)[0], Now(), 200).ok());
+  ASSERT_EQ(box->Fail((*ab)[1], Outcome::Http(404), "HTTP 404", Now())->state,
+            OutboxState::kDead);
+  auto c = box->Lease("w1", 1, Now(), seconds(10));
+  ASSERT_EQ(c->size(), 1u);
+  clock_.Advance(seconds(10));  // w1 dies holding C
+  EXPECT_TRUE(box->Lease("w2", 1, Now(), seconds(30))->empty());  // C backs off 200 ms
+  clock_.Advance(seconds(2));
+  auto c2 = box->Lease("w3", 1, Now(), seconds(30));
+  ASSERT_EQ(c2->size(), 1u);
+  EXPECT_EQ((*c2)[0].entry.id, (*c)[0].entry.id);
+  ASSERT_TRUE(box->Enqueue(Http("d"), Now()).ok());
+  clock_.Advance(milliseconds(500));
+
+  const std::string text = registry.ToPrometheus(clock_.Now(), Now());
+  const std::string expected =
+      "# HELP mulligan_outbox_depth Entries in a durable outbox waiting for an attempt "
+      "(pending) or held by a worker (leased).\n"
+      "# TYPE mulligan_outbox_depth gauge\n"
+      "mulligan_outbox_depth{outbox=\"mail\",state=\"pending\"} 1\n"
+      "mulligan_outbox_depth{outbox=\"mail\",state=\"leased\"} 1\n"
+      "# HELP mulligan_outbox_oldest_age_seconds Age of a durable outbox's oldest pending or "
+      "leased entry (0 when none).\n"
+      "# TYPE mulligan_outbox_oldest_age_seconds gauge\n"
+      "mulligan_outbox_oldest_age_seconds{outbox=\"mail\"} 12.5\n"
+      "# HELP mulligan_outbox_deliveries_total Delivery attempts a durable outbox recorded, by "
+      "result (success, failure, lease_expired), since its file was made.\n"
+      "# TYPE mulligan_outbox_deliveries_total counter\n"
+      "mulligan_outbox_deliveries_total{outbox=\"mail\",result=\"success\"} 1\n"
+      "mulligan_outbox_deliveries_total{outbox=\"mail\",result=\"failure\"} 1\n"
+      "mulligan_outbox_deliveries_total{outbox=\"mail\",result=\"lease_expired\"} 1\n"
+      "# HELP mulligan_outbox_dead_letters_total Entries a durable outbox dead-lettered, since "
+      "its file was made.\n"
+      "# TYPE mulligan_outbox_dead_letters_total counter\n"
+      "mulligan_outbox_dead_letters_total{outbox=\"mail\"} 1\n";
+  const size_t at = text.find("# HELP mulligan_outbox_depth");
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_EQ(text.substr(at, expected.size()), expected);
+
+  LimitsSnapshot snap = registry.SnapshotLimits(clock_.Now(), Now());
+  ASSERT_EQ(snap.outboxes.size(), 1u);
+  const LimitsSnapshot::Outbox& m = snap.outboxes[0];
+  EXPECT_EQ(m.name, "mail");
+  EXPECT_EQ(m.done, 1);
+  EXPECT_EQ(m.dead, 1);
+  auto stats = box->Stats(Now());
+  EXPECT_EQ(stats->failures, 1);
+  EXPECT_EQ(stats->lease_expiries, 1);
+  EXPECT_EQ(stats->deliveries, 1);
+
+  box.reset();
+  EXPECT_TRUE(registry.SnapshotLimits(clock_.Now(), Now()).outboxes.empty());
+  EXPECT_EQ(registry.ToPrometheus(clock_.Now(), Now()).find("mulligan_outbox_"),
+            std::string::npos);
+}
+
+// Another program's SQLite database (tables, no outbox_meta marker) is
+// refused and left as it was; an empty database becomes an outbox; with
+// create = false an absent file is refused and not made.
+TEST_F(OutboxTest, ForeignDatabaseIsRefusedAndCreateFalseMakesNoFile) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE users(id INTEGER); CREATE TABLE orders(id INTEGER)",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto foreign = Outbox::Open(Options());
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_EQ(foreign.status().code(), StatusCode::kOutbox);
+  EXPECT_EQ(foreign.status().message(),
+            "outbox " + path_ + ": not a mulligan outbox: it holds other tables (orders, users) "
+            "and no outbox_meta schema marker; refusing to add the outbox's tables to it");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sqlite_master", -1, &st, nullptr),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), 2);  // nothing added
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+  }
+  // An empty file (a database with no tables) becomes an outbox.
+  OutboxOptions empty = Options();
+  empty.path = dir_ + "/empty.db";
+  ASSERT_EQ(std::system(("touch '" + empty.path + "'").c_str()), 0);
+  EXPECT_TRUE(Outbox::Open(empty).ok());
+  // create = false: an absent file is refused, and none is made.
+  OutboxOptions absent = Options();
+  absent.path = dir_ + "/typo.db";
+  absent.create = false;
+  auto missing = Outbox::Open(absent);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kOutbox);
+  EXPECT_NE(missing.status().message().find("no such file"), std::string::npos)
+      << missing.status().ToString();
+  struct stat st;
+  EXPECT_NE(stat(absent.path.c_str(), &st), 0);
+  // ...and an existing outbox opens with create = false.
+  absent.path = empty.path;
+  EXPECT_TRUE(Outbox::Open(absent).ok());
 }
 
 TEST_F(OutboxTest, RetryTimesFollowThePolicyThenDeadLetterKeepsHistory) {

@@ -112,6 +112,7 @@ PUBLIC_NAMES = [
     # Added in 0.5 (outbox):
     "Outbox", "OutboxAttempt", "OutboxEntry", "OutboxError", "OutboxStats",
     "hedge",  # (0.5)
+    "OutboxJob",  # (0.6)
     # Added in 0.5 (shared state):
     "RedisState", "StateBackendUnavailable",
 ]

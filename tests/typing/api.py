@@ -169,3 +169,19 @@ def composed_waits_and_stops() -> None:
     assert_type(composed(1), str)
     mulligan.retry(on=OSError, wait=1.0)  # type: ignore[arg-type]
     mulligan.Client(allowed_methods=None, method_rule="safe", status_retries=2)
+
+
+def outbox_jobs() -> None:
+    # The decorator that enqueues (0.6): calling runs, .delay enqueues, both typed
+    # by the function's own signature.
+    box = mulligan.Outbox("typing-outbox.db")
+
+    @box.job("send_email")
+    def send_email(to: str, subject: str = "") -> int:
+        return len(to + subject)
+
+    assert_type(send_email("ann@example.com"), int)
+    assert_type(send_email.delay("ann@example.com", subject="paid"), mulligan.OutboxEntry)
+    assert_type(send_email.enqueue(["ann"], idempotency_key="k"), mulligan.OutboxEntry)
+    send_email.delay(17)  # type: ignore[arg-type]
+    send_email.delay("a", subjekt="x")  # type: ignore[call-arg]

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "mulligan/http/client.h"
 #include "outbox/schedule.h"
@@ -90,6 +91,7 @@ CREATE TABLE IF NOT EXISTS outbox_attempts(
   PRIMARY KEY(entry_id, attempt));
 CREATE TABLE IF NOT EXISTS outbox_counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO outbox_counters VALUES('deliveries', 0), ('dead_letters', 0);
+INSERT OR IGNORE INTO outbox_counters VALUES('failures', 0), ('lease_expiries', 0);
 INSERT OR IGNORE INTO outbox_meta VALUES('schema', 'mulligan-outbox-1');
 )sql";
 
@@ -219,6 +221,44 @@ Status ValidateSpec(const OutboxEntrySpec& spec) {
   return OkStatus();
 }
 
+// The history's message for a lease that expired unfinished.
+std::string LeaseExpiredMessage(const std::string& owner) {
+  return "lease expired, worker " + owner;
+}
+
+// Refuses a database that holds tables but no outbox_meta table: another
+// program's database, to which the outbox must not add its tables. (The
+// marker's value is checked after the tables are made.) A database SQLite
+// cannot read yet (a read-only WAL file without its -shm) passes: its
+// operations report SQLite's error, as Open documents.
+Status CheckIsOutboxOrEmpty(Db& db, const std::string& path) {
+  Stmt s(db,
+         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+         "ORDER BY name");
+  std::vector<std::string> tables;
+  bool has_meta = false;
+  for (;;) {
+    Result<bool> row = s.Step("read schema");
+    if (!row.ok()) {
+      // Not a database at all is refused; anything else is left to the
+      // operations (see above).
+      if (row.status().message().find("not a database") != std::string::npos) return row.status();
+      return OkStatus();
+    }
+    if (!*row) break;
+    std::string name = s.Text(0);
+    if (name == "outbox_meta") has_meta = true;
+    tables.push_back(std::move(name));
+  }
+  if (tables.empty() || has_meta) return OkStatus();
+  std::string list;
+  for (size_t i = 0; i < tables.size() && i < 5; ++i) list += (i ? ", " : "") + tables[i];
+  if (tables.size() > 5) list += ", ...";
+  return OutboxError("outbox " + path + ": not a mulligan outbox: it holds other tables (" +
+                     list + ") and no outbox_meta schema marker; refusing to add the outbox's "
+                     "tables to it");
+}
+
 Status ValidateOptions(const OutboxOptions& o) {
   if (o.path.empty()) return InvalidArgumentError("outbox option path must not be empty");
   if (o.sync != OutboxSync::kFull && o.sync != OutboxSync::kNormal)
@@ -263,6 +303,79 @@ struct Outbox::Impl {
     s.Bind(7, message).Bind(8, delay.count());
     return s.Run("record attempt");
   }
+  // Counts every lease expired at `now` as a failed attempt of its entry
+  // (history: "lease expired, worker W", error kind timeout, retryable) and
+  // applies the policy: pending again after the backoff, or dead when that
+  // was the last of max_attempts (or the deadline is reached). Inside the
+  // caller's transaction.
+  Status ReclaimExpiredLocked(WallTime now) {
+    struct Expired {
+      outbox_internal::ScheduleInput input;
+      std::string owner;
+    };
+    std::vector<Expired> expired;
+    {
+      Stmt s(*db,
+             "SELECT id, attempts, attempt_base, previous_delay_ns, created_ns, lease_owner "
+             "FROM outbox_entries WHERE state = 1 AND lease_expires_ns <= ?1 "
+             "ORDER BY lease_expires_ns, id");
+      s.Bind(1, ToNs(now));
+      for (;;) {
+        Result<bool> row = s.Step("lease (expired leases)");
+        if (!row.ok()) return row.status();
+        if (!*row) break;
+        Expired e;
+        e.input.id = s.Int(0);
+        e.input.attempt = static_cast<int>(s.Int(1)) + 1;
+        e.input.attempt_base = static_cast<int>(s.Int(2));
+        e.input.previous_delay = Duration(s.Int(3));
+        e.input.created_at = FromNs(s.Int(4));
+        e.input.now = now;
+        e.owner = s.Text(5);
+        expired.push_back(std::move(e));
+      }
+    }
+    int64_t dead_letters = 0;
+    for (const Expired& e : expired) {
+      outbox_internal::ScheduleDecision d =
+          outbox_internal::DecideAfterLeaseExpiry(policy, e.input);
+      if (Status s = RecordAttempt(e.input.id, e.input.attempt, now,
+                                   Outcome::Transport(ErrorKind::kTimeout), d.classification,
+                                   LeaseExpiredMessage(e.owner), d.failure.delay);
+          !s.ok())
+        return s;
+      const bool dead = d.failure.state == OutboxState::kDead;
+      Stmt up(*db,
+              "UPDATE outbox_entries SET state = ?1, attempts = ?2, next_ns = ?3, "
+              "previous_delay_ns = ?4, finished_ns = ?5, stop_reason = ?6, lease_owner = '' "
+              "WHERE id = ?7");
+      up.Bind(1, static_cast<int>(d.failure.state)).Bind(2, e.input.attempt);
+      up.Bind(3, ToNs(d.failure.next_attempt_at)).Bind(4, d.backoff_delay.count());
+      up.Bind(5, dead ? ToNs(now) : 0).Bind(6, dead ? StopReasonName(d.failure.reason) : "");
+      up.Bind(7, e.input.id);
+      if (Status s = up.Run("lease (expired lease)"); !s.ok()) return s;
+      if (dead) ++dead_letters;
+    }
+    if (!expired.empty()) {
+      if (Status s = Count("lease_expiries", static_cast<int64_t>(expired.size())); !s.ok())
+        return s;
+    }
+    if (dead_letters > 0) return Count("dead_letters", dead_letters);
+    return OkStatus();
+  }
+  // True when entry `id` (dead, lease token `token`) died of the expiry of
+  // `lease` itself: not leased since, and its last attempt is that expiry.
+  // Then a late success of that lease is a delivery (CompleteMany).
+  Result<bool> DiedOfLeaseLocked(int64_t id, int64_t token, const OutboxLease& lease) {
+    if (token != lease.token) return false;
+    Stmt s(*db,
+           "SELECT error, message FROM outbox_attempts WHERE entry_id = ?1 "
+           "ORDER BY attempt DESC LIMIT 1");
+    Result<bool> row = s.Bind(1, id).Step("complete");
+    if (!row.ok()) return row.status();
+    return *row && s.Int(0) == static_cast<int>(ErrorKind::kTimeout) &&
+           s.Text(1) == LeaseExpiredMessage(lease.entry.lease_owner);
+  }
   Result<OutboxEntry> GetLocked(int64_t id) {
     Stmt s(*db, (std::string("SELECT ") + kEntryColumns + " FROM outbox_entries WHERE id = ?1")
                     .c_str());
@@ -279,9 +392,10 @@ Result<std::unique_ptr<Outbox>> Outbox::Open(const OutboxOptions& options) {
   Result<RetryPolicy> policy = RetryPolicy::Create(options.retry);
   if (!policy.ok())
     return InvalidArgumentError("outbox option retry: " + policy.status().message());
-  Result<std::unique_ptr<Db>> db = Db::Open(options.path);
+  Result<std::unique_ptr<Db>> db = Db::Open(options.path, options.create);
   if (!db.ok()) return db.status();
   Db& d = **db;
+  if (Status s = CheckIsOutboxOrEmpty(d, options.path); !s.ok()) return s;
   sqlite3_busy_timeout(
       d.handle(),
       static_cast<int>(std::min<int64_t>(
@@ -336,6 +450,25 @@ Outbox::Outbox(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Outbox::~Outbox() = default;
 
 const OutboxOptions& Outbox::options() const { return impl_->options; }
+
+const std::string& Outbox::metrics_name() const {
+  return impl_->options.name.empty() ? impl_->options.path : impl_->options.name;
+}
+
+bool Outbox::SampleMetrics(WallTime now, LimitsSnapshot::Outbox* out) {
+  Result<OutboxStats> stats = Stats(now);
+  if (!stats.ok()) return false;
+  out->pending = stats->pending;
+  out->leased = stats->leased;
+  out->done = stats->done;
+  out->dead = stats->dead;
+  out->oldest_age_seconds = std::chrono::duration<double>(stats->oldest_age).count();
+  out->deliveries_success = static_cast<uint64_t>(stats->deliveries);
+  out->deliveries_failure = static_cast<uint64_t>(stats->failures);
+  out->deliveries_lease_expired = static_cast<uint64_t>(stats->lease_expiries);
+  out->dead_letters = static_cast<uint64_t>(stats->dead_letters);
+  return true;
+}
 const RetryPolicy& Outbox::policy() const { return impl_->policy; }
 
 Result<OutboxEntry> Outbox::Enqueue(const OutboxEntrySpec& spec, WallTime now) {
@@ -397,16 +530,18 @@ Result<std::vector<OutboxLease>> Outbox::Lease(std::string_view worker, int max_
   Db& db = *impl_->db;
   Transaction tx(db);
   if (!tx.status().ok()) return tx.status();
+  // Expired leases first: each is a failed attempt, rescheduled by the
+  // policy (pending after the backoff, or dead), so it is leased below only
+  // when that makes it due now.
+  if (Status s = impl_->ReclaimExpiredLocked(now); !s.ok()) return s;
   // One statement leases the whole batch (SQLite >= 3.35 for RETURNING):
-  // the oldest due entries, pending or with an expired lease.
+  // the longest due pending entries.
   const int64_t expires = ToNs(now) + timeout.count();
   const std::string sql =
       std::string("UPDATE outbox_entries SET state = 1, lease_owner = ?1, lease_expires_ns = ?2, "
                   "lease_token = lease_token + 1, leases = leases + 1 WHERE id IN ("
-                  "SELECT id FROM outbox_entries WHERE (state = 0 AND next_ns <= ?3) OR "
-                  "(state = 1 AND lease_expires_ns <= ?3) "
-                  "ORDER BY CASE state WHEN 0 THEN next_ns ELSE lease_expires_ns END, id "
-                  "LIMIT ?4) RETURNING ") +
+                  "SELECT id FROM outbox_entries WHERE state = 0 AND next_ns <= ?3 "
+                  "ORDER BY next_ns, id LIMIT ?4) RETURNING ") +
       kEntryColumns;
   Stmt up(db, sql.c_str());
   up.Bind(1, worker).Bind(2, expires).Bind(3, ToNs(now)).Bind(4, max_entries);
@@ -443,14 +578,18 @@ Status Outbox::CompleteMany(const std::vector<OutboxSuccess>& successes, WallTim
   int64_t delivered = 0;
   for (const OutboxSuccess& success : successes) {
     const int64_t id = success.lease->entry.id;
-    Stmt read(db, "SELECT state, attempts FROM outbox_entries WHERE id = ?1");
+    Stmt read(db, "SELECT state, attempts, lease_token FROM outbox_entries WHERE id = ?1");
     Result<bool> row = read.Bind(1, id).Step("complete");
     if (!row.ok()) return row.status();
     if (!*row) return OutboxError("no outbox entry " + std::to_string(id));
     const auto state = static_cast<OutboxState>(read.Int(0));
     if (state == OutboxState::kDone) continue;  // already recorded
-    if (state == OutboxState::kDead)
-      return OutboxError("outbox entry " + std::to_string(id) + " is already dead");
+    if (state == OutboxState::kDead) {
+      // A worker that overran its lease on the last attempt did deliver.
+      Result<bool> late = impl_->DiedOfLeaseLocked(id, read.Int(2), *success.lease);
+      if (!late.ok()) return late.status();
+      if (!*late) return OutboxError("outbox entry " + std::to_string(id) + " is already dead");
+    }
     Outcome outcome = Outcome::Http(success.http_status);
     if (Status s = impl_->RecordAttempt(id, static_cast<int>(read.Int(1)) + 1, now, outcome,
                                         Classification::kSuccess, "delivered", Duration::zero());
@@ -511,6 +650,7 @@ Result<OutboxFailure> Outbox::Fail(const OutboxLease& lease, const Outcome& outc
   up.Bind(5, dead ? ToNs(now) : 0).Bind(6, dead ? StopReasonName(d.failure.reason) : "");
   up.Bind(7, input.id);
   if (Status s = up.Run("fail"); !s.ok()) return s;
+  if (Status s = impl_->Count("failures", 1); !s.ok()) return s;
   if (dead) {
     if (Status s = impl_->Count("dead_letters", 1); !s.ok()) return s;
   }
@@ -595,6 +735,8 @@ Result<OutboxStats> Outbox::Stats(WallTime now) {
     if (!*r) break;
     if (counters.Text(0) == "deliveries") stats.deliveries = counters.Int(1);
     if (counters.Text(0) == "dead_letters") stats.dead_letters = counters.Int(1);
+    if (counters.Text(0) == "failures") stats.failures = counters.Int(1);
+    if (counters.Text(0) == "lease_expiries") stats.lease_expiries = counters.Int(1);
   }
   return stats;
 }

@@ -33,15 +33,13 @@ WallTime AddSaturating(WallTime now, Duration delay) {
   return now + std::chrono::duration_cast<WallTime::duration>(delay);
 }
 
-}  // namespace
-
-ScheduleDecision DecideAfterFailure(const RetryPolicy& policy, const Outcome& outcome,
-                                    const ScheduleInput& input) {
+ScheduleDecision Decide(const RetryPolicy& policy, const Outcome& outcome,
+                        Classification classification, const ScheduleInput& input) {
   const RetryOptions& options = policy.options();
   ScheduleDecision decision;
   decision.failure.attempt = input.attempt;
   decision.backoff_delay = input.previous_delay;
-  decision.classification = policy.Classify(outcome);
+  decision.classification = classification;
   if (decision.classification == Classification::kTerminal)
     return Dead(decision, StopReason::kTerminal, input);
   if (input.attempt - input.attempt_base >= options.max_attempts)
@@ -72,6 +70,18 @@ ScheduleDecision DecideAfterFailure(const RetryPolicy& policy, const Outcome& ou
   }
   decision.failure.state = OutboxState::kPending;
   return decision;
+}
+
+}  // namespace
+
+ScheduleDecision DecideAfterFailure(const RetryPolicy& policy, const Outcome& outcome,
+                                    const ScheduleInput& input) {
+  return Decide(policy, outcome, policy.Classify(outcome), input);
+}
+
+ScheduleDecision DecideAfterLeaseExpiry(const RetryPolicy& policy, const ScheduleInput& input) {
+  return Decide(policy, Outcome::Transport(ErrorKind::kTimeout), Classification::kRetryable,
+                input);
 }
 
 }  // namespace outbox_internal

@@ -53,6 +53,15 @@ uint64_t JitterSeed(uint64_t seed, int64_t id, int attempt);
 ScheduleDecision DecideAfterFailure(const RetryPolicy& policy, const Outcome& outcome,
                                     const ScheduleInput& input);
 
+// Decides after a lease that expired unfinished (its worker died holding
+// it, or overran lease_timeout): a retryable failure whatever the policy's
+// classification would say of a timeout, since nothing is known of the
+// attempt's result; so it is counted against max_attempts, backed off and
+// bounded by the deadline as DecideAfterFailure does, and a poison entry
+// (one that kills every worker) ends dead with reason kAttemptsExhausted.
+// (Added in 0.6.)
+ScheduleDecision DecideAfterLeaseExpiry(const RetryPolicy& policy, const ScheduleInput& input);
+
 }  // namespace outbox_internal
 }  // namespace v0
 }  // namespace mulligan

@@ -9,14 +9,17 @@ namespace mulligan {
 inline namespace v0 {
 namespace outbox_internal {
 
-Result<std::unique_ptr<Db>> Db::Open(const std::string& path) {
+Result<std::unique_ptr<Db>> Db::Open(const std::string& path, bool create) {
   sqlite3* handle = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &handle,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  const int flags =
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+  int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string text = handle ? sqlite3_errmsg(handle) : sqlite3_errstr(rc);
     sqlite3_close(handle);
+    if (!create && (rc & 0xff) == SQLITE_CANTOPEN)
+      return OutboxError("outbox " + path + ": cannot open: no such file (not created: the "
+                         "file must exist)");
     return OutboxError("outbox " + path + ": cannot open: " + text + " (" +
                        sqlite3_errstr(rc) + ")");
   }

@@ -22,11 +22,13 @@ namespace mulligan {
 inline namespace v0 {
 namespace outbox_internal {
 
-// An open connection (sqlite3_open_v2 with READWRITE | CREATE | NOMUTEX).
+// An open connection (sqlite3_open_v2 with READWRITE | NOMUTEX, and CREATE
+// unless told not to).
 class Db {
  public:
-  // Opens `path`; kOutbox on failure.
-  static Result<std::unique_ptr<Db>> Open(const std::string& path);
+  // Opens `path`, creating it when absent only if `create`; kOutbox on
+  // failure ("no such file" when it is absent and `create` is false).
+  static Result<std::unique_ptr<Db>> Open(const std::string& path, bool create = true);
   ~Db();
   Db(const Db&) = delete;             // owns the handle
   Db& operator=(const Db&) = delete;

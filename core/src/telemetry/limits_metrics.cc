@@ -23,11 +23,16 @@ inline namespace v0 {
 
 namespace {
 
+// The name a primitive reports under.
+template <typename T>
+std::string NameOf(const T& primitive) { return primitive.name(); }
+std::string NameOf(const OutboxMetricsSource& outbox) { return outbox.metrics_name(); }
+
 // Adds `ptr` to `list` under a unique reported name; prunes dead entries.
 template <typename T>
 void TrackIn(std::vector<internal::TrackedEntry<T>>& list, const std::shared_ptr<T>& ptr,
              size_t max_entries) {
-  if (ptr == nullptr || ptr->name().empty()) return;
+  if (ptr == nullptr || NameOf(*ptr).empty()) return;
   list.erase(std::remove_if(list.begin(), list.end(), [](const auto& e) { return e.ptr.expired(); }),
              list.end());
   for (const auto& e : list) {
@@ -38,8 +43,9 @@ void TrackIn(std::vector<internal::TrackedEntry<T>>& list, const std::shared_ptr
     return std::any_of(list.begin(), list.end(),
                        [&](const auto& e) { return e.name == candidate; });
   };
-  std::string name = ptr->name();
-  for (int n = 2; taken(name); ++n) name = ptr->name() + "#" + std::to_string(n);
+  const std::string base = NameOf(*ptr);
+  std::string name = base;
+  for (int n = 2; taken(name); ++n) name = base + "#" + std::to_string(n);
   list.push_back({std::move(name), ptr});
 }
 
@@ -82,12 +88,19 @@ void MetricsRegistry::Track(const std::shared_ptr<AdaptiveRate>& adaptive) {
   TrackIn(tracked_->adaptive_rates, adaptive, max_names_);
 }
 
-LimitsSnapshot MetricsRegistry::SnapshotLimits(TimePoint now) const {
+void MetricsRegistry::Track(const std::shared_ptr<OutboxMetricsSource>& outbox) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TrackIn(tracked_->outboxes, outbox, max_names_);
+}
+
+LimitsSnapshot MetricsRegistry::SnapshotLimits(TimePoint now,
+                                               std::optional<WallTime> wall_now) const {
   std::vector<std::pair<std::string, std::shared_ptr<RetryBudget>>> budgets;
   std::vector<std::pair<std::string, std::shared_ptr<AdaptiveThrottle>>> throttles;
   std::vector<std::pair<std::string, std::shared_ptr<Bulkhead>>> bulkheads;
   std::vector<std::pair<std::string, std::shared_ptr<RateLimiter>>> limiters;
   std::vector<std::pair<std::string, std::shared_ptr<AdaptiveRate>>> adaptives;
+  std::vector<std::pair<std::string, std::shared_ptr<OutboxMetricsSource>>> outboxes;
   {
     std::lock_guard<std::mutex> lock(mu_);
     budgets = Live(tracked_->budgets);
@@ -95,6 +108,7 @@ LimitsSnapshot MetricsRegistry::SnapshotLimits(TimePoint now) const {
     bulkheads = Live(tracked_->bulkheads);
     limiters = Live(tracked_->limiters);
     adaptives = Live(tracked_->adaptive_rates);
+    outboxes = Live(tracked_->outboxes);
   }
   // Read without the registry mutex: Tokens and Probability fold pending
   // successes and may take the primitives' own locks.
@@ -152,6 +166,13 @@ LimitsSnapshot MetricsRegistry::SnapshotLimits(TimePoint now) const {
     s.refused = a->refused();
     s.throttles = a->throttles();
     out.adaptive_rates.push_back(std::move(s));
+  }
+  const WallTime wall = wall_now.value_or(SystemClock::Default()->WallNow());
+  for (auto& [name, o] : outboxes) {
+    LimitsSnapshot::Outbox s;
+    if (!o->SampleMetrics(wall, &s)) continue;  // unreadable now: left out
+    s.name = name;
+    out.outboxes.push_back(std::move(s));
   }
   return out;
 }
@@ -261,6 +282,45 @@ void AppendLimitsPrometheus(std::string& out, const LimitsSnapshot& limits) {
   Family(out, "mulligan_adaptive_rate_refused_total", "counter",
          "Attempts an adaptive client rate refused.", adaptive,
          [](const auto& s) { return Int(s.refused); });
+  AppendOutboxPrometheus(out, limits.outboxes);
+}
+
+void AppendOutboxPrometheus(std::string& out, const std::vector<LimitsSnapshot::Outbox>& boxes) {
+  if (boxes.empty()) return;
+  auto label = [](const LimitsSnapshot::Outbox& s) {
+    return "{outbox=\"" + LabelValue(s.name) + "\"";
+  };
+  out += "# HELP mulligan_outbox_depth Entries in a durable outbox waiting for an attempt "
+         "(pending) or held by a worker (leased).\n";
+  out += "# TYPE mulligan_outbox_depth gauge\n";
+  for (const auto& s : boxes) {
+    out += "mulligan_outbox_depth" + label(s) + ",state=\"pending\"} " + Int(s.pending) + "\n";
+    out += "mulligan_outbox_depth" + label(s) + ",state=\"leased\"} " + Int(s.leased) + "\n";
+  }
+  out += "# HELP mulligan_outbox_oldest_age_seconds Age of a durable outbox's oldest pending or "
+         "leased entry (0 when none).\n";
+  out += "# TYPE mulligan_outbox_oldest_age_seconds gauge\n";
+  for (const auto& s : boxes) {
+    out += "mulligan_outbox_oldest_age_seconds" + label(s) + "} " +
+           FormatDouble(s.oldest_age_seconds) + "\n";
+  }
+  out += "# HELP mulligan_outbox_deliveries_total Delivery attempts a durable outbox recorded, "
+         "by result (success, failure, lease_expired), since its file was made.\n";
+  out += "# TYPE mulligan_outbox_deliveries_total counter\n";
+  for (const auto& s : boxes) {
+    out += "mulligan_outbox_deliveries_total" + label(s) + ",result=\"success\"} " +
+           Int(s.deliveries_success) + "\n";
+    out += "mulligan_outbox_deliveries_total" + label(s) + ",result=\"failure\"} " +
+           Int(s.deliveries_failure) + "\n";
+    out += "mulligan_outbox_deliveries_total" + label(s) + ",result=\"lease_expired\"} " +
+           Int(s.deliveries_lease_expired) + "\n";
+  }
+  out += "# HELP mulligan_outbox_dead_letters_total Entries a durable outbox dead-lettered, "
+         "since its file was made.\n";
+  out += "# TYPE mulligan_outbox_dead_letters_total counter\n";
+  for (const auto& s : boxes) {
+    out += "mulligan_outbox_dead_letters_total" + label(s) + "} " + Int(s.dead_letters) + "\n";
+  }
 }
 
 }  // namespace internal

@@ -519,7 +519,7 @@ std::string MetricsRegistry::ToPrometheus() const {
   return ToPrometheus(SystemClock::Default()->Now());
 }
 
-std::string MetricsRegistry::ToPrometheus(TimePoint now) const {
+std::string MetricsRegistry::ToPrometheus(TimePoint now, std::optional<WallTime> wall_now) const {
   const std::vector<MetricsSnapshot> all = Snapshot();
   std::string out;
   auto counter = [&](const char* metric, const char* help, auto value_of) {
@@ -615,7 +615,7 @@ std::string MetricsRegistry::ToPrometheus(TimePoint now) const {
              std::to_string(s.rejections_by_reason[i]) + "\n";
     }
   }
-  internal::AppendLimitsPrometheus(out, SnapshotLimits(now));
+  internal::AppendLimitsPrometheus(out, SnapshotLimits(now, wall_now));
   return out;
 }
 

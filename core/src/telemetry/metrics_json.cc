@@ -92,13 +92,29 @@ void AddLimitsJson(boost::json::object& root, const LimitsSnapshot& limits) {
                         {"throttles", a.throttles}});
   }
   root["adaptive_rates"] = std::move(adaptive);
+  boost::json::array outboxes;  // (Added in 0.6.)
+  for (const auto& o : limits.outboxes) {
+    outboxes.push_back({{"name", o.name},
+                        {"pending", o.pending},
+                        {"leased", o.leased},
+                        {"done", o.done},
+                        {"dead", o.dead},
+                        {"depth", o.pending + o.leased},
+                        {"oldest_age_seconds", o.oldest_age_seconds},
+                        {"deliveries",
+                         {{"success", o.deliveries_success},
+                          {"failure", o.deliveries_failure},
+                          {"lease_expired", o.deliveries_lease_expired}}},
+                        {"dead_letters", o.dead_letters}});
+  }
+  root["outboxes"] = std::move(outboxes);
 }
 
 }  // namespace
 
 std::string MetricsRegistry::ToJson() const { return ToJson(SystemClock::Default()->Now()); }
 
-std::string MetricsRegistry::ToJson(TimePoint now) const {
+std::string MetricsRegistry::ToJson(TimePoint now, std::optional<WallTime> wall_now) const {
   const std::vector<MetricsSnapshot> all = Snapshot();
   boost::json::array metrics;
   uint64_t calls = 0, retries = 0, opens = 0, fallbacks = 0, successes = 0, failures = 0;
@@ -198,7 +214,7 @@ std::string MetricsRegistry::ToJson(TimePoint now) const {
   boost::json::object root;
   root["metrics"] = std::move(metrics);
   root["totals"] = std::move(totals);
-  AddLimitsJson(root, SnapshotLimits(now));
+  AddLimitsJson(root, SnapshotLimits(now, wall_now));
   return boost::json::serialize(root);
 }
 

@@ -31,6 +31,7 @@ struct MetricsRegistry::Tracked {
   std::vector<internal::TrackedEntry<Bulkhead>> bulkheads;
   std::vector<internal::TrackedEntry<RateLimiter>> limiters;
   std::vector<internal::TrackedEntry<AdaptiveRate>> adaptive_rates;
+  std::vector<internal::TrackedEntry<OutboxMetricsSource>> outboxes;  // (0.6)
 };
 
 namespace internal {
@@ -45,6 +46,8 @@ void AppendHistogram(std::string& out, const std::string& metric, const std::str
 // Appends the mulligan_budget_*, mulligan_throttle_*, mulligan_bulkhead_*
 // and mulligan_rate_limiter_* families (limits_metrics.cc).
 void AppendLimitsPrometheus(std::string& out, const LimitsSnapshot& limits);
+// Appends the mulligan_outbox_* families (limits_metrics.cc; Added in 0.6.).
+void AppendOutboxPrometheus(std::string& out, const std::vector<LimitsSnapshot::Outbox>& boxes);
 
 }  // namespace internal
 }  // namespace v0

@@ -9,7 +9,11 @@ durable outbox file (:class:`mulligan.Outbox`).
   age, deliveries and dead letters.
 
 Exit codes: 0 done, 1 an entry given to ``retry`` is not dead or absent, or
-the file is not an outbox, 2 usage.
+the file is absent or not an outbox, 2 usage (an ID that is not an int in
+[1, 2**63 - 1] among them).
+
+Every action opens the file with ``create=False`` (since 0.6): a mistyped
+path is an error, never a new empty database.
 
 .. versionadded:: 0.5.0
 """
@@ -29,6 +33,23 @@ from .._outbox import Outbox, OutboxEntry
 __all__ = ["add_outbox_parser", "outbox_main"]
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def _entry_id(text: str) -> int:
+    """An entry ID on the command line: an int in [1, 2**63 - 1] (SQLite's
+    rowid range); anything else is a usage error naming the value."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid entry ID {text!r}: not an integer") from None
+    if not 1 <= value <= _INT64_MAX:
+        raise argparse.ArgumentTypeError(
+            f"invalid entry ID {text!r}: must be in [1, 2**63 - 1]"
+        )
+    return value
+
+
 def add_outbox_parser(sub: Any) -> None:
     """Adds ``outbox`` and its actions to the command's subparsers."""
     o = sub.add_parser("outbox", help="inspect and repair a durable outbox file")
@@ -45,7 +66,7 @@ def add_outbox_parser(sub: Any) -> None:
     dead.add_argument("--json", action="store_true", help="one JSON object per line")
     retry = actions.add_parser("retry", help="make dead entries due now")
     retry.add_argument("db", metavar="DB")
-    retry.add_argument("ids", nargs="+", type=int, metavar="ID")
+    retry.add_argument("ids", nargs="+", type=_entry_id, metavar="ID")
     purge = actions.add_parser("purge", help="delete done or dead entries")
     purge.add_argument("db", metavar="DB")
     purge.add_argument("--state", choices=("done", "dead"), required=True)
@@ -86,7 +107,7 @@ def outbox_main(
         print("mulligan outbox: --limit must be >= 1", file=err)
         return 2
     try:
-        box = Outbox(args.db)
+        box = Outbox(args.db, create=False, metrics=False)
     except (OutboxError, ValueError) as e:
         print(f"mulligan outbox: {e}", file=err)
         return 1

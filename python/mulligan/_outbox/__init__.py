@@ -12,6 +12,7 @@ through the handlers registered by name.
 
 from __future__ import annotations
 
+from .job import OutboxJob  # (0.6)
 from .outbox import Outbox, OutboxAttempt, OutboxEntry, OutboxStats
 
-__all__ = ["Outbox", "OutboxAttempt", "OutboxEntry", "OutboxStats"]
+__all__ = ["Outbox", "OutboxAttempt", "OutboxEntry", "OutboxJob", "OutboxStats"]

@@ -33,10 +33,11 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, TypeVar, Union
 
-from .. import _core
+from .. import _core, _validate
 from . import async_worker as _async_worker
+from .job import SERIALIZERS, OutboxJob, P
 from .._http.client import Client
 from .._http.headers import _check_headers
 from .._http.request import _check_url
@@ -74,6 +75,42 @@ _POLICY_KEYS = frozenset(
 
 _STATES = ("pending", "leased", "done", "dead")
 
+_R = TypeVar("_R")
+_OWNER = "mulligan.Outbox"
+_INT64_MAX = 2**63 - 1
+
+
+def _check_policy(given: Mapping[str, Any]) -> None:
+    """Checks the types of the policy options here, naming the field
+    (``policy.attempts``): the core would take ``True`` as 1 and ``1.5`` as 1."""
+    for key, value in given.items():
+        field = f"policy.{key}"
+        if key == "attempts":
+            _validate.attempts(_OWNER, field, value)
+        elif key == "seed":
+            if value is not None:
+                _validate.integer(_OWNER, field, value, 0, 2**64 - 1, range_text="[0, 2**64)")
+        elif key in ("deadline", "attempt_timeout"):
+            _validate.seconds_or_none(_OWNER, field, value, positive=True)
+        elif key in ("base_delay", "max_delay", "retry_after_max", "min_delay"):
+            _validate.seconds(_OWNER, field, value)
+        elif key in ("multiplier", "jitter_fraction"):
+            _validate.number(_OWNER, field, value)
+        elif key in ("clamp_retry_after", "respect_retry_after"):
+            _validate.flag(_OWNER, field, value)
+        elif key in ("backoff", "jitter"):
+            if not isinstance(value, str):
+                raise TypeError(f"{_OWNER}: {field} must be a str, got {value!r}")
+        elif key == "retryable_statuses" and value is not None:
+            for status in value:
+                _validate.integer(_OWNER, field, status, 100, 599)
+
+
+def _entry_id(entry_id: Any) -> int:
+    """An entry id: an int in [1, 2**63 - 1] (SQLite's rowid range)."""
+    return _validate.integer(_OWNER, "entry_id", entry_id, 1, _INT64_MAX,
+                             range_text="[1, 2**63 - 1]")
+
 
 @dataclass(frozen=True)
 class OutboxEntry:
@@ -86,9 +123,10 @@ class OutboxEntry:
         method, url, headers, body: the HTTP request (kind ``"http"``).
         job, payload: the handler's name and the payload (kind ``"job"``).
         state: ``"pending"``, ``"leased"``, ``"done"`` or ``"dead"``.
-        attempts: attempts recorded so far.
-        leases: times a worker leased it (more than attempts + 1 when a
-            worker died mid-delivery).
+        attempts: attempts recorded so far; since 0.6 a lease that expired
+            unfinished (its worker died or overran ``lease_timeout``) is one,
+            with the history row "lease expired, worker W".
+        leases: times a worker leased it.
         created_at, next_attempt_at, lease_expires_at, finished_at: Unix
             seconds (the outbox's clock).
         lease_owner: the worker holding it (state ``"leased"``).
@@ -151,7 +189,10 @@ class OutboxAttempt:
 class OutboxStats:
     """Counts for metrics: ``depth`` (pending + leased), each state's count,
     ``oldest_age`` (seconds since the oldest live entry was enqueued, 0 when
-    none), and ``deliveries`` / ``dead_letters`` since the file was made."""
+    none), and ``deliveries`` / ``dead_letters`` since the file was made;
+    ``failures`` (failed attempts recorded) and ``lease_expiries`` (leases
+    that ended unfinished, each counted as an attempt) since the file was
+    first opened by 0.6 (added in 0.6)."""
 
     depth: int
     pending: int
@@ -161,6 +202,8 @@ class OutboxStats:
     oldest_age: float
     deliveries: int
     dead_letters: int
+    failures: int
+    lease_expiries: int
 
 
 def _bytes(value: Union[bytes, bytearray, memoryview, str, None], field: str) -> bytes:
@@ -233,10 +276,33 @@ class Outbox:
         clock: an object with ``monotonic()`` and ``sleep(seconds)``, such
             as :class:`mulligan.testing.FakeClock`, whose readings are the
             outbox's Unix seconds; default ``time.time`` and ``time.sleep``.
+        name: the ``outbox`` label of its metrics (default: the path).
+        metrics: when true (the default), the default metrics registry
+            exports it while the object lives: gauges
+            ``mulligan_outbox_depth{outbox,state}`` (state pending, leased)
+            and ``mulligan_outbox_oldest_age_seconds{outbox}``, counters
+            ``mulligan_outbox_deliveries_total{outbox,result}`` (result
+            success, failure, lease_expired) and
+            ``mulligan_outbox_dead_letters_total{outbox}``, read from the
+            file at every export (:func:`mulligan.prometheus_text`,
+            :func:`mulligan.metrics_json`, ``limits_snapshot()["outboxes"]``,
+            OpenTelemetry), at the installed
+            :class:`mulligan.testing.FakeClock`'s reading, else
+            ``time.time()``. Counts are the file's, so every process that
+            opens one file reports the same values. (Added in 0.6.)
+        create: when false, an absent file is refused
+            (:class:`mulligan.OutboxError` "no such file") instead of made,
+            as the command's actions open it. (Added in 0.6.)
 
     Raises:
         ValueError: a bad option (the message names it).
-        mulligan.OutboxError: the file cannot be opened or is not an outbox.
+        TypeError: an option of the wrong type (the message names it:
+            ``policy.attempts=True`` and ``max_size_bytes=1.5`` are refused,
+            not read as 1).
+        mulligan.OutboxError: the file cannot be opened or is not an outbox:
+            a database that holds other tables and no ``outbox_meta`` table
+            (the outbox's schema marker) is refused, so the outbox never adds
+            its tables to another program's database.
 
     Thread-safety: one Outbox may be shared by threads (the core serializes
     its SQLite connection); several processes may open the same file.
@@ -254,6 +320,9 @@ class Outbox:
         lease_timeout: float = 30.0,
         max_size_bytes: int = 0,
         clock: Any = None,
+        name: Optional[str] = None,
+        metrics: bool = True,
+        create: bool = True,
     ) -> None:
         given = dict(policy or {})
         unknown = sorted(set(given) - _POLICY_KEYS)
@@ -262,15 +331,28 @@ class Outbox:
                 f"mulligan.Outbox: unknown policy option {unknown[0]!r} "
                 f"(known: {', '.join(sorted(_POLICY_KEYS))})"
             )
+        _check_policy(given)
+        if not isinstance(sync, str):
+            raise TypeError(f"{_OWNER}: sync must be 'full' or 'normal', got {sync!r}")
+        busy = _validate.seconds(_OWNER, "busy_timeout", busy_timeout)
+        lease = _validate.seconds(_OWNER, "lease_timeout", lease_timeout, positive=True)
+        cap = _validate.integer(_OWNER, "max_size_bytes", max_size_bytes, 0, _INT64_MAX,
+                                range_text="[0, 2**63 - 1]")
+        _validate.name_or_none(_OWNER, "name", name)
+        _validate.flag(_OWNER, "metrics", metrics)
+        _validate.flag(_OWNER, "create", create)
         self._attempt_timeout = given.get("attempt_timeout", 30.0)
         self._policy = _core.RetryPolicy(**given)
-        self._box = _core.Outbox(
+        self._core_box: Optional[_core.Outbox] = _core.Outbox(
             os.fspath(path),
             self._policy,
             sync=sync,
-            busy_timeout=float(busy_timeout),
-            lease_timeout=float(lease_timeout),
-            max_size_bytes=int(max_size_bytes),
+            busy_timeout=busy,
+            lease_timeout=lease,
+            max_size_bytes=cap,
+            name=name or "",
+            metrics=metrics,
+            create=create,
         )
         self.path = os.fspath(path)
         self._now: Callable[[], float] = clock.monotonic if clock is not None else time.time
@@ -280,6 +362,14 @@ class Outbox:
         self._aclient: Any = None  # the asyncio worker's AsyncClient
         self._clock = clock
         self._lock = threading.Lock()
+
+    @property
+    def _box(self) -> _core.Outbox:
+        """The core outbox; OutboxError once :meth:`close` ran."""
+        box = self._core_box
+        if box is None:
+            raise OutboxError(f"mulligan.Outbox: the outbox {self.path} is closed")
+        return box
 
     # --- enqueue ------------------------------------------------------------
 
@@ -387,6 +477,52 @@ class Outbox:
         def decorate(fn: JobHandler) -> JobHandler:
             self.register(job, fn)
             return fn
+
+        return decorate
+
+    def job(
+        self, name: str, *, serializer: str = "json", with_key: bool = False
+    ) -> Callable[[Callable[P, _R]], OutboxJob[P, _R]]:
+        """The decorator that enqueues, in Celery's ``@app.task`` idiom:
+        registers the function as the handler of job ``name`` and returns an
+        :class:`mulligan.OutboxJob`, whose call runs the function now and
+        whose ``.delay(*args, **kwargs)`` enqueues a call of it (returning
+        the :class:`OutboxEntry`) that a worker delivers later::
+
+            @box.job("send_email")
+            def send_email(to: str, subject: str) -> None: ...
+
+            send_email.delay("ann@example.com", subject="paid")  # enqueued
+
+        Args:
+            name: the job's name (not empty; replaces an earlier handler).
+            serializer: ``"json"`` (default: the arguments as JSON, only
+                JSON values) or ``"raw"`` (one bytes or str argument, passed
+                to the function as bytes). Never pickle.
+            with_key: pass the entry's Idempotency-Key to the function as
+                the keyword argument ``idempotency_key``.
+
+        Raises:
+            ValueError: an empty name or an unknown serializer.
+
+        .. versionadded:: 0.6.0
+        """
+        _validate.name(_OWNER + ".job", "name", name)
+        if not name:
+            raise ValueError(f"{_OWNER}.job: name must not be empty")
+        if serializer not in SERIALIZERS:
+            raise ValueError(
+                f"{_OWNER}.job: serializer must be one of {', '.join(SERIALIZERS)}, "
+                f"got {serializer!r}"
+            )
+        _validate.flag(_OWNER + ".job", "with_key", with_key)
+
+        def decorate(fn: Callable[P, _R]) -> OutboxJob[P, _R]:
+            if not callable(fn):
+                raise TypeError(f"{_OWNER}.job: expected a function, got {fn!r}")
+            job = OutboxJob(self, name, fn, serializer, with_key)
+            self.register(name, job._handle)
+            return job
 
         return decorate
 
@@ -578,15 +714,17 @@ class Outbox:
         )
 
     async def aclose(self) -> None:
-        """Closes the asyncio worker's AsyncClient and the blocking one."""
+        """Closes the asyncio worker's AsyncClient, then does :meth:`close`
+        (the blocking client and, since 0.6, the database)."""
         await _async_worker.close(self)
         self.close()
 
     # --- inspection and repair ------------------------------------------------
 
     def get(self, entry_id: int) -> OutboxEntry:
-        """Returns entry ``entry_id``. ValueError when there is none."""
-        return OutboxEntry._of(self._box.get(entry_id))
+        """Returns entry ``entry_id``. ValueError when there is none, or the
+        id is not an int in [1, 2**63 - 1] (TypeError for a non-int)."""
+        return OutboxEntry._of(self._box.get(_entry_id(entry_id)))
 
     def list(self, state: Optional[str] = None, *, limit: int = 100) -> builtins.list[OutboxEntry]:
         """Returns up to ``limit`` entries, oldest first; only those in
@@ -597,7 +735,7 @@ class Outbox:
 
     def history(self, entry_id: int) -> builtins.list[OutboxAttempt]:
         """Returns the attempts of entry ``entry_id``, first first."""
-        return [OutboxAttempt(**d) for d in self._box.history(entry_id)]
+        return [OutboxAttempt(**d) for d in self._box.history(_entry_id(entry_id))]
 
     def stats(self) -> OutboxStats:
         """Returns the queue's counts now (see :class:`OutboxStats`)."""
@@ -605,8 +743,9 @@ class Outbox:
 
     def retry(self, entry_id: int) -> None:
         """Makes dead entry ``entry_id`` due now, with a fresh attempt budget
-        (its history kept). ValueError when it is not dead."""
-        self._box.retry(entry_id, self._now())
+        (its history kept). ValueError when it is not dead or absent, or the
+        id is not an int in [1, 2**63 - 1]."""
+        self._box.retry(_entry_id(entry_id), self._now())
 
     def purge(self, state: str) -> int:
         """Deletes the ``"done"`` or ``"dead"`` entries and their history;
@@ -614,11 +753,15 @@ class Outbox:
         return int(self._box.purge(state))
 
     def close(self) -> None:
-        """Closes the HTTP client (the database closes with the object)."""
+        """Closes the HTTP client and the database (idempotent). Any later
+        use raises :class:`mulligan.OutboxError` "the outbox ... is closed";
+        the outbox's metrics are no longer exported. (Closing the database:
+        added in 0.6; 0.5 closed it with the object.)"""
         with self._lock:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+            self._core_box = None
 
     def __enter__(self) -> Outbox:
         return self

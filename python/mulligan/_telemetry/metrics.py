@@ -203,6 +203,12 @@ def limits_snapshot() -> dict[str, list[dict[str, Any]]]:
     * ``adaptive_rates``: ``name``, ``enabled``, ``fill_rate``,
       ``measured_rate`` (requests per second), ``admitted``, ``waited``,
       ``refused``, ``throttles``.
+    * ``outboxes`` (0.6): ``name`` (the ``outbox`` label), ``pending``,
+      ``leased``, ``done``, ``dead``, ``depth`` (pending + leased),
+      ``oldest_age_seconds``, ``deliveries`` (a dict: ``success``,
+      ``failure``, ``lease_expired``), ``dead_letters``, read from each live
+      :class:`mulligan.Outbox`'s file at the installed fake clock's reading
+      (as Unix seconds), else ``time.time()``.
 
     Thread-safety: safe from any thread.
     """

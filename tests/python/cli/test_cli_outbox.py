@@ -66,3 +66,25 @@ def test_usage_errors(tmp_path: Any, capsys: Any) -> None:
     not_db.write_text("plain text, not an SQLite database at all, certainly not an outbox\n")
     assert main(["outbox", "stats", str(not_db)]) == 1
     assert str(not_db) in capsys.readouterr().err
+
+
+def test_a_mistyped_path_makes_no_database(tmp_path: Any, capsys: Any) -> None:
+    typo = tmp_path / "tpyo.db"
+    for action in (["stats"], ["list"], ["dead"], ["purge", "--state", "done"], ["retry", "1"]):
+        args = ["outbox", action[0], str(typo), *action[1:]]
+        assert main(args) == 1, args
+        err = capsys.readouterr().err
+        assert "no such file" in err and str(typo) in err
+        assert "Traceback" not in err
+    assert not typo.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_retry_of_an_id_past_the_rowid_range_is_a_usage_error(tmp_path: Any, capsys: Any) -> None:
+    path, _, _ = _made(tmp_path)
+    for bad in ("99999999999999999999", "0", "seven"):
+        with pytest.raises(SystemExit) as info:
+            main(["outbox", "retry", path, bad])
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert f"invalid entry ID '{bad}'" in err and "Traceback" not in err

@@ -88,7 +88,6 @@ def test_http_entries_reach_nginx_with_one_key_each(tmp_path: Any, server: Any) 
     ]
     down = box.enqueue("POST", server.url("/down"), body=b"x")
     box.run_worker(poll_interval=0.25, until_idle=True)
-    box.close()
     log = server.wait_for_access_log(6)
     keys = [e["idempotency_key"] for e in log]
     for e in entries:
@@ -100,6 +99,7 @@ def test_http_entries_reach_nginx_with_one_key_each(tmp_path: Any, server: Any) 
     assert box.get(down.id).stop_reason == "attempts_exhausted"
     assert [h.http_status for h in box.history(down.id)] == [503, 503, 503]
     assert box.stats().deliveries == 3
+    box.close()
 
 
 def test_bad_input_and_a_full_outbox_raise_clear_errors(tmp_path: Any) -> None:
@@ -148,6 +148,9 @@ def test_asyncio_worker_delivers_http_and_coroutine_jobs(tmp_path: Any, server: 
 
     assert asyncio.run(main()) == 3  # the job twice, the request once
     assert seen == [job.idempotency_key] * 2
+    with pytest.raises(mulligan.OutboxError, match="is closed"):  # aclose closed it (0.6)
+        box.get(job.id)
+    box = _box(tmp_path, clock)
     assert box.get(job.id).state == "done" and box.get(http.id).state == "done"
     assert [h.delay for h in box.history(job.id)] == [0.5, 0.0]
     log = server.wait_for_access_log(1)

@@ -56,8 +56,14 @@ def test_kill_9_mid_delivery_then_restart_delivers_everything(tmp_path: Any, ser
     assert second.wait(60) == 0
     stats = box.stats()
     assert (stats.done, stats.depth, stats.deliveries, stats.dead_letters) == (10, 0, 10, 0)
+    assert stats.lease_expiries == 1  # the killed worker's lease, counted as an attempt (0.6)
     again = box.get(slow.id)
-    assert again.leases == 2 and again.attempts == 1 and again.state == "done"
+    assert again.leases == 2 and again.attempts == 2 and again.state == "done"
+    history = box.history(slow.id)
+    assert [(h.message, h.error, h.classification) for h in history] == [
+        ("lease expired, worker worker-1", "timeout", "retryable"),
+        ("delivered", "none", "success"),
+    ]
 
     log = server.wait_for_access_log(11, timeout=5.0)
     keys = [e["idempotency_key"] for e in log]
@@ -131,8 +137,36 @@ def test_kill_9_behind_the_idempotency_middleware_applies_each_entry_once(tmp_pa
         assert seen.count(slow.idempotency_key) >= 2
         assert applied == {e.idempotency_key: 1 for e in [slow, *rest]}
         history = box.history(slow.id)
+        assert history[0].message == "lease expired, worker worker-1"  # the kill (0.6)
         assert history[-1].http_status == 201 and history[-1].classification == "success"
-        assert all(h.http_status == 409 for h in history[:-1]), history
+        assert all(h.http_status == 409 for h in history[1:-1]), history
     finally:
         wserver.shutdown()
         thread.join(10)
+
+
+def test_a_poison_entry_that_kills_every_worker_ends_dead_with_its_history(tmp_path: Any) -> None:
+    # The job kills its worker (SIGKILL) on every delivery. Each expired
+    # lease is an attempt (0.6), so after 5 workers died (attempts: 5) the
+    # next worker dead-letters it and exits, instead of dying forever.
+    path = str(tmp_path / "outbox.db")
+    box = mulligan.Outbox(path, lease_timeout=0.3, policy={"attempts": 5})
+    poison = box.enqueue_job("poison", b"crash")
+    deaths = 0
+    for n in range(1, 10):
+        worker = subprocess.Popen([sys.executable, WORKER, path, "0.3", str(n), "poison"])
+        code = worker.wait(60)
+        if code == 0:
+            break
+        assert code == -signal.SIGKILL
+        deaths += 1
+    assert deaths == 5
+    dead = box.get(poison.id)
+    assert (dead.state, dead.stop_reason, dead.attempts, dead.leases) == (
+        "dead", "attempts_exhausted", 5, 5)
+    history = box.history(poison.id)
+    assert [h.message for h in history] == [f"lease expired, worker worker-{n}" for n in range(1, 6)]
+    assert {(h.error, h.classification) for h in history} == {("timeout", "retryable")}
+    assert history[-1].delay == 0.0
+    stats = box.stats()
+    assert (stats.dead, stats.dead_letters, stats.lease_expiries, stats.depth) == (1, 1, 5, 0)

@@ -106,6 +106,10 @@ def test_a_late_failure_after_the_lease_was_lost_is_dropped(
     def slow_then_fail(payload: bytes, key: str) -> None:
         seen.append("A")
         clock.advance(11)  # past A's lease
+        # B's lease counts A's expired lease as attempt 1 (0.6): due again
+        # after the first backoff, 0.5 s.
+        assert b.deliver_due(worker="B") == 0
+        clock.advance(0.5)
         assert b.deliver_due(worker="B") == 1
         raise RuntimeError("A's attempt timed out")
 
@@ -116,7 +120,8 @@ def test_a_late_failure_after_the_lease_was_lost_is_dropped(
         assert a.deliver_due(worker="A") == 1
     assert seen == ["A", "B"]
     done = a.get(entry.id)
-    assert (done.state, done.stop_reason) == ("done", "succeeded")
+    assert (done.state, done.stop_reason, done.attempts) == ("done", "succeeded", 2)
+    assert [h.message for h in a.history(entry.id)] == ["lease expired, worker A", "delivered"]
     assert any("dropped the late result of entry" in r.getMessage() for r in caplog.records)
 
 

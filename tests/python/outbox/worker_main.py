@@ -1,10 +1,14 @@
 """A worker process for test_outbox_crash.py: delivers the outbox at
 argv[1] (lease_timeout argv[2] seconds) until nothing is pending or leased.
-Run as ``python worker_main.py PATH LEASE_TIMEOUT``; killed with SIGKILL by
-the test mid-delivery, then started again."""
+Run as ``python worker_main.py PATH LEASE_TIMEOUT N [poison]``; killed with
+SIGKILL by the test mid-delivery, then started again. With ``poison``, the
+job "poison" kills its own worker (SIGKILL) every time it is delivered: the
+entry that crashes every worker."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
 import mulligan
@@ -13,6 +17,8 @@ import mulligan
 def main() -> int:
     path, lease_timeout = sys.argv[1], float(sys.argv[2])
     box = mulligan.Outbox(path, lease_timeout=lease_timeout, policy={"attempts": 5})
+    if sys.argv[4:] == ["poison"]:
+        box.register("poison", lambda payload, key: os.kill(os.getpid(), signal.SIGKILL))
     box.run_worker(worker=f"worker-{sys.argv[3]}", batch=1, poll_interval=0.05, until_idle=True)
     box.close()
     return 0

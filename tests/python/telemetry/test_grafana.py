@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import re
+import tempfile
 
 import mulligan
 
@@ -13,20 +15,23 @@ SUFFIXES = ("_bucket", "_sum", "_count")
 
 
 def exported_families() -> dict[str, str]:
-    # The overload primitives' families are exported while one is alive (0.4).
-    alive = (
-        mulligan.RetryBudget.token_bucket(name="grafana-budget"),
-        mulligan.AdaptiveThrottle(name="grafana-throttle"),
-        mulligan.Bulkhead(1, name="grafana-bulkhead"),
-        mulligan.RateLimiter(1, name="grafana-limiter"),
-        mulligan.AdaptiveRate(name="grafana-adaptive"),
-    )
-    families = {}
-    for line in mulligan.prometheus_text().splitlines():
-        if line.startswith("# TYPE "):
-            _, _, name, kind = line.split(" ")
-            families[name] = kind
-    del alive
+    # The overload primitives' families are exported while one is alive (0.4),
+    # and an outbox's while it is open (0.6).
+    with tempfile.TemporaryDirectory() as tmp:
+        alive = (
+            mulligan.RetryBudget.token_bucket(name="grafana-budget"),
+            mulligan.AdaptiveThrottle(name="grafana-throttle"),
+            mulligan.Bulkhead(1, name="grafana-bulkhead"),
+            mulligan.RateLimiter(1, name="grafana-limiter"),
+            mulligan.AdaptiveRate(name="grafana-adaptive"),
+            mulligan.Outbox(os.path.join(tmp, "outbox.db"), name="grafana-outbox"),
+        )
+        families = {}
+        for line in mulligan.prometheus_text().splitlines():
+            if line.startswith("# TYPE "):
+                _, _, name, kind = line.split(" ")
+                families[name] = kind
+        del alive
     return families
 
 

@@ -11,7 +11,11 @@
 //   Lease     a worker takes due entries for a visibility timeout (Amazon
 //             SQS's term): while the lease runs no other worker sees the
 //             entry; when it expires (the worker crashed, or is too slow)
-//             the entry is due again and another worker's Lease takes it.
+//             the next Lease counts it as a failed attempt (history: "lease
+//             expired, worker W") and the policy reschedules it, so that an
+//             entry whose delivery kills every worker (a poison entry) ends
+//             dead after max_attempts instead of being retried forever.
+//             (Counting expired leases: added in 0.6.)
 //   Complete  the attempt succeeded: the entry is done.
 //   Fail      the attempt failed with an Outcome: the retry policy decides,
 //             exactly as the pipeline's strategy 4 does, from the policy's
@@ -68,6 +72,7 @@
 #include "mulligan/base/outcome.h"
 #include "mulligan/base/status.h"
 #include "mulligan/retry/policy.h"
+#include "mulligan/telemetry/metrics.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -112,8 +117,13 @@ enum class OutboxSync : int {
 
 // Plain options, validated by Outbox::Open. (Added in 0.5.)
 struct OutboxOptions {
-  // The database file (created when absent). Required, not empty.
+  // The database file (created when absent, unless `create` is false).
+  // Required, not empty.
   std::string path;
+  // When false, Open never creates the file: an absent one is kOutbox "no
+  // such file" (what the command's inspection and repair actions use, so a
+  // mistyped path makes no database). Default true. (Added in 0.6.)
+  bool create = true;
   OutboxSync sync = OutboxSync::kFull;
   // How long a write waits for another connection's transaction before
   // failing with kOutbox ("database is locked"). Must be >= 0. Default 5 s.
@@ -138,6 +148,10 @@ struct OutboxOptions {
   // or disk is full", the error a full disk gives, and writes nothing.
   // Must be >= 0. Default 0 (no cap).
   int64_t max_size_bytes = 0;
+  // The name metrics export this outbox under (the `outbox` label of
+  // mulligan_outbox_*; see MetricsRegistry::Track); empty: the path.
+  // (Added in 0.6.)
+  std::string name;
 };
 
 // One header of an HTTP entry. Names hold no ':' and no control byte;
@@ -171,14 +185,16 @@ struct OutboxEntrySpec {
 struct OutboxAttempt {
   // 1 for the first.
   int attempt = 0;
-  // When Fail or Complete recorded it.
+  // When Fail or Complete recorded it (Lease, for an expired lease).
   WallTime at;
   // The HTTP status the attempt got, or 0.
   int http_status = 0;
   // The failure's kind (kNone for a response or a success).
   ErrorKind error = ErrorKind::kNone;
   Classification classification = Classification::kSuccess;
-  // The caller's text ("connection refused", "HTTP 503", "ValueError: ...").
+  // The caller's text ("connection refused", "HTTP 503", "ValueError: ..."),
+  // or "lease expired, worker W" (error kTimeout, kRetryable) for a lease
+  // that expired unfinished.
   std::string message;
   // The wait decided after it (zero when it ended the entry).
   Duration delay = Duration::zero();
@@ -189,10 +205,10 @@ struct OutboxEntry {
   int64_t id = 0;
   OutboxEntrySpec spec;  // spec.idempotency_key is the entry's key
   OutboxState state = OutboxState::kPending;
-  // Attempts recorded by Fail and Complete.
+  // Attempts recorded by Fail and Complete, and leases that expired
+  // unfinished (since 0.6).
   int attempts = 0;
-  // Times Lease handed the entry out (more than attempts + 1 when a worker
-  // lost its lease without recording its attempt).
+  // Times Lease handed the entry out.
   int leases = 0;
   WallTime created_at;
   WallTime next_attempt_at;
@@ -248,18 +264,34 @@ struct OutboxStats {
   // (kept across restarts and purges).
   int64_t deliveries = 0;
   int64_t dead_letters = 0;
+  // Failed attempts recorded by Fail, and leases that expired unfinished
+  // (each an attempt), since 0.6 (a 0.5 file counts from its first opening
+  // by 0.6). (Added in 0.6.)
+  int64_t failures = 0;
+  int64_t lease_expiries = 0;
 };
 
 // The durable outbox over one SQLite file. See the file comment.
 //
+// Metrics (0.6): an Outbox held by a shared_ptr can be tracked by a
+// MetricsRegistry (`registry.Track(box)`), which reads Stats at every
+// snapshot: mulligan_outbox_depth{outbox,state}, _oldest_age_seconds,
+// _deliveries_total{result} and _dead_letters_total (telemetry/metrics.h).
+//
 // Thread-safety: internally synchronized; share one between threads freely.
 // Not copyable or movable: it owns the connection and its mutex.
-class Outbox {
+class Outbox : public OutboxMetricsSource {
  public:
   // Opens (creating when absent) the outbox at options.path: sets WAL mode,
   // synchronous, busy_timeout and the size cap, and creates the tables.
   // kInvalidArgument names a bad option; kOutbox when the file cannot be
-  // opened or is not an outbox. A file SQLite can only open read-only (no
+  // opened or is not an outbox. A file is an outbox when its outbox_meta
+  // table holds the schema marker ("schema" = "mulligan-outbox-1"); a
+  // database that holds tables but no outbox_meta table is refused
+  // (kOutbox "not a mulligan outbox: it holds other tables ..."), so the
+  // outbox never adds its tables to another program's database; an empty
+  // database (or a new file) becomes an outbox. (Refusing foreign
+  // databases: added in 0.6.) A file SQLite can only open read-only (no
   // write permission) still opens: every write then fails with kOutbox
   // saying the file is read-only, and reads work where SQLite can read a
   // read-only WAL file (its -shm file exists or can be made).
@@ -267,7 +299,7 @@ class Outbox {
 
   Outbox(const Outbox&) = delete;
   Outbox& operator=(const Outbox&) = delete;
-  ~Outbox();
+  ~Outbox() override;
 
   // Validates `spec` (kInvalidArgument naming the field), then writes the
   // entry in one transaction, due at `now`. Returns the stored entry (its
@@ -284,18 +316,24 @@ class Outbox {
 
   // Leases up to `max_entries` (>= 1) due entries to `worker` (a name for
   // the command's listing) at `now`: pending ones with next_attempt_at <=
-  // now and leased ones whose lease expired, the longest due chosen first,
-  // each until now + `lease_timeout` (> 0; nullopt: options.lease_timeout),
-  // all in one statement. Returns them in id (enqueue) order; none when
-  // nothing is due.
+  // now, the longest due chosen first, each until now + `lease_timeout`
+  // (> 0; nullopt: options.lease_timeout). Returns them in id (enqueue)
+  // order; none when nothing is due. First, in the same transaction, every
+  // lease expired at `now` (lease_expires_at <= now) is recorded as a
+  // failed, retryable attempt ("lease expired, worker W") and the policy
+  // decides as Fail does: pending after the backoff delay (so the entry is
+  // leased by this call only when that delay is zero), or dead
+  // ("attempts_exhausted", "deadline") with its history kept. (Counting
+  // expired leases: added in 0.6; 0.5 handed them out again uncounted.)
   Result<std::vector<OutboxLease>> Lease(std::string_view worker, int max_entries, WallTime now,
                                          std::optional<Duration> lease_timeout = std::nullopt);
 
   // Records a successful attempt of a leased entry at `now` (`http_status`:
   // the response's status, or 0) and marks it done. Accepted even when the
   // lease has expired or passed to another worker (the delivery did
-  // happen, and the receiver saw the same key); kOutbox when the entry is
-  // unknown or already dead.
+  // happen, and the receiver saw the same key), and when the expiry of this
+  // very lease made the entry dead (not leased since); kOutbox when the
+  // entry is unknown or dead otherwise.
   Status Complete(const OutboxLease& lease, WallTime now, int http_status = 0);
 
   // Records the successes of several leased entries at `now` in one
@@ -341,6 +379,11 @@ class Outbox {
 
   const OutboxOptions& options() const;
   const RetryPolicy& policy() const;
+
+  // OutboxMetricsSource (Added in 0.6.): options.name, or the path.
+  const std::string& metrics_name() const override;
+  // Fills `out` from Stats(now); false when Stats failed.
+  bool SampleMetrics(WallTime now, LimitsSnapshot::Outbox* out) override;
 
  private:
   struct Impl;

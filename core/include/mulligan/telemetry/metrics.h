@@ -36,6 +36,10 @@
 // (weakly: a primitive is exported while something else holds it) and read
 // at snapshot time from their own counters, as breakers are, so the success
 // path pays nothing for their metrics. See MetricsRegistry::Track.
+//
+// Durable outboxes (0.6): an outbox (outbox/outbox.h) tracked here is read
+// at snapshot time from its database: depth by state, the oldest live
+// entry's age, deliveries by result and dead letters (issue 21).
 
 #ifndef MULLIGAN_TELEMETRY_METRICS_H_
 #define MULLIGAN_TELEMETRY_METRICS_H_
@@ -255,6 +259,44 @@ struct LimitsSnapshot {
     uint64_t throttles = 0;      // throttling answers recorded
   };
   std::vector<Adaptive> adaptive_rates;
+  // Durable outboxes (OutboxMetricsSource; Added in 0.6.), read from their
+  // database at the snapshot's wall time. Counts are the database's own,
+  // kept across restarts and shared by every process that opens the file,
+  // so each process serving one file reports the same values.
+  struct Outbox {
+    std::string name;
+    // Entries waiting for an attempt, and held by a worker (their sum is
+    // the queue's depth); finished ones kept (done, dead).
+    int64_t pending = 0;
+    int64_t leased = 0;
+    int64_t done = 0;
+    int64_t dead = 0;
+    // Age of the oldest pending or leased entry, in seconds (0 when none).
+    double oldest_age_seconds = 0;
+    // Attempts recorded since the file was made, by result: success
+    // (delivered), failure (a failed attempt the worker recorded), and
+    // lease_expired (a lease that ended unfinished), and entries
+    // dead-lettered.
+    uint64_t deliveries_success = 0;
+    uint64_t deliveries_failure = 0;
+    uint64_t deliveries_lease_expired = 0;
+    uint64_t dead_letters = 0;
+  };
+  std::vector<Outbox> outboxes;
+};
+
+// What a durable outbox gives a registry at snapshot time (outbox/outbox.h's
+// Outbox implements it; the engine itself knows nothing of SQLite).
+// (Added in 0.6.)
+class OutboxMetricsSource {
+ public:
+  virtual ~OutboxMetricsSource() = default;
+  // The name exported as the `outbox` label; empty: not exported.
+  virtual const std::string& metrics_name() const = 0;
+  // Fills `out` (all but name) as of wall time `now`; false when the
+  // database could not be read (that outbox is then left out of the
+  // snapshot). Thread-safe; may wait for the database.
+  virtual bool SampleMetrics(WallTime now, LimitsSnapshot::Outbox* out) = 0;
 };
 
 class MetricsRegistry;
@@ -389,12 +431,18 @@ class MetricsRegistry {
   void Track(const std::shared_ptr<Bulkhead>& bulkhead);
   void Track(const std::shared_ptr<RateLimiter>& limiter);
   void Track(const std::shared_ptr<AdaptiveRate>& adaptive);
+  // Tracks a durable outbox (Added in 0.6.) under its metrics_name(), with
+  // the rules above (weak, idempotent, empty name ignored).
+  void Track(const std::shared_ptr<OutboxMetricsSource>& outbox);
   // Reads every live tracked primitive; windowed values (a budget's tokens
   // for the ratio kind, a throttle's window) are evaluated at `now` (the
   // clock the primitives are driven by; the exports without an argument use
   // the steady clock's now). Folds pending successes into budgets and
   // throttles, as their own Tokens()/Probability() do. (Added in 0.4.)
-  LimitsSnapshot SnapshotLimits(TimePoint now) const;
+  // Outboxes are read at `wall_now` (their stored times are wall-clock
+  // times); nullopt: the system clock's now. (wall_now: added in 0.6.)
+  LimitsSnapshot SnapshotLimits(TimePoint now,
+                                std::optional<WallTime> wall_now = std::nullopt) const;
   // Clears every name (for tests): pointers handed out before stay valid but
   // are detached and no longer exported.
   void Clear();
@@ -415,9 +463,14 @@ class MetricsRegistry {
   // mulligan_budget_retries_allowed_total, mulligan_budget_retries_refused_total,
   // mulligan_throttle_*, mulligan_bulkhead_*, mulligan_rate_limiter_*, and
   // each name's mulligan_rejections_total{reason=...}. Without `now`,
-  // windowed values are read at the steady clock's now.
+  // windowed values are read at the steady clock's now. Since 0.6 also the
+  // tracked outboxes: mulligan_outbox_depth{outbox,state} (gauge, state
+  // pending | leased), mulligan_outbox_oldest_age_seconds{outbox} (gauge),
+  // mulligan_outbox_deliveries_total{outbox,result} (result success |
+  // failure | lease_expired) and mulligan_outbox_dead_letters_total{outbox},
+  // read at `wall_now` (nullopt: the system clock's now).
   std::string ToPrometheus() const;
-  std::string ToPrometheus(TimePoint now) const;
+  std::string ToPrometheus(TimePoint now, std::optional<WallTime> wall_now = std::nullopt) const;
   // A JSON object {"metrics": [{"name": ..., "calls": ..., ...}], "totals": {...}}
   // whose totals include the six classic counters: calls, retries,
   // circuit_opens, fallbacks, successes, failures.
@@ -425,9 +478,12 @@ class MetricsRegistry {
   // linking only mulligan_engine must link mulligan_config to call it.
   // Since 0.4 the root also holds "budgets", "throttles", "bulkheads" and
   // "rate_limiters" (LimitsSnapshot's lists), each entry has
-  // "rejections_by_reason", and totals hold "rejections".
+  // "rejections_by_reason", and totals hold "rejections". Since 0.6 the
+  // root holds "outboxes": [{"name", "pending", "leased", "done", "dead",
+  // "depth", "oldest_age_seconds", "deliveries": {"success", "failure",
+  // "lease_expired"}, "dead_letters"}], read at `wall_now`.
   std::string ToJson() const;
-  std::string ToJson(TimePoint now) const;
+  std::string ToJson(TimePoint now, std::optional<WallTime> wall_now = std::nullopt) const;
 
  private:
   friend class Metrics;
