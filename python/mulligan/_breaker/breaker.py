@@ -399,6 +399,9 @@ class CircuitBreaker:
        ``state=`` shares the breaker through Redis.
     """
 
+    # The sharing through Redis (state=...), or None. (Added in 0.6.)
+    _sharing: Optional["_core.RedisSharedBreaker"]
+
     def __init__(
         self,
         name: str = "default",
@@ -493,7 +496,7 @@ class CircuitBreaker:
         self._listeners: list[Callable[[BreakerTransition], Any]] = []
         self._call_listeners: list[Callable[[BreakerCallEvent], Any]] = []
         self._lock = threading.Lock()
-        self._sharing: Any = None
+        self._sharing = None
         core.set_hook(_make_hook(self))
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -840,7 +843,7 @@ class CircuitBreaker:
         .. versionadded:: 0.6.0
         """
         sharing = self._sharing
-        return None if sharing is None else cast(Dict[str, Any], sharing.health())
+        return None if sharing is None else sharing.health()
 
     def close_sharing(self) -> None:
         """Stops sharing through Redis (joins the two threads, at most one
