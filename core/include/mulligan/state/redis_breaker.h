@@ -73,9 +73,11 @@
 // from that clock (the steady clock by default, which is also what Python's
 // time.monotonic reads). The threads themselves wait in real time.
 //
-// Thread-safety: thread-safe. The destructor stops both threads (at most one
-// command timeout, as a round trip in progress finishes) and detaches the
-// listener; the breaker and the state live on for their other owners.
+// Thread-safety: thread-safe. The destructor detaches the listener and stops
+// both threads: at once when idle, else once the round trip in progress ends
+// (bounded by RedisState's command_timeout, or connect_timeout per step of
+// a subscription being made); the breaker and the state live on for their
+// other owners.
 
 #ifndef MULLIGAN_STATE_REDIS_BREAKER_H_
 #define MULLIGAN_STATE_REDIS_BREAKER_H_
