@@ -214,6 +214,28 @@ TEST_F(RedisBreakerTest, RedisDownBothServeLocallyThenSharingResumes) {
   }
 }
 
+TEST_F(RedisBreakerTest, OnlyANewerEpochIsApplied) {
+  auto a = Start("proc-a");
+  auto b = Start("proc-b");
+  Fail(*a, 3);  // epoch 1
+  ASSERT_TRUE(WaitFor([&] { return b->shared->Health().epoch == 1; }));
+  // A third writer's messages, straight on the channel: epoch 1 again (not
+  // newer: dropped), then epoch 2, an open period of 20 s (applied). One
+  // channel keeps its order, so once epoch 2 is in, epoch 1 was judged.
+  auto other = Connect(Options());
+  const std::string until = std::to_string(WallMs(clock_) + 20000);
+  ASSERT_TRUE(other->Command({"PUBLISH", b->shared->key(), "closed 0 1 proc-x"}).ok());
+  ASSERT_TRUE(other->Command({"PUBLISH", b->shared->key(), "open " + until + " 2 proc-x"}).ok());
+  ASSERT_TRUE(WaitFor([&] { return b->shared->Health().epoch == 2; }));
+  EXPECT_EQ(b->Reasons(), std::vector<std::string>({"open:shared_open", "open:shared_open"}));
+  EXPECT_EQ(b->breaker->TimeUntilProbe(clock_.Now()), seconds(20));
+  EXPECT_EQ(b->shared->Health().applied, 2u);
+  // A's own echo (epoch 1) changed nothing there; epoch 2 reopened it.
+  ASSERT_TRUE(WaitFor([&] { return a->shared->Health().epoch == 2; }));
+  EXPECT_EQ(a->Reasons(),
+            std::vector<std::string>({"open:failure_threshold", "open:shared_open"}));
+}
+
 TEST_F(RedisBreakerTest, ConfigErrorsNameTheField) {
   auto state = Connect(Options());
   CircuitBreakerOptions o;
