@@ -24,6 +24,7 @@ in one run, on a redis-server that the bench starts on a free loopback port.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import socket
@@ -126,9 +127,10 @@ def guarded_calls(url: str, number: int, repeat: int) -> None:
 
 
 def percentile(values: List[float], p: float) -> float:
+    """Nearest-rank percentile: the ceil(p/100 * n)-th smallest value."""
     ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, int(round(p / 100.0 * len(ordered) + 0.5)) - 1))
-    return ordered[index]
+    rank = math.ceil(p / 100.0 * len(ordered))
+    return ordered[min(len(ordered), max(1, rank)) - 1]
 
 
 def propagation(url: str, trips: int) -> None:
