@@ -459,6 +459,21 @@ class RedisState:
     def ping(self) -> None: ...
     def health(self) -> dict[str, Any]: ...
 
+class RedisSharedBreaker:
+    def __init__(
+        self,
+        state: RedisState,
+        breaker: CircuitBreaker,
+        *,
+        poll_interval: float = 1.0,
+        writer_id: str = "",
+        on_sharing: Optional[Callable[[bool, str], None]] = None,
+    ) -> None: ...
+    @property
+    def key(self) -> str: ...
+    def health(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
 class IdempotencyStore:
     def __init__(
         self,

@@ -603,6 +603,9 @@ void CircuitBreaker::SwitchLocked(BreakerState to, const char* reason, TimePoint
   // The release store publishes open_until_ns_ with the new mode.
   word_.store(MakeWord(GenOf(old) + 1, to, 0), std::memory_order_release);
   *pending = PendingTransition{ModeOf(old), to, reason, at};
+  if (to == BreakerState::kOpen) {
+    (*pending)->open_until = TimePoint{Duration(open_until_ns_.load(std::memory_order_relaxed))};
+  }
 }
 
 bool CircuitBreaker::HalfOpenExpiredLocked(TimePoint now, Pending* pending) {
@@ -637,6 +640,37 @@ Status CircuitBreaker::ForceOpenFor(Duration duration, TimePoint now) {
     return InvalidArgumentError("duration must be > 0, got " + FormatSeconds(duration));
   }
   return ForceOpenUntil(SaturatingAdd(now, duration), now);
+}
+
+Result<bool> CircuitBreaker::ApplyShared(BreakerState to, TimePoint open_until, TimePoint now) {
+  if (to != BreakerState::kOpen && to != BreakerState::kClosed) {
+    return InvalidArgumentError(std::string("a shared transition goes to open or closed, got ") +
+                                BreakerStateName(to));
+  }
+  if (to == BreakerState::kOpen && !(open_until > now)) {
+    return InvalidArgumentError("the end of a shared open period must be after now, got " +
+                                FormatSeconds(open_until - now) + " from now");
+  }
+  Pending pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const BreakerState mode = ModeOf(word_.load(std::memory_order_relaxed));
+    if (mode == BreakerState::kForcedOpen || mode == BreakerState::kDisabled ||
+        mode == BreakerState::kMetricsOnly) {
+      return false;
+    }
+    if (to == BreakerState::kClosed) {
+      if (mode == BreakerState::kClosed) return false;
+      SwitchLocked(BreakerState::kClosed, "shared_close", now, &pending);
+    } else {
+      // SwitchLocked resets the growth for an explicit end; keep it as it was.
+      const int trips = consecutive_trips_;
+      SwitchLocked(BreakerState::kOpen, "shared_open", now, &pending, open_until);
+      consecutive_trips_ = trips;
+    }
+  }
+  Notify(pending);
+  return true;
 }
 
 void CircuitBreaker::HalfOpen(TimePoint now) {

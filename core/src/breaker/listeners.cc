@@ -96,6 +96,7 @@ void CircuitBreaker::Notify(const Pending& pending) {
   transition.to = pending->to;
   transition.reason = pending->reason;
   transition.at = pending->at;
+  transition.open_until = pending->open_until;
   for (const auto& entry : *list) {
     // A throwing listener must not break the caller's Acquire/Record nor
     // starve the other listeners.

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "mulligan/base/random.h"
+#include "state/sigpipe_guard.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -41,45 +42,6 @@ timeval ToTimeval(Duration d) {
   tv.tv_usec = static_cast<suseconds_t>(us % 1000000);
   return tv;
 }
-
-// Keeps a write to a socket the server closed from killing the process with
-// SIGPIPE, without touching the process's signal disposition: hiredis 0.14
-// writes with write(2), not send(MSG_NOSIGNAL). SIGPIPE is blocked in this
-// thread for the round trip, and one it raised is consumed before the mask is
-// restored (libpq's pq_block_sigpipe / pq_reset_sigpipe technique).
-class SigpipeGuard {
- public:
-  SigpipeGuard() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    sigset_t pending;
-    sigemptyset(&pending);
-    sigpending(&pending);
-    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-  }
-  ~SigpipeGuard() {
-    const int saved_errno = errno;
-    if (!was_pending_) {
-      sigset_t pending;
-      sigemptyset(&pending);
-      sigpending(&pending);
-      if (sigismember(&pending, SIGPIPE) == 1) {
-        const timespec zero{0, 0};
-        (void)sigtimedwait(&pipe_, nullptr, &zero);
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-    errno = saved_errno;
-  }
-  SigpipeGuard(const SigpipeGuard&) = delete;
-  SigpipeGuard& operator=(const SigpipeGuard&) = delete;
-
- private:
-  sigset_t pipe_;
-  sigset_t old_;
-  bool was_pending_ = false;
-};
 
 int64_t Millis(Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
 
@@ -190,7 +152,7 @@ struct RedisState::Impl {
       lens.push_back(a.size());
     }
     ++health.round_trips;
-    SigpipeGuard no_sigpipe;
+    internal::SigpipeGuard no_sigpipe;
     errno = 0;
     return ReplyPtr(static_cast<redisReply*>(
         redisCommandArgv(context.get(), static_cast<int>(args.size()), args.data(), lens.data())));

@@ -26,6 +26,7 @@ module only acquires a permit before the call and records the result after it::
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextvars
 import functools
 import inspect
@@ -47,6 +48,7 @@ from typing import (
 )
 
 from .. import _core, _validate
+from .._state.redis import RedisState, _core_state
 from .._validate import Seconds
 from .events import BreakerCallEvent, BreakerTrip
 
@@ -97,9 +99,11 @@ class BreakerTransition:
             ``"slow_call_rate"``, ``"reset_timeout_elapsed"``,
             ``"probe_succeeded"``, ``"probe_failed"``, ``"half_open_timeout"``,
             ``"forced_open"``, ``"forced_open_until"``, ``"half_open"``,
-            ``"disabled"``, ``"metrics_only"``, ``"reset"``, or
+            ``"disabled"``, ``"metrics_only"``, ``"reset"``,
             ``"metrics_only:<condition>"`` for the trip a metrics-only
-            breaker would have made.
+            breaker would have made, or ``"shared_open"`` /
+            ``"shared_close"`` for a transition another process's breaker
+            made (``state=``; added in 0.6.0).
         at: the breaker clock's reading (monotonic seconds) of the call that
             made the transition.
 
@@ -254,6 +258,38 @@ def _make_call_hook(owner: "CircuitBreaker") -> Callable[[str, str, str, float, 
     return hook
 
 
+def _make_sharing_hook(name: str) -> Callable[[bool, str], None]:
+    """The on_sharing callable of a shared breaker: one log line when sharing
+    stops (WARNING, with the cause, which holds no secret) or resumes (INFO)."""
+
+    def hook(shared: bool, cause: str) -> None:
+        if shared:
+            LOGGER.info(
+                "mulligan: circuit breaker %r is shared through Redis", name,
+                extra={"mulligan_event": "breaker_sharing", "mulligan_breaker": name,
+                       "mulligan_shared": True},
+            )
+        else:
+            LOGGER.warning(
+                "mulligan: circuit breaker %r serves from local state alone: %s", name, cause,
+                extra={"mulligan_event": "breaker_sharing", "mulligan_breaker": name,
+                       "mulligan_shared": False, "mulligan_cause": cause},
+            )
+
+    return hook
+
+
+# Shared breakers alive: their threads are stopped at exit, before the
+# interpreter finalizes (a thread must not wait for the GIL then).
+_SHARED: "weakref.WeakSet[CircuitBreaker]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_shared() -> None:
+    for breaker in list(_SHARED):
+        breaker.close_sharing()
+
+
 # The options of CircuitBreaker(...): assigning one of them to a built breaker
 # is refused with a message that says how to change it.
 _OPTION_NAMES = frozenset(
@@ -261,7 +297,7 @@ _OPTION_NAMES = frozenset(
         "failure_threshold window window_size window_duration window_buckets "
         "failure_rate_threshold minimum_calls slow_call_duration slow_call_rate_threshold "
         "reset_timeout reset_timeout_multiplier max_reset_timeout half_open_max_calls "
-        "permit_timeout failure_on ignore_on clock"
+        "permit_timeout failure_on ignore_on clock state poll_interval"
     ).split()
 )
 
@@ -324,6 +360,21 @@ class CircuitBreaker:
             ``mulligan.testing.FakeClock().monotonic``). Default None: the
             core reads the monotonic clock itself (the same clock as
             :func:`time.monotonic`), which is the fast path.
+        state: a :class:`mulligan.RedisState` to share this breaker through:
+            every breaker of the same ``name`` on the same Redis and prefix,
+            in any process, opens when one trips and closes when one's probe
+            succeeds. Calls are still served by the local breaker (no Redis
+            round trip per call); transitions are written and received by
+            two background threads, typically within a millisecond on one
+            host. While Redis is unreachable the breaker serves from its own
+            state alone, logs a warning (``mulligan_event``
+            ``"breaker_sharing"``) and catches up when Redis is back. Open
+            periods cross processes as Unix milliseconds (hosts' clocks
+            must agree). Not combinable with ``clock``. Default None: a
+            breaker of this process only. See :meth:`sharing_health`.
+        poll_interval: with ``state``: seconds between reads of the shared
+            key while the subscription is down (the staleness bound then),
+            in [0.01, 3600]. Default 1.0.
 
     Raises:
         ValueError: an option is out of range (the message names it).
@@ -344,7 +395,12 @@ class CircuitBreaker:
     .. versionadded:: 0.1.0
     .. versionchanged:: 0.2.0
        Assigning a public attribute raises :class:`AttributeError`.
+    .. versionchanged:: 0.6.0
+       ``state=`` shares the breaker through Redis.
     """
+
+    # The sharing through Redis (state=...), or None. (Added in 0.6.)
+    _sharing: Optional["_core.RedisSharedBreaker"]
 
     def __init__(
         self,
@@ -368,6 +424,8 @@ class CircuitBreaker:
         failure_on: ExceptionFilter = Exception,
         ignore_on: Optional[ExceptionFilter] = None,
         clock: Optional[Callable[[], float]] = None,
+        state: Optional["RedisState"] = None,
+        poll_interval: Seconds = 1.0,
     ) -> None:
         _validate.name(_OWNER, "name", name)
         if not name:
@@ -392,7 +450,23 @@ class CircuitBreaker:
             permit_timeout=permit_timeout,
             max_half_open_duration=max_half_open_duration,
         )
+        core_state = _core_state(state, _OWNER)
+        poll = _validate.seconds(_OWNER, "poll_interval", poll_interval, positive=True)
+        if core_state is not None and clock is not None:
+            raise ValueError(
+                f"{_OWNER}: state and clock cannot be combined: shared open periods are "
+                "placed on the monotonic clock (time.monotonic)"
+            )
         self._init(_core.CircuitBreaker(name, **kwargs), failure_on, ignore_on, clock)
+        if core_state is not None:
+            try:
+                self._sharing = _core.RedisSharedBreaker(
+                    core_state, self._core, poll_interval=poll,
+                    on_sharing=_make_sharing_hook(name),
+                )
+            except ValueError as e:
+                raise ValueError(f"{_OWNER}: {e}") from None
+            _SHARED.add(self)
 
     @classmethod
     def _wrap(
@@ -422,6 +496,7 @@ class CircuitBreaker:
         self._listeners: list[Callable[[BreakerTransition], Any]] = []
         self._call_listeners: list[Callable[[BreakerCallEvent], Any]] = []
         self._lock = threading.Lock()
+        self._sharing = None
         core.set_hook(_make_hook(self))
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -755,6 +830,32 @@ class CircuitBreaker:
             if not listeners:
                 self._core.set_call_hook(None)
         return True
+
+    def sharing_health(self) -> Optional[Dict[str, Any]]:
+        """How the sharing through Redis fares, or None for a breaker without
+        ``state``: ``{"shared": bool, "subscribed": bool, "epoch": int,
+        "published": int, "publish_failures": int, "dropped": int,
+        "applied": int, "reads": int, "resubscriptions": int,
+        "last_error": str, "writer_id": str}``. ``shared`` False means the
+        breaker serves from its local state alone (Redis unreachable, or a
+        write failed); ``last_error`` says why, without any secret.
+
+        .. versionadded:: 0.6.0
+        """
+        sharing = self._sharing
+        return None if sharing is None else sharing.health()
+
+    def close_sharing(self) -> None:
+        """Stops sharing through Redis (joins the two threads, at most one
+        Redis command timeout); the breaker keeps serving locally. Idempotent;
+        nothing for a breaker without ``state``. Called at interpreter exit.
+
+        .. versionadded:: 0.6.0
+        """
+        sharing = self._sharing
+        if sharing is not None:
+            sharing.close()
+            self._sharing = None
 
     def __repr__(self) -> str:
         return f"<mulligan.CircuitBreaker {self.name!r} {self.state}>"

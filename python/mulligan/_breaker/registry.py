@@ -25,7 +25,9 @@ _OWNER = "mulligan.BreakerRegistry"
 _PARAMETERS = {
     k: v.default
     for k, v in inspect.signature(CircuitBreaker.__init__).parameters.items()
-    if k not in ("self", "name")
+    # state/poll_interval (0.6): sharing through Redis is per breaker, not
+    # a registry option yet.
+    if k not in ("self", "name", "state", "poll_interval")
 }
 # Those that are not the core's (kept by the Python wrapper).
 _PYTHON_ONLY = ("failure_on", "ignore_on", "clock")

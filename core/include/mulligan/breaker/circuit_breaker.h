@@ -222,12 +222,17 @@ struct BreakerTransition {
   // Static text: "failure_threshold", "failure_rate", "slow_call_rate",
   // "reset_timeout_elapsed", "probe_succeeded", "probe_failed",
   // "half_open_timeout", "forced_open", "forced_open_until", "half_open",
-  // "disabled", "metrics_only", "reset", and in the
+  // "disabled", "metrics_only", "reset", in the
   // metrics-only state "metrics_only:failure_threshold",
-  // "metrics_only:failure_rate", "metrics_only:slow_call_rate".
+  // "metrics_only:failure_rate", "metrics_only:slow_call_rate", and for a
+  // transition another process made (ApplyShared) "shared_open" and
+  // "shared_close".
   const char* reason = "";
   // The `now` of the call that made the transition.
   TimePoint at;
+  // When `to` is kOpen: the end of the open period (the instant it turns
+  // half-open); otherwise the default TimePoint. (Added in 0.6.)
+  TimePoint open_until{};
 };
 
 // Receives transitions. Called after the breaker's lock is released, on the
@@ -407,6 +412,23 @@ class CircuitBreaker {
   // (duration <= 0); nothing changes then.
   Status ForceOpenUntil(TimePoint until, TimePoint now = SystemClock::Default()->Now());
   Status ForceOpenFor(Duration duration, TimePoint now = SystemClock::Default()->Now());
+  // Applies a transition that another process's breaker of the same name
+  // made (the shared breaker of mulligan/state/redis_breaker.h). (Added in
+  // 0.6.)
+  //   to == kOpen:   opens until `open_until` as a normal open period (not a
+  //                  manual state): at `open_until` it turns half-open and
+  //                  probes as after its own trip. Reason "shared_open". The
+  //                  reset-timeout growth is not advanced and last_trip() is
+  //                  kept (the trip was another process's).
+  //   to == kClosed: closes (a new generation; the window and the
+  //                  consecutive failures are cleared) but, unlike Reset(),
+  //                  keeps the cumulative counters and last_trip(). Reason
+  //                  "shared_close". Does nothing when already closed.
+  // A breaker in a manual state (forced open, disabled, metrics-only) is a
+  // local operator's decision and is left alone. Returns true when the state
+  // changed. Errors: kInvalidArgument for another `to`, or for kOpen with
+  // `open_until` not after `now` (nothing changes then).
+  Result<bool> ApplyShared(BreakerState to, TimePoint open_until, TimePoint now);
   // Switches to half-open at once, from any state (a new generation; the
   // probe slots are free), as resilience4j's transitionToHalfOpenState.
   // Notifies listeners with reason "half_open"; does nothing when already
@@ -461,6 +483,7 @@ class CircuitBreaker {
     BreakerState to;
     const char* reason;
     TimePoint at;
+    TimePoint open_until{};  // when `to` is kOpen
   };
   using Pending = std::optional<PendingTransition>;
   struct ProbeSlot {
