@@ -77,7 +77,9 @@ class HedgeLoop:
             self._loop.close()
 
 
-def async_kwargs(kwargs: dict[str, Any], max_connections: Optional[int], policy: Optional[str]) -> dict[str, Any]:
+def async_kwargs(
+    kwargs: dict[str, Any], max_connections: Optional[int], policy: Optional[str]
+) -> dict[str, Any]:
     """The AsyncClient arguments of a blocking Client's: the same ones, and
     its connection cap (None: none, as the blocking client's default)."""
     return {**kwargs, "max_connections": max_connections, "policy": policy}

@@ -23,7 +23,9 @@ def _id() -> str:
     return uuid.uuid4().hex[:16]
 
 
-def _seen(server: Any, hid: str, count: int, timeout: float = 2.0, settle: float = 0.1) -> list[dict[str, Any]]:
+def _seen(
+    server: Any, hid: str, count: int, timeout: float = 2.0, settle: float = 0.1
+) -> list[dict[str, Any]]:
     """The access log's lines of /hedge requests with id `hid`, once `count`
     are in (or `timeout` passed) and `settle` more seconds showed no more: a
     loser of an earlier test may log its line late, so lines are matched by id."""
