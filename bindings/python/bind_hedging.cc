@@ -77,15 +77,18 @@ void BindHedgingPolicy(py::module_& m) {
            "Validates the options (ValueError names the field); max_attempts above 5 is 5.")
       .def(
           "begin",
-          [](py::object self, py::object pipeline, double now, bool replay_safe) {
+          [](py::object self, py::object pipeline, double now, bool replay_safe, bool gate_only) {
             const HedgingPolicy& h = self.cast<const HedgingPolicy&>();
             CallOptions options;
             options.replay_safe = replay_safe;
-            HedgedCall call = h.Begin(PipelineOf(pipeline), MonotonicToTimePoint(now), options);
+            HedgedCall call = h.Begin(PipelineOf(pipeline), MonotonicToTimePoint(now), options,
+                                      gate_only ? HedgeAccounting::kGateOnly : HedgeAccounting::kFull);
             return PyHedgedCall(std::move(call), std::move(pipeline), std::move(self));
           },
           py::arg("pipeline"), py::arg("now"), py::arg("replay_safe") = true,
-          "Begins one hedged call at `now` (seconds) through a _core.Pipeline.")
+          py::arg("gate_only") = false,
+          "Begins one hedged call at `now` (seconds) through a _core.Pipeline; gate_only:\n"
+          "HedgeAccounting::kGateOnly (the copies' own calls record their outcomes; 0.6).")
       .def_property_readonly("max_attempts", &HedgingPolicy::max_attempts)
       .def_property_readonly(
           "current_delay",

@@ -207,6 +207,11 @@ class LoopDriver {
 
   bool closed() const { return closed_; }
   size_t size() const { return engine_->size(); }
+  // The budget the calls to `url`'s origin are charged to (null: none);
+  // AsyncClient's hedging asks it before each extra copy. (Added in 0.6.)
+  std::shared_ptr<RetryBudget> BudgetFor(const std::string& url) const {
+    return engine_->BudgetFor(url);
+  }
 
  private:
   // Per-fd state bits: what libcurl watches, what the epoll set watches.
@@ -462,7 +467,9 @@ void BindHttpLoop(py::module_& m) {
       .def("_on_ready", &LoopDriver::OnReady)
       .def("_on_timer", &LoopDriver::OnTimer)
       .def("_on_soon", &LoopDriver::OnSoon)
-      .def("__len__", &LoopDriver::size);
+      .def("__len__", &LoopDriver::size)
+      .def("budget_for", &LoopDriver::BudgetFor, py::arg("url"),
+           "The RetryBudget the calls to url's origin are charged to, or None. (Added in 0.6.)");
 }
 
 }  // namespace python

@@ -420,5 +420,57 @@ TEST(HedgingTest, BadOptionsAreRefusedNamingTheField) {
   EXPECT_EQ(HedgingPolicy::Create(HedgingOptions{}).value()->max_attempts(), 2);
 }
 
+// HedgeAccounting::kGateOnly (0.6, the HTTP clients): each copy's own call
+// records its outcome, so the hedged call only asks the budget before the
+// extra copy and counts the hedge metrics. Token bucket of 10, ratio 1.
+TEST(HedgingTest, GateOnlyAsksTheBudgetButRecordsNoOutcome) {
+  auto breaker = Breaker(1);
+  auto budget = Budget(10, 1);
+  Fixture f(breaker.get(), budget.get());
+  auto hedging = Hedging(3, milliseconds(50));
+  HedgedCall call = hedging->Begin(*f.pipeline, f.t0, CallOptions{}, HedgeAccounting::kGateOnly);
+  ASSERT_TRUE(call.Admit(f.t0).start());
+  ASSERT_TRUE(call.Admit(f.At(milliseconds(50))).start());
+  // Copy 2 fails non-fatally: the next copy starts at once, but neither the
+  // budget (still 10, where kFull takes 1) nor the breaker (threshold 1,
+  // still closed: its permit is freed unjudged) is told.
+  HedgeDecision d = call.Record(2, kRetryable, f.At(milliseconds(60)));
+  EXPECT_FALSE(d.finished);
+  EXPECT_EQ(budget->Tokens(f.At(milliseconds(60))), 10.0);
+  EXPECT_EQ(breaker->state(f.At(milliseconds(60))), BreakerState::kClosed);
+  HedgeAdmission a = call.Admit(f.At(milliseconds(60)));
+  ASSERT_TRUE(a.start());
+  EXPECT_EQ(a.copy, 3);
+  EXPECT_EQ(budget->allowed(), 2u);  // two extra copies asked and granted
+  d = call.Record(3, Outcome::Success(), f.At(milliseconds(70)));
+  EXPECT_EQ(d.winner, 3);
+  EXPECT_EQ(d.cancel, (std::vector<int>{1}));
+  EXPECT_EQ(budget->Tokens(f.At(milliseconds(70))), 10.0);
+  BreakerCounts counts = breaker->counts(f.At(milliseconds(70)));
+  EXPECT_EQ(counts.successes, 0u);
+  EXPECT_EQ(counts.failures, 0u);
+  EXPECT_EQ(counts.ignored, 3u);
+  MetricsSnapshot m = f.Metrics();
+  EXPECT_EQ(m.calls, 0u);  // the copies' calls count themselves
+  EXPECT_EQ(m.successes, 0u);
+  EXPECT_EQ(m.hedges, 2u);
+  EXPECT_EQ(m.hedges_won, 1u);
+  EXPECT_EQ(m.hedge_cancelled, 1u);
+}
+
+// Gate-only still refuses an extra copy when the budget is empty.
+TEST(HedgingTest, GateOnlyEmptyBudgetStopsNewCopies) {
+  auto budget = Budget(2, 0.5);
+  budget->OnFailure(BudgetFailure::kOther, TimePoint());  // 1 token left: no retries
+  Fixture f(nullptr, budget.get());
+  auto hedging = Hedging(2, milliseconds(100));
+  HedgedCall call = hedging->Begin(*f.pipeline, f.t0, CallOptions{}, HedgeAccounting::kGateOnly);
+  ASSERT_TRUE(call.Admit(f.t0).start());
+  HedgeAdmission a = call.Admit(f.At(milliseconds(100)));
+  EXPECT_EQ(a.reason, StopReason::kBudget);
+  EXPECT_EQ(budget->refused(), 1u);
+  EXPECT_EQ(call.Record(1, Outcome::Success(), f.At(milliseconds(150))).winner, 1);
+}
+
 }  // namespace
 }  // namespace mulligan

@@ -181,6 +181,43 @@ TEST(HttpBudgetTest, TheAsyncEngineHasTheSameBudgets) {
   EXPECT_EQ(attempts, (std::vector<int>{3, 2, 1, 1, 1}));
 }
 
+// HttpAsyncEngine::BudgetFor (0.6, asked by hedging front doors before each
+// extra copy): the origin's own budget, the one its calls are charged to.
+TEST(HttpBudgetTest, TheAsyncEngineNamesTheBudgetOfAnOrigin) {
+  HttpClientOptions options;
+  options.retry = FastRetry(3);
+  options.report_metrics = false;
+  options.retry_budget->token_bucket.max_tokens = 10;
+  auto engine = HttpAsyncEngine::Create(options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  std::shared_ptr<RetryBudget> budget = (*engine)->BudgetFor(Url("/down"));
+  ASSERT_NE(budget, nullptr);
+  EXPECT_EQ(budget, (*engine)->BudgetFor(Url("/ok")));  // same origin, same budget
+  EXPECT_NE(budget, (*engine)->BudgetFor(OtherOrigin("/ok")));
+  EXPECT_EQ((*engine)->BudgetFor("not a url"), nullptr);
+  // One call of 3 failed attempts is charged to it: 10 -> 7.
+  PollDriver driver(**engine);
+  HttpRequest request = Get("/down");
+  request.no_wait = true;
+  Result<uint64_t> id = (*engine)->Begin(request);
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE((*engine)->StartAttempt(*id).ok());
+  driver.Run(1);
+  EXPECT_EQ(budget->Tokens(std::chrono::steady_clock::now()), 7.0);
+
+  // A shared budget is every origin's; no budget: null.
+  auto shared = std::move(RetryBudget::Create(BudgetOptions{})).value();
+  options.shared_budget = shared;
+  auto with_shared = HttpAsyncEngine::Create(options);
+  ASSERT_TRUE(with_shared.ok());
+  EXPECT_EQ((*with_shared)->BudgetFor(OtherOrigin("/ok")), shared);
+  options.shared_budget = nullptr;
+  options.retry_budget.reset();
+  auto without = HttpAsyncEngine::Create(options);
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ((*without)->BudgetFor(Url("/ok")), nullptr);
+}
+
 // ---------------------------------------------------------------------------
 // Limits: the client's bulkhead, rate limiter and throttle.
 

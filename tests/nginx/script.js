@@ -78,4 +78,35 @@ function failing(r) {
     }
 }
 
-export default {answer, failing};
+// /hedge?id=<id>&slow=<n>,...&ms=<ms>: the n-th request (0-based) of an id
+// answers 200 after ms milliseconds (default 300) when n is listed in slow
+// (default "0"), at once otherwise. The count lives in a file, as answer()'s
+// does. A request's Idempotency-Key comes back as Echo-Idempotency-Key.
+function hedge(r) {
+    var id = r.args.id || '';
+    var ms = parseInt(r.args.ms || '300', 10);
+    var slow = (r.args.slow === undefined ? '0' : r.args.slow).split(',');
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(id) || !(ms >= 0 && ms <= 60000)) {
+        r.return(400, 'bad hedge: need id=[A-Za-z0-9_-]{1,64} and ms in [0, 60000]\n');
+        return;
+    }
+    var path = r.variables.mulligan_script_dir + '/hedge-' + id;
+    var seen = 0;
+    try {
+        seen = parseInt(fs.readFileSync(path, 'utf8'), 10) || 0;
+    } catch (e) {
+        seen = 0;
+    }
+    fs.writeFileSync(path, String(seen + 1));
+    if (r.headersIn['Idempotency-Key'] !== undefined) {
+        r.headersOut['Echo-Idempotency-Key'] = r.headersIn['Idempotency-Key'];
+    }
+    var body = 'hedge ' + seen + ' of ' + id + '\n';
+    if (slow.indexOf(String(seen)) >= 0) {
+        setTimeout(function () { r.return(200, body); }, ms);
+    } else {
+        r.return(200, body);
+    }
+}
+
+export default {answer, failing, hedge};

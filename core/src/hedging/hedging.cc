@@ -124,14 +124,19 @@ Duration HedgingPolicy::CurrentDelay() const {
 
 HedgedCall HedgingPolicy::Begin(const Pipeline& pipeline, TimePoint now,
                                 const CallOptions& options) const {
-  return HedgedCall(this, &pipeline, now, options);
+  return HedgedCall(this, &pipeline, now, options, HedgeAccounting::kFull);
+}
+
+HedgedCall HedgingPolicy::Begin(const Pipeline& pipeline, TimePoint now,
+                                const CallOptions& options, HedgeAccounting accounting) const {
+  return HedgedCall(this, &pipeline, now, options, accounting);
 }
 
 // ---------------------------------------------------------------------------
 // HedgedCall
 
 HedgedCall::HedgedCall(const HedgingPolicy* hedging, const Pipeline* pipeline, TimePoint now,
-                       const CallOptions& options)
+                       const CallOptions& options, HedgeAccounting accounting)
     : hedging_(hedging),
       pipeline_(pipeline),
       policy_(options.policy != nullptr ? options.policy : &pipeline->policy()),
@@ -140,7 +145,8 @@ HedgedCall::HedgedCall(const HedgingPolicy* hedging, const Pipeline* pipeline, T
       last_step_(now),
       next_start_(now),
       default_timeout_(options.attempt_timeout),
-      max_attempts_(options.replay_safe ? hedging->max_attempts() : 1) {
+      max_attempts_(options.replay_safe ? hedging->max_attempts() : 1),
+      gate_only_(accounting == HedgeAccounting::kGateOnly) {
   if (options.max_attempts > 0) max_attempts_ = std::min(max_attempts_, options.max_attempts);
   copies_.reserve(static_cast<size_t>(max_attempts_));
   const std::string_view breaker_key =
@@ -155,6 +161,7 @@ HedgedCall::HedgedCall(const HedgingPolicy* hedging, const Pipeline* pipeline, T
     }
   }
   metrics_ = pipeline->MetricsFor(options.key);
+  if (gate_only_) return;  // the copies' own calls count and deposit
   if (metrics_ != nullptr) metrics_->CallStarted();
   if (budget_ != nullptr) budget_->OnCallStarted(now);
 }
@@ -235,7 +242,7 @@ HedgeAdmission HedgedCall::Admit(TimePoint now) {
     if (started_ == 0) {
       // The first copy was refused: the call is over (never retried).
       first_refused_ = true;
-      if (metrics_ != nullptr) metrics_->ShortCircuited(1);
+      if (metrics_ != nullptr && !gate_only_) metrics_->ShortCircuited(1);
       Finish(false, *refused, now);
       admission.reason = *refused;
       return admission;
@@ -272,7 +279,7 @@ void HedgedCall::ReleaseRunning(TimePoint now, std::vector<int>* cancelled) {
 void HedgedCall::Finish(bool succeeded, StopReason reason, TimePoint now) {
   finished_ = true;
   reason_ = reason;
-  if (metrics_ == nullptr) return;
+  if (metrics_ == nullptr || gate_only_) return;
   const Duration elapsed = now - start_;
   const int attempts = std::max(1, started_);
   if (succeeded) {
@@ -296,10 +303,12 @@ HedgeDecision HedgedCall::Record(int copy, const Outcome& outcome, TimePoint now
   c.running = false;
   const Duration took = now - c.start;
   if (breaker_ != nullptr && c.permit.valid) {
-    breaker_->Record(c.permit, ResultFor(decision.classification), took, now);
+    // Gate-only: the copy's own call judged the dependency; free the permit.
+    breaker_->Record(c.permit, gate_only_ ? CallResult::kIgnored : ResultFor(decision.classification),
+                     took, now);
   }
   if (decision.classification == Classification::kSuccess) {
-    if (budget_ != nullptr) {
+    if (budget_ != nullptr && !gate_only_) {
       if (c.budget_cost >= 0) {
         budget_->OnRetriedSuccess(c.budget_cost);
       } else {
@@ -320,7 +329,7 @@ HedgeDecision HedgedCall::Record(int copy, const Outcome& outcome, TimePoint now
     if (metrics_ != nullptr) metrics_->HedgesCancelled(decision.cancel.size());
     Finish(false, StopReason::kTerminal, now);
   } else {
-    if (budget_ != nullptr) budget_->OnFailure(internal::BudgetFailureOf(outcome), now);
+    if (budget_ != nullptr && !gate_only_) budget_->OnFailure(internal::BudgetFailureOf(outcome), now);
     // A6: a non-fatal status lets the next copy start at once.
     next_start_ = now;
     const std::optional<Duration>& deadline = policy_->effective_deadline();

@@ -331,5 +331,13 @@ void HttpAsyncEngine::Cancel(uint64_t id) {
 
 size_t HttpAsyncEngine::size() const { return impl_->calls.size(); }
 
+std::shared_ptr<RetryBudget> HttpAsyncEngine::BudgetFor(std::string_view url) const {
+  const internal::Settings& settings = *impl_->settings;
+  if (!settings.per_origin_budget) return settings.options.shared_budget;
+  std::optional<std::string> origin = HttpOrigin(url);
+  if (!origin.has_value()) return nullptr;
+  return settings.BudgetFor(*origin);
+}
+
 }  // namespace v0
 }  // namespace mulligan

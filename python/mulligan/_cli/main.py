@@ -121,6 +121,32 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
+def _hedge(text: str) -> dict[str, Any]:
+    """``--hedge DELAY[,MAX]``: DELAY is ``50ms``, ``0.05s`` or ``0.05``
+    (seconds), MAX the copies (2..5, default 2); AsyncClient's ``hedge``."""
+    delay_text, _, max_text = text.partition(",")
+    number = delay_text.strip()
+    scale = 1.0
+    if number.endswith("ms"):
+        number, scale = number[:-2], 0.001
+    elif number.endswith("s"):
+        number = number[:-1]
+    try:
+        delay = float(number) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--hedge takes DELAY[,MAX] (DELAY like 50ms, 0.05s or 0.05), got {text!r}"
+        ) from None
+    if not delay >= 0 or delay == float("inf"):
+        raise argparse.ArgumentTypeError(f"--hedge: the delay must be a finite number >= 0, got {text!r}")
+    copies = 2
+    if max_text:
+        if not max_text.strip().isdigit() or not 2 <= int(max_text) <= 5:
+            raise argparse.ArgumentTypeError(f"--hedge: MAX must be an integer in [2, 5], got {text!r}")
+        copies = int(max_text)
+    return {"delay": delay, "max_attempts": copies}
+
+
 def _method(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("the method must not be empty")
@@ -153,6 +179,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         "opens after THRESHOLD consecutive failures (default 5) and ends the "
                         "retries with exit code 4")
     add_limit_options(p)
+    p.add_argument("--hedge", type=_hedge, default=None, metavar="DELAY[,MAX]",
+                   help="hedge idempotent (or keyed) requests: another copy after DELAY "
+                        "(50ms, 0.05s), at most MAX copies (default 2); the first answer wins")
     p.add_argument("--strict", action="store_true",
                    help="retry only GET, HEAD and OPTIONS once the request was sent")
     p.add_argument("-L", "--location", action="store_true", help="follow redirects")
@@ -367,6 +396,7 @@ def _client(args: argparse.Namespace, on_retry: Callable[[RetryEvent], None]) ->
             breaker=breaker,
             breaker_per_attempt=breaker is not None,
             user_agent="mulligan-cli",
+            hedge=args.hedge,
             **limit_kwargs(args),
         )
     except (ValueError, TypeError) as e:

@@ -30,6 +30,7 @@ from .._telemetry import tracing as _tracing
 from .._validate import UNSET as _UNSET
 from .base import _ClientBase, _merge_named, _testing
 from .events import _HttpRetryHook, _report_retry
+from .hedged import hedging_policy, replay_safe, run_hedged
 from .headers import HeadersInput
 from .request import ParamsInput, _check_url
 from .response import Response
@@ -61,6 +62,26 @@ class AsyncClient(_ClientBase):
     before the wait). The proxy variables are read at the first request,
     when the client's engine is made.
 
+    ``hedge`` (0.6; default None: off) hedges replay-safe requests (GET,
+    HEAD, OPTIONS, TRACE, PUT, DELETE, or any carrying an Idempotency-Key,
+    the same key on every copy): a delay in seconds (two copies), or a
+    mapping of ``delay`` (seconds; 0: every copy at once), ``max_attempts``
+    (copies, the first included, 2..5, default 2) and ``quantile`` /
+    ``quantile_window`` / ``quantile_min_samples`` (the delay becomes that
+    quantile of recent winners' latencies, "The Tail at Scale"). Copy k+1
+    starts ``delay`` after copy k, or at once when copy k fails retryably;
+    the first response the client accepts (one that would not be retried)
+    wins and the other copies are cancelled: their transfers are aborted
+    and their connections closed. Every copy is one attempt of the client's
+    pipeline (so the per-origin breaker admits and judges each, and an open
+    breaker refuses a copy without sending it), and every extra copy needs a
+    grant of the origin's retry budget (gRPC A6: the retry throttle limits
+    hedges). A hedged request is not retried besides (its copies are its
+    attempts). ``Response.attempts`` is the copies started and
+    ``Response.hedge_winner`` the winning copy's number (1: the first).
+    Per request, ``hedge=`` replaces the client's (None: not hedged).
+    Rules: gRPC A6 hedgingPolicy; hedging/hedging.h.
+
     Thread-safety: use a client from its loop's thread only.
 
     .. versionadded:: 0.1.0
@@ -69,13 +90,19 @@ class AsyncClient(_ClientBase):
     _OWNER: ClassVar[str] = "mulligan.AsyncClient"
 
     def __init__(
-        self, *, policy: Optional[str] = None, max_connections: Optional[int] = 100, **kwargs: Any
+        self,
+        *,
+        policy: Optional[str] = None,
+        max_connections: Optional[int] = 100,
+        hedge: Any = None,
+        **kwargs: Any,
     ) -> None:
         _validate.integer_or_none(
             self._OWNER, "max_connections", max_connections, 1, _validate.INT_MAX,
             range_text="[1, 2**31 - 1] or None",
         )
         super().__init__(**_merge_named(self._OWNER, policy, kwargs))
+        self._hedging: Any = hedging_policy(self._OWNER, hedge)
         # The engine is made on the first request (inside the running loop);
         # the options are checked now, by the rule Client's engine applies.
         _core.check_http_client_options(**self._native_args)
@@ -164,19 +191,39 @@ class AsyncClient(_ClientBase):
         on_retry: Optional[_HttpRetryHook] = None,
         raise_on_give_up: bool = False,
         fallback: Any = _UNSET,
+        hedge: Any = _UNSET,
     ) -> Response:
         """Sends one logical request; see :meth:`mulligan.Client.request`.
 
         Cancelling the task removes the transfer in flight (or ends the wait)
-        at once.
+        at once. ``hedge`` (0.6) replaces the client's hedging for this
+        request: None or False, not hedged; otherwise as the client's.
         """
+        hedging = self._hedging if hedge is _UNSET else hedging_policy(self._OWNER, hedge)
         args = self._request_args(
             method, url, params, data, json, headers, idempotency_key,
             (attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on,
              multiplier, jitter, jitter_fraction),
             follow_redirects, max_redirects, strict, on_retry,
         )
+        if hedging is not None and replay_safe(args[0], args[2], args[4]):
+            return await self._hedged(hedging, args, raise_on_give_up, fallback)
         return await self._call(*args, raise_on_give_up, fallback)
+
+    async def _hedged(
+        self, hedging: Any, args: Any, raise_on_give_up: bool, fallback: Any
+    ) -> Response:
+        """Runs one hedged request (hedged.run_hedged) and ends it as _call
+        ends a call: the response, the give-up report, or the fallback."""
+        method, url = args[0], args[1]
+        try:
+            raw, winner = await run_hedged(self, hedging, args[:9], fallback is not _UNSET, _testing())
+        except (TransportError, CircuitOpenError) as exc:
+            return self._fall_back(method, url, exc, fallback)  # type: ignore[no-any-return]
+        result = self._finish(raw, method, url, raise_on_give_up, fallback)
+        if isinstance(result, Response):
+            result.hedge_winner = winner
+        return result  # type: ignore[no-any-return]
 
     async def _wait(self, loop: asyncio.AbstractEventLoop, delay: float) -> None:
         """Waits `delay` seconds before a retry, as asyncio.sleep does, but
@@ -201,7 +248,8 @@ class AsyncClient(_ClientBase):
         coroutine frame without request()'s argument handling: the hot path
         of ``await client.get(url)``. Same checks, results, logs and errors
         (the URL is checked when awaited, as request() does)."""
-        if type(self).request is not _PLAIN_REQUEST:  # a subclass's or a mock's request()
+        if type(self).request is not _PLAIN_REQUEST or self._hedging is not None:
+            # a subclass's or a mock's request(), or a hedging client
             return self.request(method, url)
         return self._call(
             method, url, self._default_headers, b"", None, self._default_policy,

@@ -26,7 +26,10 @@ from .._retry.state import STATE
 from .._telemetry import tracing as _tracing
 from .._validate import UNSET as _UNSET
 from .base import _ClientBase, _merge_named, _testing
+from .async_client import AsyncClient
 from .events import _HttpRetryHook, _report_retry
+from .hedge_loop import HedgeLoop, async_kwargs
+from .hedged import hedging_policy
 from .headers import HeadersInput
 from .request import ParamsInput, _check_url
 from .response import Response
@@ -166,14 +169,34 @@ class Client(_ClientBase):
             breaker. Arguments given here or to a request replace their own
             fields and keep the others. ValueError for an unknown name.
 
+        hedge: (0.6) hedges replay-safe requests as
+            :class:`mulligan.AsyncClient`'s ``hedge`` does (a delay in
+            seconds, or a mapping of ``delay``, ``max_attempts``,
+            ``quantile``...; default None: off). A hedging client sends every
+            request (hedged or not) through one private AsyncClient on an
+            event loop in one thread of its own, whose libcurl multi handle
+            runs every copy: no thread per copy. Its breakers and budgets
+            are that engine's; hooks (on_retry, fallbacks) run on that
+            thread and must not call this client again. Per request,
+            ``hedge=`` replaces the client's (a request hedged on a client
+            made without ``hedge`` starts that loop too, whose breakers and
+            budgets are apart from the client's own).
+
     .. versionadded:: 0.1.0
     .. versionchanged:: 0.2.0
        Every field of the named client, policy and breaker is used (0.1 took
        the policy's numbers and the breaker's threshold and reset timeout).
+    .. versionchanged:: 0.6.0
+       ``hedge``.
     """
 
     def __init__(
-        self, *, policy: Optional[str] = None, max_connections: Optional[int] = None, **kwargs: Any
+        self,
+        *,
+        policy: Optional[str] = None,
+        max_connections: Optional[int] = None,
+        hedge: Any = None,
+        **kwargs: Any,
     ) -> None:
         _validate.integer_or_none(
             self._OWNER, "max_connections", max_connections, 1, _validate.INT_MAX,
@@ -183,11 +206,30 @@ class Client(_ClientBase):
         self._client: Any = _core.HttpClient(
             **self._native_args, max_connections=max_connections or 0
         )
+        # Hedging (0.6): checked now; the loop starts at the first request.
+        self._hedge = hedge if hedging_policy(self._OWNER, hedge) is not None else None
+        self._async_args = async_kwargs(kwargs, max_connections, policy)
+        self._hedge_loop: Optional[HedgeLoop] = None
+        self._hedge_lock = threading.Lock()
 
     def close(self) -> None:
         """Closes the connection pool; later requests raise RuntimeError. Idempotent."""
         self._closed = True
         self._client = None
+        with self._hedge_lock:
+            loop, self._hedge_loop = self._hedge_loop, None
+        if loop is not None:
+            loop.close()
+
+    def _loop(self) -> HedgeLoop:
+        """The hedging loop (made on first use)."""
+        with self._hedge_lock:
+            if self._closed:
+                raise RuntimeError("this client is closed")
+            if self._hedge_loop is None:
+                args = dict(self._async_args, hedge=self._hedge)
+                self._hedge_loop = HedgeLoop(lambda: AsyncClient(**args))
+            return self._hedge_loop
 
     def __enter__(self) -> Client:
         return self
@@ -222,6 +264,7 @@ class Client(_ClientBase):
         on_retry: Optional[_HttpRetryHook] = None,
         raise_on_give_up: bool = False,
         fallback: Any = _UNSET,
+        hedge: Any = _UNSET,
     ) -> Response:
         """Sends one logical request, retrying per the engine's rules.
 
@@ -264,6 +307,8 @@ class Client(_ClientBase):
                 callable is called with the exception and its result
                 returned; any other object is returned as is. Counted in the
                 origin's ``fallbacks`` metric.
+            hedge: (0.6) replaces the client's ``hedge`` for this request
+                (None: not hedged).
 
         Every retry is logged on the ``mulligan`` logger at WARNING (with
         ``extra`` fields ``mulligan_method``, ``mulligan_url``,
@@ -283,6 +328,21 @@ class Client(_ClientBase):
             mulligan.CircuitOpenError: the origin's breaker is open.
             mulligan.RetriesExhausted: only with ``raise_on_give_up=True``.
         """
+        if self._hedge is not None or hedge is not _UNSET:
+            # Through the hedging loop's AsyncClient: same arguments.
+            loop = self._loop()
+            return loop.run(  # type: ignore[no-any-return]
+                loop.client.request(
+                    method, url, params=params, data=data, json=json, headers=headers,
+                    idempotency_key=idempotency_key, attempts=attempts, timeout=timeout,
+                    deadline=deadline, backoff=backoff, base_delay=base_delay, max_delay=max_delay,
+                    retry_after_max=retry_after_max, retry_on=retry_on, multiplier=multiplier,
+                    jitter=jitter, jitter_fraction=jitter_fraction,
+                    follow_redirects=follow_redirects, max_redirects=max_redirects, strict=strict,
+                    on_retry=on_retry, raise_on_give_up=raise_on_give_up, fallback=fallback,
+                    hedge=hedge,
+                )
+            )
         args = self._request_args(
             method, url, params, data, json, headers, idempotency_key,
             (attempts, timeout, deadline, backoff, base_delay, max_delay, retry_after_max, retry_on,
@@ -300,8 +360,12 @@ class Client(_ClientBase):
         (a fifth of the Python time per call). Same checks, results, logs
         and errors as request(), which a test compares."""
         client = self._client
-        if client is None or self._default_headers or type(self).request is not _PLAIN_REQUEST:
-            # Closed, headers to merge, or a subclass's (or a mock's) request().
+        if (
+            client is None or self._default_headers or type(self).request is not _PLAIN_REQUEST
+            or self._hedge is not None
+        ):
+            # Closed, headers to merge, a subclass's (or a mock's) request(),
+            # or a hedging client.
             return self.request(method, url)
         _check_url(url)
         return self._send(  # type: ignore[no-any-return]

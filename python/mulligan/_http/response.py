@@ -51,6 +51,12 @@ class Response:
         stop_reason: why the retries stopped: ``"succeeded"``, ``"terminal"``
             (a non-retryable status such as 404), ``"attempts_exhausted"``,
             ``"deadline"``, ``"retry_after_too_long"`` or ``"not_replay_safe"``.
+        hedge_winner: for a hedged request (``AsyncClient(hedge=...)``), the
+            number of the copy whose response this is when it won (1: the
+            first copy, 2: the first hedge...); 0 when the request was not
+            hedged or no copy won: every copy failed, or a terminal answer
+            (a 404) ended the hedged call, as gRPC A6's fatal statuses do.
+            ``attempts`` counts the copies started. (Added in 0.6.)
 
     .. versionadded:: 0.1.0
     """
@@ -61,6 +67,7 @@ class Response:
         "attempts",
         "content",
         "elapsed",
+        "hedge_winner",
         "idempotency_key",
         "status_code",
         "stop_reason",
@@ -88,6 +95,7 @@ class Response:
         self.url = url
         self.idempotency_key = idempotency_key
         self.stop_reason = stop_reason
+        self.hedge_winner = 0
 
     @property
     def headers(self) -> Headers:
@@ -154,4 +162,5 @@ def _response_from(raw: tuple[Any, ...]) -> Response:
         _,
     ) = raw
     r._headers = None
+    r.hedge_winner = 0
     return r

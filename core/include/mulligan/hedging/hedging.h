@@ -178,6 +178,25 @@ struct HedgeDecision {
 
 class HedgedCall;
 
+// Who records the copies' outcomes in the retry budget, the breaker and the
+// metrics. (Added in 0.6.)
+enum class HedgeAccounting : int {
+  // The hedged call does (the default; @mulligan.hedge): the breaker is asked
+  // before and told after every copy, the budget before every extra copy and
+  // after every copy, and the metrics count the call and its hedges.
+  kFull = 0,
+  // Every copy is a call of its own through a pipeline that already asks the
+  // breaker and records its outcome in the breaker, the budget and the call
+  // metrics (the HTTP clients: each copy is one single-attempt call of the
+  // client's pipeline for the origin). The hedged call then only asks the
+  // budget's TryRetry before each extra copy (and the breaker, if its
+  // pipeline has one, before each copy, releasing the permit as kIgnored when
+  // the copy ends), and counts only the hedge metrics (hedges started, won,
+  // cancelled): nothing is recorded twice. A winning hedge's budget cost is
+  // not refunded (its call records its success as a first attempt's).
+  kGateOnly = 1,
+};
+
 // A validated hedging policy: the options and the latency window its calls
 // share. Held by shared_ptr by every front door that hedges under it.
 //
@@ -195,6 +214,10 @@ class HedgingPolicy {
   // registry and the metrics name, as Pipeline::Begin does. Counts the call
   // as started. REQUIRES: the pipeline and this policy outlive the call.
   HedgedCall Begin(const Pipeline& pipeline, TimePoint now, const CallOptions& options = {}) const;
+  // The same, with `accounting` saying who records the copies' outcomes
+  // (see HedgeAccounting). (Added in 0.6.)
+  HedgedCall Begin(const Pipeline& pipeline, TimePoint now, const CallOptions& options,
+                   HedgeAccounting accounting) const;
 
   // The delay after a copy's start before the next copy may start, now:
   // the quantile of recent winners' latencies, or hedging_delay.
@@ -285,7 +308,7 @@ class HedgedCall {
     bool running = false;
   };
   HedgedCall(const HedgingPolicy* hedging, const Pipeline* pipeline, TimePoint now,
-             const CallOptions& options);
+             const CallOptions& options, HedgeAccounting accounting);
   std::optional<StopReason> GateNextCopy(TimePoint now, HedgeAdmission& admission);
   void ReleaseRunning(TimePoint now, std::vector<int>* cancelled);
   void Finish(bool succeeded, StopReason reason, TimePoint now);
@@ -312,6 +335,8 @@ class HedgedCall {
   Duration refused_retry_in_ = Duration::zero();
   bool first_refused_ = false;
   bool finished_ = false;
+  // HedgeAccounting::kGateOnly: outcomes are recorded by the copies' calls.
+  bool gate_only_ = false;
   StopReason reason_ = StopReason::kNone;
   Live live_;
 };

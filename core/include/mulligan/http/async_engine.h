@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "mulligan/base/status.h"
@@ -121,6 +122,12 @@ class HttpAsyncEngine {
   void Cancel(uint64_t id);
   // Calls begun and not yet finished or cancelled.
   size_t size() const;
+  // The retry budget the calls to `url`'s origin (HttpOrigin) are charged
+  // to: the client's shared budget, the origin's own (made on first use),
+  // or null when budgets are off or `url` has no origin. A hedging front
+  // door asks it before each extra copy (hedging.h, HedgeAccounting::
+  // kGateOnly). Thread-safety: as the engine's. (Added in 0.6.)
+  std::shared_ptr<RetryBudget> BudgetFor(std::string_view url) const;
 
  private:
   struct Impl;

@@ -1,0 +1,109 @@
+"""Hedged requests of the blocking mulligan.Client (``hedge=``, 0.6) and the
+command's ``--hedge DELAY[,MAX]``, against the real nginx: its /hedge
+location answers the listed requests of an id slowly (tests/nginx/script.js),
+so which copy is slow is the test's choice. The copies run on one libcurl
+multi handle (the async engine on the client's one loop thread).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+import uuid
+from typing import Any
+
+import pytest
+from conftest import mulligan_cmd
+
+import mulligan
+
+
+def _id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def _seen(
+    server: Any, hid: str, count: int, timeout: float = 2.0, settle: float = 0.1
+) -> list[dict[str, Any]]:
+    """The access log's lines of /hedge requests with id `hid`, once `count`
+    are in (or `timeout` passed) and `settle` more seconds showed no more: a
+    loser of an earlier test may log its line late, so lines are matched by id."""
+    deadline = time.monotonic() + timeout
+
+    def mine() -> list[dict[str, Any]]:
+        return [e for e in server.access_log() if f"id={hid}&" in e["uri"]]
+
+    while len(mine()) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(settle)
+    return mine()
+
+
+def test_a_slow_first_copy_loses_to_a_fast_hedge(server: Any) -> None:
+    hid = _id()
+    with mulligan.Client(hedge=0.05) as client:
+        response = client.get(server.url(f"/hedge?id={hid}&slow=0&ms=400"))
+    assert response.status_code == 200
+    assert response.hedge_winner == 2
+    assert response.attempts == 2
+    log = _seen(server, hid, 2)
+    assert sorted(e["request_time"] >= 0.4 for e in log) == [False, True]
+
+
+def test_a_fast_first_copy_wins_alone_and_a_keyless_post_is_sent_once(server: Any) -> None:
+    a, b = _id(), _id()
+    with mulligan.Client(hedge=0.5) as client:
+        fast = client.get(server.url(f"/hedge?id={a}&slow="))
+        post = client.post(server.url(f"/hedge?id={b}&slow=0&ms=300"), data=b"x")
+    assert (fast.hedge_winner, fast.attempts) == (1, 1)
+    assert (post.hedge_winner, post.attempts) == (0, 1)
+    assert len(_seen(server, a, 1, settle=0.6)) == 1
+    assert len(_seen(server, b, 1, settle=0.0)) == 1
+
+
+def test_many_threads_share_one_hedging_client(server: Any) -> None:
+    results: list[int] = []
+    ids = [_id() for _ in range(4)]
+    with mulligan.Client(hedge=0.05) as client:
+        def one(hid: str) -> None:
+            results.append(client.get(server.url(f"/hedge?id={hid}&slow=0&ms=300")).hedge_winner)
+
+        threads = [threading.Thread(target=one, args=(hid,)) for hid in ids]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert results == [2, 2, 2, 2]
+    assert [len(_seen(server, hid, 2, settle=0.0)) for hid in ids] == [2, 2, 2, 2]
+
+
+def test_per_request_hedge_on_a_plain_client(server: Any) -> None:
+    with mulligan.Client() as client:
+        assert client.get(server.url("/ok")).hedge_winner == 0
+        hedged = client.get(server.url(f"/hedge?id={_id()}&slow=0&ms=300"), hedge=0.05)
+    assert hedged.hedge_winner == 2
+
+
+def test_a_bad_hedge_raises_at_construction() -> None:
+    with pytest.raises(ValueError, match=r'hedge\["max_attempts"\]'):
+        mulligan.Client(hedge={"max_attempts": 1})
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(mulligan_cmd() + list(args), capture_output=True, timeout=60)
+
+
+def test_the_command_hedges_with_delay_and_max(server: Any) -> None:
+    hid = _id()
+    p = _run("get", "--hedge", "50ms,3", server.url(f"/hedge?id={hid}&slow=0,1&ms=400"))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.decode().startswith("hedge 2 of ")  # the third copy (n=2) won
+    assert len(_seen(server, hid, 3, settle=0.5)) == 3
+
+
+@pytest.mark.parametrize("spec", ["fast", "50ms,1", "50ms,6", "-1ms", "50ms,x"])
+def test_the_command_refuses_a_bad_hedge(spec: str) -> None:
+    p = _run("get", "--hedge", spec, "http://127.0.0.1:1/")
+    assert p.returncode == 2
+    assert b"--hedge" in p.stderr
