@@ -89,9 +89,21 @@ std::string CellName(std::string_view name, std::string_view key) {
 class RedisRateCells final : public RateLimiterBackend {
  public:
   explicit RedisRateCells(std::shared_ptr<RedisState> state) : state_(std::move(state)) {
+    // The wall reading is bracketed by two monotonic ones and the tightest
+    // of a few brackets kept: a thread preempted between two readings would
+    // otherwise shift this process's time scale by the preemption.
     Clock& clock = state_->clock();
-    anchor_ = clock.Now();
-    anchor_wall_us_ = FloorMicros(clock.WallNow().time_since_epoch());
+    Duration best = Duration::max();
+    for (int i = 0; i < 5 && best > std::chrono::microseconds(1); ++i) {
+      const TimePoint before = clock.Now();
+      const WallTime wall = clock.WallNow();
+      const TimePoint after = clock.Now();
+      if (after - before < best) {
+        best = after - before;
+        anchor_ = before + (after - before) / 2;
+        anchor_wall_us_ = FloorMicros(wall.time_since_epoch());
+      }
+    }
   }
 
   Result<RateDecision> Acquire(const RateCellRequest& r) override {

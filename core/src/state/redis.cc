@@ -306,11 +306,13 @@ Result<std::shared_ptr<RedisState>> RedisState::Create(const RedisStateOptions& 
   Result<RedisUrl> url = ParseRedisUrl(options.url);
   if (!url.ok()) return url.status();
   if (Status s = ValidateStatePrefix(options.prefix); !s.ok()) return s;
-  if (Status s = ValidateTimeout(options.connect_timeout_name.c_str(), options.connect_timeout);
+  // The command bound first: a front door may default the connect bound to
+  // it (Python's connect_timeout=None), and the error must name what was set.
+  if (Status s = ValidateTimeout(options.command_timeout_name.c_str(), options.command_timeout);
       !s.ok()) {
     return s;
   }
-  if (Status s = ValidateTimeout(options.command_timeout_name.c_str(), options.command_timeout);
+  if (Status s = ValidateTimeout(options.connect_timeout_name.c_str(), options.connect_timeout);
       !s.ok()) {
     return s;
   }
