@@ -49,12 +49,17 @@ def start_redis(port: int) -> "subprocess.Popen[bytes]":
     raise RuntimeError("redis-server did not start")
 
 
-def worker(url: Optional[str], rate: float, start_at: float, stop_at: float, prefix: str,
-           out: Any) -> None:
-    """One process: acquire in a loop from start_at to stop_at (Unix time);
-    puts the Unix times of its admissions and its fallback count."""
+def worker(url: Optional[str], rate: float, seconds: float, prefix: str, ready: Any, go: Any,
+           start: Any, out: Any) -> None:
+    """One process: sets up, says ready, waits for the common start (Unix
+    time), then acquires in a loop for `seconds`; puts the Unix times of its
+    admissions and its fallback count."""
     state = mulligan.RedisState(url, prefix=prefix, timeout=1.0) if url else None
     limiter = mulligan.RateLimiter(rate, name="global", state=state)
+    ready.put(os.getpid())
+    go.wait()
+    start_at = start.value
+    stop_at = start_at + seconds
     times = []
     while time.time() < start_at:
         time.sleep(0.001)
@@ -69,18 +74,23 @@ def worker(url: Optional[str], rate: float, start_at: float, stop_at: float, pre
 
 def global_rate(url: Optional[str], rate: float, procs: int, seconds: float,
                 prefix: str) -> tuple[float, int]:
+    """Admissions per second of `procs` processes in the run less 0.5 s at
+    each end, and their fallbacks."""
     ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    start_at = time.time() + 2.0  # time for the spawned interpreters to start
-    stop_at = start_at + seconds
-    ps = [ctx.Process(target=worker, args=(url, rate, start_at, stop_at, prefix, out))
+    out, ready, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    start = ctx.Value("d", 0.0)
+    ps = [ctx.Process(target=worker, args=(url, rate, seconds, prefix, ready, go, start, out))
           for _ in range(procs)]
     for p in ps:
         p.start()
+    for _ in ps:  # every interpreter started and connected (slow on a loaded machine)
+        ready.get(timeout=120)
+    start.value = time.time() + 0.2
+    go.set()
     results = [out.get(timeout=seconds + 60) for _ in ps]
     for p in ps:
         p.join()
-    lo, hi = start_at + 0.5, stop_at - 0.5
+    lo, hi = start.value + 0.5, start.value + seconds - 0.5
     admitted = sum(1 for times, _ in results for t in times if lo <= t < hi)
     return admitted / (hi - lo), sum(f for _, f in results)
 
