@@ -107,8 +107,6 @@ class Bulkhead:
         (shared by name, mulligan.load_config's "bulkheads" section)."""
         self = cls.__new__(cls)
         self._core = core
-        self._state = None
-        self._falling_back = False
         return self
 
     @property
@@ -321,9 +319,12 @@ class RateLimiter:
     @classmethod
     def _from_core(cls, core: Any) -> "RateLimiter":
         """Private: wraps an engine object the configuration registry built
-        (shared by name, mulligan.load_config's "rate_limiters" section)."""
+        (shared by name, mulligan.load_config's "rate_limiters" section;
+        local: config files do not share limiters yet)."""
         self = cls.__new__(cls)
         self._core = core
+        self._state = None
+        self._falling_back = False
         return self
 
     @property
