@@ -7,6 +7,10 @@
 //   l = _core.RateLimiter(name, rate, burst, max_wait, penalize_retry_after, max_keys)
 //   l.acquire(key, now, max_wait) -> (admitted, wait, retry_in)   # seconds
 //   l.penalize(key, until)
+//   (0.6) _core.RateLimiter(..., state=_core.RedisState | None, fallback_rate=None):
+//   the cells shared in Redis (limits/redis_rate_limiter.h); then every call
+//   into the limiter releases the GIL (a round trip), and
+//   l.acquire_detail(key, now, max_wait) -> (admitted, wait, retry_in, fallback)
 //
 // `now` and `until` are time.monotonic() readings (or a FakeClock's), in
 // seconds. set_on_grant's function runs on the thread that released the
@@ -26,6 +30,8 @@
 #include "bindings.h"
 #include "mulligan/limits/bulkhead.h"
 #include "mulligan/limits/rate_limiter.h"
+#include "mulligan/limits/redis_rate_limiter.h"
+#include "mulligan/state/redis.h"
 
 namespace mulligan {
 namespace python {
@@ -124,11 +130,35 @@ void BindBulkhead(py::module_& m) {
                              [](const Bulkhead& b) { return static_cast<double>(b.wait_ns()) / 1e9; });
 }
 
+// The bound of one acquire: min(the limiter's max_wait, the call's).
+Duration Bound(const RateLimiter& l, std::optional<double> max_wait) {
+  Duration bound = l.options().max_wait ? *l.options().max_wait : Duration::max();
+  if (max_wait) {
+    const Duration own = *max_wait <= 0       ? Duration::zero()
+                         : std::isinf(*max_wait) ? Duration::max()
+                                                 : SecondsToDuration(*max_wait, "max_wait");
+    bound = std::min(bound, own);
+  }
+  return bound;
+}
+
+// A shared limiter makes a Redis round trip: other threads run meanwhile.
+// A local one stays a few atomics, where releasing the GIL would cost more
+// than the call. (Added in 0.6.)
+RateDecision AcquireReleasingGil(RateLimiter& l, const std::string& key, double now,
+                                 Duration bound) {
+  const TimePoint at = MonotonicToTimePoint(now);
+  if (!l.shared()) return l.Acquire(key, at, bound);
+  py::gil_scoped_release release;
+  return l.Acquire(key, at, bound);
+}
+
 void BindRateLimiter(py::module_& m) {
   py::class_<RateLimiter, std::shared_ptr<RateLimiter>>(
       m, "RateLimiter", "GCRA rate limiter per key (thread-safe).")
       .def(py::init([](const std::string& name, double rate, double burst,
-                       std::optional<double> max_wait, bool penalize, size_t max_keys) {
+                       std::optional<double> max_wait, bool penalize, size_t max_keys,
+                       const py::object& state, std::optional<double> fallback_rate) {
              RateLimiterOptions o;
              o.name = name;
              o.rate = rate;
@@ -136,11 +166,16 @@ void BindRateLimiter(py::module_& m) {
              o.max_wait = OptionalSeconds(max_wait, "max_wait");
              o.penalize_retry_after = penalize;
              o.max_keys = max_keys;
+             o.fallback_rate = fallback_rate;
+             if (std::shared_ptr<RedisState> redis = StateFromPython(state)) {
+               return Unwrap(CreateRedisRateLimiter(std::move(redis), o));
+             }
              return Unwrap(RateLimiter::Create(o));
            }),
            py::arg("name"), py::arg("rate"), py::arg("burst") = 1.0,
            py::arg("max_wait") = py::none(), py::arg("penalize_retry_after") = false,
-           py::arg("max_keys") = 10000)
+           py::arg("max_keys") = 10000, py::arg("state") = py::none(),
+           py::arg("fallback_rate") = py::none())
       .def(
           "acquire",
           [](RateLimiter& l, const std::string& key, double now, std::optional<double> max_wait) {
@@ -152,12 +187,22 @@ void BindRateLimiter(py::module_& m) {
                                        : SecondsToDuration(*max_wait, "max_wait");
               bound = std::min(bound, own);
             }
-            const RateDecision d = l.Acquire(key, MonotonicToTimePoint(now), bound);
+            const RateDecision d = AcquireReleasingGil(l, key, now, bound);
             return std::make_tuple(d.admitted, DurationToSeconds(d.wait),
                                    DurationToSeconds(d.retry_in));
           },
           py::arg("key"), py::arg("now"), py::arg("max_wait") = py::none(),
           "(admitted, wait, retry_in) in seconds; an admitted wait is reserved.")
+      // (Added in 0.6.) acquire, plus whether the call was decided locally
+      // because the shared state was unreachable (RateDecision::fallback).
+      .def(
+          "acquire_detail",
+          [](RateLimiter& l, const std::string& key, double now, std::optional<double> max_wait) {
+            const RateDecision d = AcquireReleasingGil(l, key, now, Bound(l, max_wait));
+            return std::make_tuple(d.admitted, DurationToSeconds(d.wait),
+                                   DurationToSeconds(d.retry_in), d.fallback);
+          },
+          py::arg("key"), py::arg("now"), py::arg("max_wait") = py::none())
       // (Added in 0.5.) The guard's hot path (python/mulligan/_limits): key
       // "", the limiter's own max_wait. Returns None when admitted with no
       // wait (no tuple or float is built: the common case costs one call
@@ -165,7 +210,9 @@ void BindRateLimiter(py::module_& m) {
       .def(
           "acquire_now",
           [](RateLimiter& l, double now) -> py::object {
-            const RateDecision d = l.Acquire(std::string_view(), MonotonicToTimePoint(now));
+            const RateDecision d = AcquireReleasingGil(
+                l, std::string(), now,
+                l.options().max_wait ? *l.options().max_wait : Duration::max());
             if (d.admitted && d.wait <= Duration::zero()) return py::none();
             return py::make_tuple(d.admitted, DurationToSeconds(d.wait),
                                   DurationToSeconds(d.retry_in));
@@ -175,6 +222,11 @@ void BindRateLimiter(py::module_& m) {
       .def(
           "penalize",
           [](RateLimiter& l, const std::string& key, double until) {
+            if (!l.shared()) {
+              l.Penalize(key, MonotonicToTimePoint(until));
+              return;
+            }
+            py::gil_scoped_release release;
             l.Penalize(key, MonotonicToTimePoint(until));
           },
           py::arg("key"), py::arg("until"))
@@ -199,7 +251,11 @@ void BindRateLimiter(py::module_& m) {
       .def_property_readonly("admitted", &RateLimiter::admitted)
       .def_property_readonly("waited", &RateLimiter::waited)
       .def_property_readonly("refused", &RateLimiter::refused)
-      .def_property_readonly("key_count", &RateLimiter::key_count);
+      .def_property_readonly("key_count", &RateLimiter::key_count)
+      .def_property_readonly("shared", &RateLimiter::shared)
+      .def_property_readonly("fallback_rate",
+                             [](const RateLimiter& l) { return l.options().fallback_rate; })
+      .def_property_readonly("fallbacks", &RateLimiter::fallbacks);
 }
 
 }  // namespace

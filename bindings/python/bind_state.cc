@@ -25,8 +25,12 @@ std::shared_ptr<RedisState> MakeRedisState(const std::string& url, const std::st
   RedisStateOptions options;
   options.url = url;
   options.prefix = prefix;
+  // Error texts name the Python keywords (mulligan.RedisState(timeout=...,
+  // connect_timeout=...)), not the C++ option names.
+  options.connect_timeout_name = "connect_timeout";
+  options.command_timeout_name = "timeout";
   options.connect_timeout = SecondsToDuration(connect_timeout, "connect_timeout");
-  options.command_timeout = SecondsToDuration(command_timeout, "command_timeout");
+  options.command_timeout = SecondsToDuration(command_timeout, "timeout");
   Result<std::shared_ptr<RedisState>> state = [&] {
     py::gil_scoped_release release;
     return RedisState::Create(options);

@@ -69,6 +69,17 @@ Status RateLimiter::Validate(const RateLimiterOptions& options) {
   if (options.max_keys < 1) {
     return InvalidArgumentError("rate limiter max_keys must be >= 1, got 0");
   }
+  if (options.fallback_rate &&
+      (!(*options.fallback_rate > 0) || !std::isfinite(*options.fallback_rate))) {
+    return InvalidArgumentError(
+        "rate limiter fallback_rate must be > 0 and finite (calls per second), got " +
+        internal::FormatDouble(*options.fallback_rate));
+  }
+  if (options.backend && options.name.empty()) {
+    return InvalidArgumentError(
+        "rate limiter name must not be empty when the limiter is shared (it names the shared "
+        "cells)");
+  }
   return OkStatus();
 }
 
@@ -81,7 +92,9 @@ Result<std::shared_ptr<RateLimiter>> RateLimiter::Create(const RateLimiterOption
 RateLimiter::RateLimiter(const RateLimiterOptions& options)
     : options_(options),
       interval_ns_(IntervalNs(options.rate)),
-      tau_ns_(ToleranceNs(options.burst, interval_ns_)) {}
+      tau_ns_(ToleranceNs(options.burst, interval_ns_)),
+      fallback_interval_ns_(IntervalNs(options.fallback_rate.value_or(options.rate))),
+      fallback_tau_ns_(ToleranceNs(options.burst, fallback_interval_ns_)) {}
 
 RateLimiter::~RateLimiter() = default;
 
@@ -113,38 +126,76 @@ RateDecision RateLimiter::Acquire(std::string_view key, TimePoint now) {
 
 RateDecision RateLimiter::Acquire(std::string_view key, TimePoint now, Duration max_wait) {
   const int64_t now_ns = NowNs(now);
-  std::atomic<int64_t>* cell = CellFor(key, now_ns);
   const int64_t bound = std::max<int64_t>(max_wait.count(), 0);
+  RateDecision decision;
+  if (options_.backend) {
+    RateCellRequest request;
+    request.name = options_.name;
+    request.key = key;
+    request.now = now;
+    request.interval_ns = interval_ns_;
+    request.tolerance_ns = tau_ns_;
+    request.max_wait_ns = bound;
+    Result<RateDecision> shared = options_.backend->Acquire(request);
+    if (shared.ok()) {
+      decision = shared.value();
+      decision.fallback = false;
+      Count(decision);
+      return decision;
+    }
+    fallbacks_.fetch_add(1, std::memory_order_relaxed);
+    decision = AcquireLocal(key, now_ns, bound, fallback_interval_ns_, fallback_tau_ns_);
+    decision.fallback = true;
+  } else {
+    decision = AcquireLocal(key, now_ns, bound, interval_ns_, tau_ns_);
+  }
+  Count(decision);
+  return decision;
+}
+
+RateDecision RateLimiter::AcquireLocal(std::string_view key, int64_t now_ns, int64_t bound,
+                                       int64_t interval_ns, int64_t tau_ns) {
+  std::atomic<int64_t>* cell = CellFor(key, now_ns);
   RateDecision decision;
   int64_t tat = cell->load(std::memory_order_relaxed);
   for (;;) {
     const int64_t start = std::max(tat, now_ns);
-    const int64_t allow = AddSat(start, -tau_ns_);
+    const int64_t allow = AddSat(start, -tau_ns);
     const int64_t wait = std::max<int64_t>(0, allow - now_ns);
     if (wait > bound) {
-      refused_.fetch_add(1, std::memory_order_relaxed);
       decision.retry_in = Duration(wait);
       return decision;
     }
-    if (cell->compare_exchange_weak(tat, AddSat(start, interval_ns_))) {
+    if (cell->compare_exchange_weak(tat, AddSat(start, interval_ns))) {
       decision.admitted = true;
       decision.wait = Duration(wait);
-      if (wait > 0) {
-        waited_.fetch_add(1, std::memory_order_relaxed);
-        wait_ns_.fetch_add(static_cast<uint64_t>(wait), std::memory_order_relaxed);
-        wait_histogram_.Record(Duration(wait));
-      } else {
-        admitted_.fetch_add(1, std::memory_order_relaxed);
-      }
       return decision;
     }
   }
 }
 
+void RateLimiter::Count(const RateDecision& decision) {
+  if (!decision.admitted) {
+    refused_.fetch_add(1, std::memory_order_relaxed);
+  } else if (decision.wait > Duration::zero()) {
+    waited_.fetch_add(1, std::memory_order_relaxed);
+    wait_ns_.fetch_add(static_cast<uint64_t>(decision.wait.count()), std::memory_order_relaxed);
+    wait_histogram_.Record(decision.wait);
+  } else {
+    admitted_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 void RateLimiter::Penalize(std::string_view key, TimePoint until) {
   const int64_t until_ns = NowNs(until);
+  int64_t tau = tau_ns_;
+  if (options_.backend) {
+    if (options_.backend->Penalize(options_.name, key, until, tau_ns_).ok()) return;
+    fallbacks_.fetch_add(1, std::memory_order_relaxed);
+    tau = fallback_tau_ns_;
+  }
   std::atomic<int64_t>* cell = CellFor(key, std::numeric_limits<int64_t>::min());
-  const int64_t target = AddSat(until_ns, tau_ns_);
+  const int64_t target = AddSat(until_ns, tau);
   int64_t tat = cell->load(std::memory_order_relaxed);
   while (tat < target && !cell->compare_exchange_weak(tat, target)) {
   }

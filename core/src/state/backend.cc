@@ -12,9 +12,12 @@ Status ValidateStatePrefix(std::string_view prefix) {
   }
   for (size_t i = 0; i < prefix.size(); ++i) {
     const char c = prefix[i];
-    if (c <= ' ' || c > '~' || c == '{' || c == '}' || c == '%') {
+    const bool allowed = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                         (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+    if (!allowed) {
       return InvalidArgumentError("prefix byte " + std::to_string(i) +
-                                  " must be printable ASCII other than space, '{', '}' and '%'");
+                                  " must be one of A-Z a-z 0-9 _ . - (a ':' would let one "
+                                  "prefix's keys collide with another's)");
     }
   }
   return OkStatus();

@@ -125,13 +125,15 @@ struct RedisState::Impl {
 
   // REQUIRES: mu held. Drops the connection after a transport failure; the
   // next command reconnects at once (backoff applies to failed connects).
-  Status DropConnection(const std::string& during, Duration timeout) {
+  Status DropConnection(const std::string& during, Duration timeout,
+                        const std::string& timeout_name) {
     std::string cause = during + " failed";
     if (context != nullptr) {
       // hiredis reports a socket timeout as an I/O error with EAGAIN's text.
       const bool timed_out = context->err == REDIS_ERR_IO &&
                              std::string_view(context->errstr) == std::strerror(EAGAIN);
-      cause += timed_out ? " (no reply within " + std::to_string(Millis(timeout)) + " ms)"
+      cause += timed_out ? " (no reply within " + std::to_string(Millis(timeout)) +
+                               " ms: " + timeout_name + ")"
                          : std::string(" (") + context->errstr + ")";
       stale_connection = !timed_out;
     }
@@ -172,7 +174,9 @@ struct RedisState::Impl {
     for (const auto& step : steps) {
       ReplyPtr reply = Send(step);
       const char* what = step[0] == "AUTH" ? "AUTH" : "SELECT";
-      if (reply == nullptr) return DropConnection(what, options.connect_timeout);
+      if (reply == nullptr) {
+        return DropConnection(what, options.connect_timeout, options.connect_timeout_name);
+      }
       if (reply->type == REDIS_REPLY_ERROR) {
         // The server's text ("WRONGPASS invalid username-password pair") never
         // echoes the password.
@@ -190,7 +194,11 @@ struct RedisState::Impl {
     ++connect_failures;
     previous_delay = delay;
     next_connect_at = clock->Now() + delay;
-    return Fail(cause + "; next connection attempt in " + std::to_string(Millis(delay)) + " ms");
+    // last_error keeps the cause alone: the fail-fast message below adds the
+    // time left, which would otherwise be said twice.
+    health.last_error = cause;
+    return Fail(cause + "; next connection attempt in " + std::to_string(Millis(delay)) + " ms",
+                false);
   }
 
   // REQUIRES: mu held. Makes sure a connection is up.
@@ -205,7 +213,15 @@ struct RedisState::Impl {
     ContextPtr c(redisConnectWithTimeout(url.host.c_str(), url.port,
                                          ToTimeval(options.connect_timeout)));
     if (c == nullptr) return ConnectFailed("cannot allocate a connection");
-    if (c->err != 0) return ConnectFailed(std::string("connect failed (") + c->errstr + ")");
+    if (c->err != 0) {
+      std::string cause = std::string("connect failed (") + c->errstr;
+      // hiredis's connect timeout reads "Connection timed out" (ETIMEDOUT).
+      if (c->err == REDIS_ERR_IO && std::string_view(c->errstr) == std::strerror(ETIMEDOUT)) {
+        cause += " after " + std::to_string(Millis(options.connect_timeout)) +
+                 " ms: " + options.connect_timeout_name;
+      }
+      return ConnectFailed(cause + ")");
+    }
     // The handshake is bounded by connect_timeout, later commands by
     // command_timeout.
     redisSetTimeout(c.get(), ToTimeval(options.connect_timeout));
@@ -217,6 +233,7 @@ struct RedisState::Impl {
     connect_failures = 0;
     previous_delay = Duration::zero();
     health.reachable = true;
+    health.last_error.clear();
     return OkStatus();
   }
 
@@ -228,7 +245,8 @@ struct RedisState::Impl {
     if (Status s = EnsureConnected(); !s.ok()) return s;
     ReplyPtr reply = Send(argv);
     if (reply == nullptr) {
-      Status dropped = DropConnection(argv[0], options.command_timeout);
+      Status dropped =
+          DropConnection(argv[0], options.command_timeout, options.command_timeout_name);
       stale_connection = stale_connection && reused;
       return dropped;
     }
@@ -238,6 +256,7 @@ struct RedisState::Impl {
       if (error_text != nullptr) *error_text = text;
       return Fail(argv[0] + " answered an error: " + text);
     }
+    health.last_error.clear();
     return Convert(reply.get());
   }
 };
@@ -249,8 +268,16 @@ Result<std::shared_ptr<RedisState>> RedisState::Create(const RedisStateOptions& 
   Result<RedisUrl> url = ParseRedisUrl(options.url);
   if (!url.ok()) return url.status();
   if (Status s = ValidateStatePrefix(options.prefix); !s.ok()) return s;
-  if (Status s = ValidateTimeout("connect_timeout", options.connect_timeout); !s.ok()) return s;
-  if (Status s = ValidateTimeout("command_timeout", options.command_timeout); !s.ok()) return s;
+  // The command bound first: a front door may default the connect bound to
+  // it (Python's connect_timeout=None), and the error must name what was set.
+  if (Status s = ValidateTimeout(options.command_timeout_name.c_str(), options.command_timeout);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = ValidateTimeout(options.connect_timeout_name.c_str(), options.connect_timeout);
+      !s.ok()) {
+    return s;
+  }
   Result<Backoff> backoff = Backoff::Create(options.reconnect);
   if (!backoff.ok()) {
     return InvalidArgumentError("reconnect: " + backoff.status().message());

@@ -117,6 +117,11 @@ Result<RedisUrl> ParseRedisUrl(std::string_view url) {
     }
   }
   if (out.host.empty()) return InvalidArgumentError("url: the host is empty");
+  if (out.host.size() > 255) {
+    // RFC 1035 section 2.3.4: a domain name is at most 255 octets (an
+    // address is far shorter); resolvers refuse longer ones anyway.
+    return InvalidArgumentError("url: the host is longer than 255 bytes (RFC 1035 section 2.3.4)");
+  }
   for (const char c : out.host) {
     if (c <= ' ' || c > '~' || c == '@' || c == '/' || c == '[' || c == ']') {
       return InvalidArgumentError("url: the host holds a character that is not allowed");

@@ -14,6 +14,8 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import Awaitable, Iterable, MutableMapping
 from typing import Any, Callable, Optional, Union
 
@@ -56,6 +58,16 @@ class IdempotencyMiddleware:
 
     Responses are buffered in memory to be stored (the client still receives
     them as the app streams them).
+
+    A store with a shared ``state=`` (Redis) blocks for a round trip (up to
+    the state's ``timeout``) on every reserve, complete and release: those
+    calls run in the event loop's default executor (``loop.run_in_executor``,
+    added in 0.6), so the loop keeps serving other requests while Redis is
+    slow. The in-memory store is called inline (a few microseconds, where a
+    thread hop would cost more than the call). This needs an asyncio event
+    loop (uvicorn, hypercorn's asyncio worker); a key reserved by a request
+    cancelled while waiting for Redis is released as soon as the reserve
+    returns.
 
     Args:
         app: the ASGI application.
@@ -125,7 +137,10 @@ class IdempotencyMiddleware:
         fingerprint = request_fingerprint(method, target, body)
         principal = rules.scope(scope) if rules.scope is not None else ""
         try:
-            reservation = store.reserve(key, fingerprint, scope=principal)
+            if store._shared:
+                reservation = await _reserve_off_loop(store, key, fingerprint, principal)
+            else:
+                reservation = store.reserve(key, fingerprint, scope=principal)
         except StateBackendUnavailable:
             await _send(send, _state_unavailable())
             return
@@ -145,6 +160,7 @@ class IdempotencyMiddleware:
         store = self._rules.store
         store_status = self._rules.store_status
         replayed_body = False
+        shared = store._shared
 
         async def replay_receive() -> Message:
             nonlocal replayed_body
@@ -170,7 +186,11 @@ class IdempotencyMiddleware:
                     # Settled before the last bytes leave: a retry that races
                     # the end of this response must find it stored.
                     settled = True
-                    _settle(store, reservation, store_status, status, headers, parts)
+                    if shared:
+                        await _off_loop(_settle, store, reservation, store_status, status,
+                                        headers, parts)
+                    else:
+                        _settle(store, reservation, store_status, status, headers, parts)
             await send(message)
 
         try:
@@ -178,10 +198,46 @@ class IdempotencyMiddleware:
         except BaseException:
             if not settled:
                 settled = True
-                _release_quietly(store, reservation)
+                if shared:
+                    # Not awaited: the task may be cancelled; the release
+                    # still runs on the executor.
+                    asyncio.get_running_loop().run_in_executor(
+                        None, _release_quietly, store, reservation)
+                else:
+                    _release_quietly(store, reservation)
             raise
         if not settled:  # the app returned without a complete response
-            _release_quietly(store, reservation)
+            if shared:
+                await _off_loop(_release_quietly, store, reservation)
+            else:
+                _release_quietly(store, reservation)
+
+
+async def _off_loop(fn: Callable[..., Any], *args: Any) -> Any:
+    """Runs a blocking store call in the loop's default executor."""
+    return await asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, *args))
+
+
+async def _reserve_off_loop(
+    store: IdempotencyStore, key: str, fingerprint: bytes, principal: str
+) -> Any:
+    """store.reserve in the executor. If the request is cancelled while the
+    reserve runs, the thread goes on; a key it reserved is then released
+    (in the executor), so it is not held in flight until its lease ends."""
+    loop = asyncio.get_running_loop()
+    fut = loop.run_in_executor(
+        None, functools.partial(store.reserve, key, fingerprint, scope=principal))
+    try:
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        def release_late(done: "asyncio.Future[Any]") -> None:
+            if done.cancelled() or done.exception() is not None:
+                return
+            if done.result().state == "reserved":
+                loop.run_in_executor(None, _release_quietly, store, done.result())
+
+        fut.add_done_callback(release_late)
+        raise
 
 
 async def _read_body(receive: Receive) -> Optional[bytes]:

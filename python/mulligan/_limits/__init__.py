@@ -19,6 +19,7 @@ import asyncio
 import datetime
 import functools
 import inspect
+import logging
 import math
 from typing import Any, Callable, Optional, TypeVar, Union
 
@@ -27,10 +28,12 @@ from .._config import policies as _config_policies
 from .._errors import BulkheadFullError, RateLimitedError
 from .._retry.async_driver import sleep as _async_sleep
 from .._retry.state import STATE
+from .._state.redis import RedisState, _core_state
 
 __all__ = ["Bulkhead", "RateLimiter"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+_LOG = logging.getLogger("mulligan")
 Seconds = Union[float, int, datetime.timedelta]
 
 
@@ -243,6 +246,20 @@ class RateLimiter:
     ``@mulligan.retry(rate_limiter=...)`` (asked once per logical call; with
     ``rate_limit_per_attempt=True`` before every attempt).
 
+    Shared (``state=``, added in 0.6): the cells live in Redis, so ``rate``
+    and ``burst`` hold across every process and machine that uses the same
+    ``state`` prefix and ``name`` (they must agree on rate and burst). Each
+    acquire is one Lua script call (one round trip, the GIL released; a
+    coroutine runs it in the loop's default executor so the event loop never
+    waits on Redis). Time is the caller's clock mapped to Unix time (see
+    core/include/mulligan/limits/redis_rate_limiter.h). When Redis is down,
+    slow or refusing, each call is decided by this process alone at
+    ``fallback_rate`` (default ``rate``: without Redis a process cannot know
+    how many others run; set ``rate / N`` to never exceed the rate), a
+    warning is logged on the ``mulligan`` logger when that starts and an
+    info line when Redis decides again, and :attr:`fallbacks` counts them.
+    Nothing raises because Redis is down.
+
     Args:
         rate: calls per second, > 0.
         burst: calls that may go at once from idle, >= 1 (default 1).
@@ -250,17 +267,25 @@ class RateLimiter:
         max_wait: the longest wait for a slot, in seconds; 0 never waits.
         penalize_retry_after: :meth:`penalize` (and the HTTP clients, on a 429
             or 503 with Retry-After) holds every call to the key until then.
+        state: a :class:`mulligan.RedisState` to share the limit across
+            processes, or None (default: this process only). Requires a
+            non-empty ``name``. (Added in 0.6.)
+        fallback_rate: calls per second this process admits on its own
+            while ``state`` is unreachable, > 0; None (default) means
+            ``rate``. Only with ``state``. (Added in 0.6.)
 
     Raises:
         ValueError: ``rate <= 0``, ``burst < 1``, a negative ``max_wait``,
-            naming the field.
+            ``fallback_rate <= 0``, an empty ``name`` with ``state``, naming
+            the field.
+        TypeError: ``state`` is not a :class:`mulligan.RedisState`.
 
     Thread-safety: one limiter may be shared by any threads and event loops.
 
     .. versionadded:: 0.3.0
     """
 
-    __slots__ = ("_core",)
+    __slots__ = ("_core", "_state", "_falling_back")
 
     def __init__(
         self,
@@ -270,21 +295,36 @@ class RateLimiter:
         name: str = "",
         max_wait: Optional[Seconds] = None,
         penalize_retry_after: bool = False,
+        state: Optional[RedisState] = None,
+        fallback_rate: Optional[float] = None,
     ) -> None:
-        for field, value in (("rate", rate), ("burst", burst)):
+        for field, value in (("rate", rate), ("burst", burst), ("fallback_rate", fallback_rate)):
+            if value is None and field == "fallback_rate":
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"{field} must be a number, got {value!r}")
+        core_state = _core_state(state, "mulligan.RateLimiter")
+        if fallback_rate is not None and core_state is None:
+            raise ValueError("fallback_rate needs state= (it is the rate while the shared "
+                             "state is unreachable)")
         self._core = _core.RateLimiter(
-            name, float(rate), float(burst), _seconds(max_wait, "max_wait"), bool(penalize_retry_after)
+            name, float(rate), float(burst), _seconds(max_wait, "max_wait"),
+            bool(penalize_retry_after), state=core_state,
+            fallback_rate=None if fallback_rate is None else float(fallback_rate),
         )
+        self._state = state
+        self._falling_back = False
         _core.metrics_track(self._core)  # exported by the metrics (0.4)
 
     @classmethod
     def _from_core(cls, core: Any) -> "RateLimiter":
         """Private: wraps an engine object the configuration registry built
-        (shared by name, mulligan.load_config's "rate_limiters" section)."""
+        (shared by name, mulligan.load_config's "rate_limiters" section;
+        local: config files do not share limiters yet)."""
         self = cls.__new__(cls)
         self._core = core
+        self._state = None
+        self._falling_back = False
         return self
 
     @property
@@ -299,14 +339,50 @@ class RateLimiter:
     def burst(self) -> float:
         return float(self._core.burst)
 
+    @property
+    def shared(self) -> bool:
+        """True when the cells live in a shared ``state`` (Redis). (Added in 0.6.)"""
+        return bool(self._core.shared)
+
+    @property
+    def fallbacks(self) -> int:
+        """Calls decided locally because ``state`` was unreachable. (Added in 0.6.)"""
+        return int(self._core.fallbacks)
+
     def reserve(self, key: str = "", max_wait: Optional[Seconds] = None) -> float:
         """Reserves the next slot for ``key`` now: returns the seconds to wait
         before using it (0.0: now). Raises RateLimitedError (``retry_in``)
-        when the wait would exceed min(``max_wait``, the limiter's)."""
-        admitted, wait, retry_in = self._core.acquire(key, STATE.now(), _seconds(max_wait, "max_wait"))
+        when the wait would exceed min(``max_wait``, the limiter's). On a
+        shared limiter this is one Redis round trip (blocking, the GIL
+        released)."""
+        bound = _seconds(max_wait, "max_wait")
+        if self._state is None:
+            admitted, wait, retry_in = self._core.acquire(key, STATE.now(), bound)
+        else:
+            admitted, wait, retry_in, fallback = self._core.acquire_detail(key, STATE.now(), bound)
+            if fallback is not self._falling_back:
+                self._note_fallback(fallback)
         if not admitted:
             raise self._limited(key, retry_in)
         return float(wait)
+
+    def _note_fallback(self, fallback: bool) -> None:
+        """Logs the start and the end of a fallback to local decisions."""
+        self._falling_back = fallback
+        assert self._state is not None
+        if fallback:
+            _LOG.warning(
+                "mulligan.RateLimiter %r: %s is unreachable (%s); deciding locally at %g/s "
+                "until it answers", self.name, self._state.endpoint,
+                self._state.health()["last_error"] or "no reply", self._fallback_rate(),
+            )
+        else:
+            _LOG.info("mulligan.RateLimiter %r: %s answers again; the limit is shared again",
+                      self.name, self._state.endpoint)
+
+    def _fallback_rate(self) -> float:
+        fallback = self._core.fallback_rate
+        return float(self.rate if fallback is None else fallback)
 
     def _limited(self, key: str, retry_in: float) -> RateLimitedError:
         return RateLimitedError(
@@ -320,8 +396,14 @@ class RateLimiter:
             STATE.sleep(wait)
 
     async def acquire_async(self, key: str = "", max_wait: Optional[Seconds] = None) -> None:
-        """:meth:`acquire` for coroutines (asyncio.sleep: cancellable)."""
-        wait = self.reserve(key, max_wait)
+        """:meth:`acquire` for coroutines (asyncio.sleep: cancellable). On a
+        shared limiter the reservation runs in the loop's default executor,
+        so the loop keeps running while Redis answers (or times out)."""
+        if self._state is None:
+            wait = self.reserve(key, max_wait)
+        else:
+            loop = asyncio.get_running_loop()
+            wait = await loop.run_in_executor(None, functools.partial(self.reserve, key, max_wait))
         if wait > 0:
             await _async_sleep(wait)
 
@@ -416,7 +498,7 @@ def _guard(
 
         return bulkhead_guarded
 
-    if bulkhead is None and limiter is not None:
+    if bulkhead is None and limiter is not None and limiter._state is None:
         acquire_now = limiter._core.acquire_now
         state = STATE  # its `now` changes when a FakeClock is installed: read per call
 
@@ -434,6 +516,20 @@ def _guard(
             return fn(*args, **kwargs)
 
         return limiter_guarded
+
+    if bulkhead is None and limiter is not None:
+        # Shared (0.6): the round trip dwarfs a lookup; reserve() also logs
+        # a fallback to local decisions.
+        @functools.wraps(fn)
+        def shared_guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                limiter.acquire()
+            except RateLimitedError:
+                _refused(on_refused, "rate_limited")
+                raise
+            return fn(*args, **kwargs)
+
+        return shared_guarded
 
     assert bulkhead is not None and limiter is not None
     both_release = bulkhead._core.release

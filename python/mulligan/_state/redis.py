@@ -1,6 +1,7 @@
 """``mulligan.RedisState``: a connection to Redis, from a URL, holding state
-that the processes of a service share (today: idempotency records, through
-``IdempotencyStore(state=...)``).
+that the processes of a service share (idempotency records, through
+``IdempotencyStore(state=...)``; rate limits, through
+``RateLimiter(state=...)``, 0.6).
 
 .. versionadded:: 0.5.0
 """
@@ -25,7 +26,9 @@ class RedisState:
     and Debian 12's hiredis 0.14 has neither.
 
     Every command is bounded by ``timeout`` and connecting by
-    ``connect_timeout``. A server that is down, slow or failing gives
+    ``connect_timeout`` (an error caused by either names it: "no reply
+    within 250 ms: timeout"). The host is at most 255 bytes (RFC 1035
+    section 2.3.4). A server that is down, slow or failing gives
     :class:`mulligan.StateBackendUnavailable` (never a hang, never another
     error); reconnects wait on mulligan's own backoff (from 50 ms, doubling,
     full jitter, at most 5 s). A server that cannot be reached when the state
@@ -42,8 +45,10 @@ class RedisState:
 
     Args:
         url: the server, a str (see above).
-        prefix: the key namespace, 1 to 64 printable ASCII bytes without
-            space, ``{``, ``}`` or ``%``. Default ``"mulligan"``.
+        prefix: the key namespace, 1 to 64 bytes of ``A-Z a-z 0-9 _ . -``
+            (changed in 0.6: a ``:`` would let two prefixes name the same
+            keys, ``"a:idem"`` + kind ``x`` being ``"a"`` + kind ``idem``).
+            Default ``"mulligan"``.
         timeout: seconds one command may take, in [0.001, 3600].
             Default 0.25.
         connect_timeout: seconds connecting may take (TCP, AUTH and SELECT,
@@ -107,7 +112,9 @@ class RedisState:
     def health(self) -> dict[str, Any]:
         """Returns ``{"reachable": bool, "endpoint": str, "last_error": str,
         "round_trips": int, "failures": int, "reconnects": int}`` (no secret
-        in any value)."""
+        in any value). ``last_error`` is the failure since the last success,
+        or ``""``: the next command that succeeds clears it (changed in 0.6;
+        ``failures`` keeps the count)."""
         return self._state.health()
 
     def __repr__(self) -> str:

@@ -87,13 +87,35 @@ TEST(RedisUrlTest, ErrorsNameThePartAndNeverTheSecret) {
   }
 }
 
+TEST(RedisUrlTest, HostIsAtMost255Bytes) {
+  // RFC 1035 section 2.3.4: names are at most 255 octets (review fix, 0.6).
+  const std::string longest(255, 'h');
+  Result<RedisUrl> u = ParseRedisUrl("redis://" + longest + ":6380/0");
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_EQ(u->host, longest);
+  EXPECT_EQ(u->port, 6380);
+  for (const size_t n : {256u, 300u}) {
+    u = ParseRedisUrl("redis://u:hunter2@" + std::string(n, 'h') + ":6380/0");
+    ASSERT_FALSE(u.ok()) << n;
+    EXPECT_EQ(u.status().message(),
+              "url: the host is longer than 255 bytes (RFC 1035 section 2.3.4)");
+  }
+}
+
 TEST(StateKeyTest, OneHashTagPerObjectEscaped) {
   EXPECT_EQ(StateObjectKey("svc", "idem", "5:alice:k-1"), "{svc:idem:5:alice:k-1}");
   EXPECT_EQ(StateObjectKey("svc", "idem", "a{b}c%"), "{svc:idem:a%7Bb%7Dc%25}");
   EXPECT_TRUE(ValidateStatePrefix("orders-v2.prod").ok());
   EXPECT_EQ(ValidateStatePrefix("").message(), "prefix must be 1 to 64 bytes, got 0");
-  EXPECT_EQ(ValidateStatePrefix("a{b").message(),
-            "prefix byte 1 must be printable ASCII other than space, '{', '}' and '%'");
+  EXPECT_EQ(ValidateStatePrefix("a{b").message(), "prefix byte 1 must be one of A-Z a-z 0-9 _ . - (a ':' would let one prefix's keys collide with another's)");
+  // Review fix (0.6): a ':' in a prefix would make "a:idem" + "x" the same
+  // keys as "a" + "idem" + "x:...": refused, as is anything outside
+  // [A-Za-z0-9_.-].
+  EXPECT_EQ(StateObjectKey("a:idem", "x", "k"), StateObjectKey("a", "idem", "x:k"));
+  EXPECT_EQ(ValidateStatePrefix("a:idem").message(), "prefix byte 1 must be one of A-Z a-z 0-9 _ . - (a ':' would let one prefix's keys collide with another's)");
+  EXPECT_EQ(ValidateStatePrefix("tenant/1").message(), "prefix byte 6 must be one of A-Z a-z 0-9 _ . - (a ':' would let one prefix's keys collide with another's)");
+  EXPECT_EQ(ValidateStatePrefix("caf\xc3\xa9").message(), "prefix byte 3 must be one of A-Z a-z 0-9 _ . - (a ':' would let one prefix's keys collide with another's)");
+  EXPECT_TRUE(ValidateStatePrefix("AZaz09_.-").ok());
   EXPECT_EQ(ValidateStatePrefix(std::string(65, 'x')).message(),
             "prefix must be 1 to 64 bytes, got 65");
 }
@@ -111,8 +133,14 @@ TEST(RedisStateOptionsTest, ErrorsNameTheField) {
             "command_timeout must be in [1 ms, 1 h], got 7200000 ms");
   o.command_timeout = milliseconds(10);
   o.prefix = "has space";
+  EXPECT_EQ(RedisState::Create(o).status().message(), "prefix byte 3 must be one of A-Z a-z 0-9 _ . - (a ':' would let one prefix's keys collide with another's)");
+  // A front door with other keywords names its own (Python: timeout).
+  o.prefix = "p";
+  o.command_timeout_name = "timeout";
+  o.command_timeout = std::chrono::hours(2);
   EXPECT_EQ(RedisState::Create(o).status().message(),
-            "prefix byte 3 must be printable ASCII other than space, '{', '}' and '%'");
+            "timeout must be in [1 ms, 1 h], got 7200000 ms");
+  o.command_timeout = milliseconds(10);
   o.prefix = "p";
   o.reconnect.multiplier = -1;
   Result<std::shared_ptr<RedisState>> bad = RedisState::Create(o);
@@ -214,6 +242,12 @@ TEST_F(RedisStateTest, KilledServerFailsFastThenReconnectsOnTheBackoff) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("next connection attempt in 60 ms"), std::string::npos)
       << r.status().message();
+  // Said once (review fix, 0.6): the cause in brackets does not repeat it.
+  EXPECT_EQ(r.status().message(),
+            "redis at " + state->endpoint() +
+                ": not connected (connect failed (Connection refused)); next connection attempt "
+                "in 60 ms");
+  EXPECT_EQ(state->Health().last_error, "connect failed (Connection refused)");
   EXPECT_EQ(state->Health().round_trips, trips);
   // Second failed connect: 200 ms.
   clock_.Advance(milliseconds(60));
@@ -233,6 +267,8 @@ TEST_F(RedisStateTest, KilledServerFailsFastThenReconnectsOnTheBackoff) {
   EXPECT_TRUE(h.reachable);
   EXPECT_EQ(h.reconnects, 1u);
   EXPECT_EQ(h.failures, 5u);
+  // Recovered: the outage's error is gone (review fix, 0.6), its count stays.
+  EXPECT_EQ(h.last_error, "");
 }
 
 TEST_F(RedisStateTest, UnreachableAtCreateIsNotAConfigError) {
@@ -262,8 +298,8 @@ TEST_F(RedisSlowTest, CommandTimeoutIsBounded) {
   const auto took = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(IsStateUnavailable(r.status()));
-  EXPECT_NE(r.status().message().find("DEBUG failed (no reply within 50 ms); the connection "
-                                      "was dropped"),
+  EXPECT_NE(r.status().message().find("DEBUG failed (no reply within 50 ms: command_timeout); "
+                                      "the connection was dropped"),
             std::string::npos)
       << r.status().message();
   EXPECT_LT(took, milliseconds(250));

@@ -29,8 +29,23 @@ def test_bad_arguments_name_the_field_and_hide_the_password() -> None:
     with pytest.raises(TypeError) as t:
         mulligan.RedisState(b"redis://u:hunter2@h/0")  # type: ignore[arg-type]
     assert "hunter2" not in str(t.value)
-    with pytest.raises(ValueError, match="prefix byte 1 must be printable ASCII"):
+    with pytest.raises(ValueError, match=r"prefix byte 1 must be one of A-Z a-z 0-9 _ \. -"):
         mulligan.RedisState("redis://127.0.0.1:1/0", prefix="a b")
+    # Review fixes (0.6): a ':' would let prefixes collide; hosts are at most
+    # 255 bytes (RFC 1035 2.3.4); range errors name the Python keyword.
+    with pytest.raises(ValueError, match="prefix byte 3 must be one of"):
+        mulligan.RedisState("redis://127.0.0.1:1/0", prefix="svc:idem")
+    with pytest.raises(ValueError) as h:
+        mulligan.RedisState("redis://" + "h" * 300 + ":6379/0")
+    assert str(h.value) == ("mulligan.RedisState: url: the host is longer than 255 bytes "
+                            "(RFC 1035 section 2.3.4)")
+    with pytest.raises(ValueError) as big:
+        mulligan.RedisState("redis://127.0.0.1:1/0", timeout=7200)
+    assert str(big.value) == "mulligan.RedisState: timeout must be in [1 ms, 1 h], got 7200000 ms"
+    with pytest.raises(ValueError) as c:
+        mulligan.RedisState("redis://127.0.0.1:1/0", connect_timeout=7200)
+    assert str(c.value) == ("mulligan.RedisState: connect_timeout must be in [1 ms, 1 h], got "
+                            "7200000 ms")
     with pytest.raises(ValueError, match="mulligan.RedisState: timeout must be > 0 seconds"):
         mulligan.RedisState("redis://127.0.0.1:1/0", timeout=0)
     with pytest.raises(TypeError, match="state must be a mulligan.RedisState or None"):
@@ -191,3 +206,92 @@ def test_pickled_results_on_a_shared_store_need_trust_state(redis_server: Any) -
     assert runs == [5]
     # An in-process store needs no such promise.
     mulligan.IdempotencyStore().idempotent(key="request_id")
+
+
+def _toxiproxy_to(redis_server: Any) -> Any:
+    """A toxiproxy of its own in front of the test's redis-server (the
+    session fixture's proxy fronts nginx); skipped when none is installed."""
+    import os
+
+    from conftest import load_toxiproxy_server_module
+
+    module = load_toxiproxy_server_module()
+    try:
+        module.find_toxiproxy()
+    except module.ToxiproxyError as e:
+        if os.environ.get("MULLIGAN_TOXIPROXY"):
+            raise
+        pytest.skip(str(e))
+    server = module.ToxiproxyServer().start()
+    port = server.create_proxy("redis", f"127.0.0.1:{redis_server.port}")
+    return server, port
+
+
+def test_asgi_middleware_keeps_the_loop_responsive_while_redis_is_slow(redis_server: Any) -> None:
+    """Review fix (0.6): the shared store's round trips run in the executor.
+    200 ms of latency between the store and redis-server (toxiproxy): a
+    request costs two round trips (reserve, complete) = at least 400 ms, and
+    meanwhile a 10 ms ticker on the same loop keeps ticking."""
+    toxi, port = _toxiproxy_to(redis_server)
+    try:
+        state = mulligan.RedisState(f"redis://127.0.0.1:{port}/0", timeout=2.0)
+        store = mulligan.IdempotencyStore(state=state)
+        runs: list[str] = []
+
+        async def handler(scope: Any, receive: Any, send: Any) -> None:
+            runs.append("run")
+            await send({"type": "http.response.start", "status": 201, "headers": []})
+            await send({"type": "http.response.body", "body": b"made", "more_body": False})
+
+        app = mulligan.IdempotencyMiddleware(handler, store=store)
+        assert _asgi_call(app, "warm")[0] == 201  # loads the scripts, before the latency
+        toxi.add_toxic("redis", "latency", {"latency": 200, "jitter": 0})
+
+        async def scenario() -> tuple[float, float, list[Any]]:
+            sent: list[Any] = []
+
+            async def receive() -> dict[str, Any]:
+                return {"type": "http.request", "body": b"{}", "more_body": False}
+
+            async def send(message: Any) -> None:
+                sent.append(message)
+
+            scope = {"type": "http", "method": "POST", "path": "/orders", "query_string": b"",
+                     "headers": [(b"idempotency-key", b"slow-1")]}
+            loop = asyncio.get_running_loop()
+            ticks: list[float] = []
+            done = False
+
+            async def ticker() -> None:
+                while not done:
+                    ticks.append(loop.time())
+                    await asyncio.sleep(0.01)
+
+            tick_task = asyncio.create_task(ticker())
+            await asyncio.sleep(0)
+            start = loop.time()
+            await app(scope, receive, send)
+            took = loop.time() - start
+            done = True
+            await tick_task
+            gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+            return took, max(gaps), sent
+
+        took, worst_gap, sent = asyncio.run(scenario())
+        assert sent[0]["status"] == 201
+        assert runs == ["run", "run"]
+        assert took >= 0.4  # the latency was there: two round trips
+        assert worst_gap < 0.15, f"the event loop stalled for {worst_gap:.3f} s"
+        # The completed record is in Redis: a repeat replays it.
+        toxi.reset()
+        assert _asgi_call(app, "slow-1")[2] == b"made"
+        assert runs == ["run", "run"]
+        # A command timeout names the Python keyword (review fix, 0.6).
+        fast = mulligan.RedisState(f"redis://127.0.0.1:{port}/0", timeout=0.05)
+        fast.ping()
+        toxi.add_toxic("redis", "latency", {"latency": 200, "jitter": 0})
+        with pytest.raises(mulligan.StateBackendUnavailable) as e:
+            fast.ping()
+        assert "PING failed (no reply within 50 ms: timeout)" in str(e.value)
+    finally:
+        toxi.stop()

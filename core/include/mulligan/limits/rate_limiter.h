@@ -34,6 +34,19 @@
 // Cost: a limiter without keys is one atomic load and one compare-and-swap
 // per Acquire; keyed buckets add a mutex-guarded hash look-up.
 //
+// Shared (Added in 0.6.): with RateLimiterOptions::backend set (for Redis:
+// CreateRedisRateLimiter, limits/redis_rate_limiter.h) the TAT of every key
+// lives in the backend, so the rate and burst hold across every process that
+// uses the same backend and name; each Acquire and Penalize is then one call
+// to the backend. When the backend fails (kStateUnavailable: Redis down,
+// slow, refusing), the call is decided by this object's local cells at
+// fallback_rate, with the same burst, and the decision says so
+// (RateDecision::fallback, fallbacks()); the next call asks the backend
+// again. The local cells and the shared ones are separate: coming back from
+// a fallback, or after the backend lost its data (a Redis restart without
+// persistence), a key may admit up to `burst` calls more than the rule
+// allows, once.
+//
 // (Added in 0.3.)
 
 #ifndef MULLIGAN_LIMITS_RATE_LIMITER_H_
@@ -56,6 +69,8 @@
 namespace mulligan {
 inline namespace v0 {
 
+class RateLimiterBackend;
+
 // Plain options; validated by RateLimiter::Create. (Added in 0.3.)
 struct RateLimiterOptions {
   // The name in metrics and error texts. Printable ASCII, at most 200 bytes.
@@ -77,6 +92,20 @@ struct RateLimiterOptions {
   // again) are evicted when it is reached, and a new key then shares one
   // overflow bucket until room frees. Must be >= 1. Default 10000.
   size_t max_keys = 10000;
+  // Where the cells live when they are shared across processes (see the
+  // file comment); nullptr (the default) keeps them in this object. Not
+  // part of the rule: the rule (rate, burst) stays in these options and is
+  // passed to the backend on every call. (Added in 0.6.)
+  std::shared_ptr<RateLimiterBackend> backend;
+  // Calls per second per key that this object admits on its own while the
+  // backend is unreachable; nullopt (the default) means `rate`. Must be > 0
+  // and finite, and is only used with a backend. The default keeps each
+  // process at the full rate: without the backend a process cannot know how
+  // many others run (N), and a guess of N too high throttles a healthy
+  // service while Redis is down; the cost is that N processes may admit up
+  // to N x rate together until Redis is back. A service that knows its N
+  // and must never exceed the rate sets rate / N. (Added in 0.6.)
+  std::optional<double> fallback_rate;
 };
 
 // The limiter's answer to one Acquire.
@@ -87,13 +116,51 @@ struct RateDecision {
   Duration wait = Duration::zero();
   // Refused: the wait the call would have needed.
   Duration retry_in = Duration::zero();
+  // True when a limiter with a backend decided this call locally because the
+  // backend failed (see the file comment). (Added in 0.6.)
+  bool fallback = false;
+};
+
+// One request to a backend: the GCRA rule in integer nanoseconds (the
+// limiter's interval() and tolerance()) and the caller's bound.
+// (Added in 0.6.)
+struct RateCellRequest {
+  // The limiter's name and the key (empty: the limiter's own bucket).
+  std::string_view name;
+  std::string_view key;
+  // The caller's monotonic time of the decision (one clock per decision: the
+  // backend maps it to its own time scale and answers waits relative to it).
+  TimePoint now;
+  int64_t interval_ns = 0;
+  int64_t tolerance_ns = 0;
+  // The longest wait the caller accepts, >= 0 (INT64_MAX: unbounded).
+  int64_t max_wait_ns = 0;
+};
+
+// Where shared GCRA cells live (Added in 0.6). Implementations apply the
+// rule of the file comment atomically per key, across processes.
+//
+// Thread-safety: implementations are thread-safe.
+class RateLimiterBackend {
+ public:
+  virtual ~RateLimiterBackend() = default;
+  // Applies one Acquire to the shared cell of (name, key). Returns the
+  // decision (its `fallback` false), or kStateUnavailable when the backend
+  // cannot decide (the limiter then decides locally). Never throws.
+  virtual Result<RateDecision> Acquire(const RateCellRequest& request) = 0;
+  // Moves the shared cell's TAT to at least `until` + tolerance_ns (the
+  // Penalize rule). kStateUnavailable when the backend cannot be reached.
+  virtual Status Penalize(std::string_view name, std::string_view key, TimePoint until,
+                          int64_t tolerance_ns) = 0;
+  // "redis" (or another backend's kind), for logs and metrics.
+  virtual const char* kind() const = 0;
 };
 
 // Thread-safety: every method is thread-safe.
 class RateLimiter {
  public:
   // Validates `options`; kInvalidArgument names the bad field
-  // ("rate must be > 0 and finite, got -1").
+  // ("rate must be > 0 and finite, got -1"; "fallback_rate ...").
   static Result<std::shared_ptr<RateLimiter>> Create(const RateLimiterOptions& options);
   static Status Validate(const RateLimiterOptions& options);
 
@@ -129,17 +196,30 @@ class RateLimiter {
   // The waits of the calls admitted after a wait, as a histogram in seconds
   // (metrics' mulligan_rate_limiter_wait_seconds). (Added in 0.4.)
   HistogramSnapshot wait_histogram() const { return wait_histogram_.Snapshot(); }
-  // Keys kept now.
+  // Keys kept now (local cells only).
   size_t key_count() const;
+  // True when options().backend is set: the cells are shared. (Added in 0.6.)
+  bool shared() const { return options_.backend != nullptr; }
+  // Acquires and Penalizes decided locally because the backend failed
+  // (each is also counted in admitted/waited/refused). (Added in 0.6.)
+  uint64_t fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
 
  private:
   explicit RateLimiter(const RateLimiterOptions& options);
   // The TAT cell of `key` (never null).
   std::atomic<int64_t>* CellFor(std::string_view key, int64_t now_ns);
+  // The GCRA step on a local cell with the given interval and tolerance.
+  RateDecision AcquireLocal(std::string_view key, int64_t now_ns, int64_t bound_ns,
+                            int64_t interval_ns, int64_t tau_ns);
+  // Counts an admission or a refusal in the counters above.
+  void Count(const RateDecision& decision);
 
   const RateLimiterOptions options_;
   const int64_t interval_ns_;
   const int64_t tau_ns_;
+  // The local rule while the backend is unreachable (fallback_rate).
+  const int64_t fallback_interval_ns_;
+  const int64_t fallback_tau_ns_;
   // TAT in nanoseconds since the steady clock's epoch; the key-less bucket
   // and the overflow bucket.
   std::atomic<int64_t> own_tat_{INT64_MIN};
@@ -150,6 +230,7 @@ class RateLimiter {
   std::atomic<uint64_t> waited_{0};
   std::atomic<uint64_t> refused_{0};
   std::atomic<uint64_t> wait_ns_{0};
+  std::atomic<uint64_t> fallbacks_{0};
   SecondsHistogram wait_histogram_;
 };
 

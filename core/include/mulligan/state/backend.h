@@ -17,6 +17,13 @@
 // records); the name is the object's own name, escaped so that it cannot end
 // the hash tag early or collide with another name: '%', '{' and '}' become
 // %25, %7B and %7D, everything else is kept byte for byte.
+//
+// The prefix is restricted to [A-Za-z0-9_.-] (Changed in 0.6; 0.5 allowed
+// any printable ASCII but space, '{', '}' and '%'): with a ':' in it, the
+// prefix "a:idem" and kind "x" would name the same keys as the prefix "a"
+// and kind "idem" with names starting "x:", so one service's state could be
+// read and written by another. Without ':', the first ':' of a key always
+// ends the prefix and the second ends the kind.
 
 #ifndef MULLIGAN_STATE_BACKEND_H_
 #define MULLIGAN_STATE_BACKEND_H_
@@ -38,7 +45,10 @@ struct StateBackendHealth {
   bool reachable = false;
   // "redis://host:port/db" (no credentials), or "memory".
   std::string endpoint;
-  // The most recent failure, or empty.
+  // The most recent failure since the last success, or empty: cleared by
+  // the next command or connection that succeeds (Changed in 0.6: it used
+  // to stay after recovery), so a non-empty last_error always describes the
+  // current outage. `failures` keeps the count.
   std::string last_error;
   // Round trips sent to the backend (commands and scripts), successful or not.
   uint64_t round_trips = 0;
@@ -61,8 +71,9 @@ class StateBackend {
   virtual StateBackendHealth Health() const = 0;
 };
 
-// Checks a key prefix (namespace): 1 to 64 bytes of printable ASCII other
-// than space, '{', '}' and '%'. kInvalidArgument names the field "prefix".
+// Checks a key prefix (namespace): 1 to 64 bytes, each one of A-Z a-z 0-9
+// '_' '.' '-' (see the file comment). kInvalidArgument names the field
+// "prefix" and the offending byte's index.
 // Thread-safety: thread-safe.
 Status ValidateStatePrefix(std::string_view prefix);
 

@@ -21,7 +21,11 @@
 // Bounded time: connecting (the TCP handshake, AUTH and SELECT) is bounded by
 // connect_timeout and every command by command_timeout (hiredis's socket
 // timeouts). Name resolution is not bounded by hiredis: use an address, or a
-// name the resolver answers at once (/etc/hosts), where that matters.
+// name the resolver answers at once (/etc/hosts), where that matters. A
+// timeout's error names the option that bounds it: "AUTH failed (no reply
+// within 250 ms: connect_timeout)", "GET failed (no reply within 250 ms:
+// command_timeout)" (with the front door's names, see
+// connect_timeout_name).
 //
 // Failure: a command that fails (connection refused or lost, a timeout, an
 // error reply) returns kStateUnavailable and never throws. After a transport
@@ -79,7 +83,8 @@ struct RedisUrl {
 };
 
 // Parses `url` (see the file comment). kInvalidArgument names what is wrong
-// (scheme, rediss:// needing TLS, host, port outside [1, 65535], db outside
+// (scheme, rediss:// needing TLS, host (empty, a forbidden character, or
+// longer than 255 bytes: RFC 1035 section 2.3.4), port outside [1, 65535], db outside
 // [0, 2^31-1], a bad percent-escape, a query or fragment) without quoting the
 // URL, which may hold a password.
 // Thread-safety: thread-safe.
@@ -129,6 +134,12 @@ struct RedisStateOptions {
   Duration connect_timeout = std::chrono::milliseconds(250);
   // Bound on one command's round trip. Must be in [1 ms, 1 h]. Default 250 ms.
   Duration command_timeout = std::chrono::milliseconds(250);
+  // The names of the two options above in error texts ("connect_timeout",
+  // "command_timeout"): a front door whose own keywords differ (Python's
+  // RedisState calls the command bound `timeout`) passes its names, so an
+  // error always names what its reader can set. (Added in 0.6.)
+  std::string connect_timeout_name = "connect_timeout";
+  std::string command_timeout_name = "command_timeout";
   // The wait between failed connection attempts (n = failed attempts - 1).
   // Default: exponential from 50 ms, multiplier 2, full jitter, at most 5 s.
   BackoffOptions reconnect = DefaultReconnectBackoff();

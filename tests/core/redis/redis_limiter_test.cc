@@ -1,0 +1,216 @@
+// tests/core/redis/redis_limiter_test.cc — the shared GCRA rate limiter
+// (limits/redis_rate_limiter.h) against a real redis-server. Times are
+// scripted on a FakeClock (wall 2024-01-01T00:00:00Z = 1704067200 s), and
+// every expected value is worked out by hand from the GCRA rule
+// (T = 1 / rate, tau = (burst - 1) * T).
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "mulligan/limits/redis_rate_limiter.h"
+#include "redis/redis_test_base.h"
+
+namespace mulligan {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class RedisLimiterTest : public redis_test::RedisTest {
+ protected:
+  std::shared_ptr<RateLimiter> Limiter(const std::shared_ptr<RedisState>& state, double rate,
+                                       double burst, std::string name = "api") {
+    RateLimiterOptions o;
+    o.name = std::move(name);
+    o.rate = rate;
+    o.burst = burst;
+    Result<std::shared_ptr<RateLimiter>> l = CreateRedisRateLimiter(state, o);
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    return l.ok() ? l.value() : nullptr;
+  }
+};
+
+TEST_F(RedisLimiterTest, BurstThenOneEveryIntervalAndTheCellInRedis) {
+  auto state = Connect(Options());
+  // rate 10/s: T = 100 ms; burst 3: tau = 200 ms.
+  auto l = Limiter(state, 10, 3);
+  ASSERT_TRUE(l->shared());
+  const TimePoint t0 = clock_.Now();
+  for (int i = 0; i < 3; ++i) {
+    RateDecision d = l->Acquire("", t0, Duration::zero());
+    EXPECT_TRUE(d.admitted) << i;
+    EXPECT_EQ(d.wait, Duration::zero());
+    EXPECT_FALSE(d.fallback);
+  }
+  // TAT = t0 + 300 ms; the next slot is at TAT - tau = t0 + 100 ms.
+  RateDecision d = l->Acquire("", t0, Duration::zero());
+  EXPECT_FALSE(d.admitted);
+  EXPECT_EQ(d.retry_in, milliseconds(100));
+  // The cell: TAT in Unix microseconds, expiring when it passes.
+  const std::string key = RedisRateLimiterKey(*state, "api", "");
+  EXPECT_EQ(key, "{test:limiter:api}");
+  EXPECT_EQ(state->Command({"GET", key})->str, "1704067200300000");
+  const int64_t pttl = state->Command({"PTTL", key})->integer;
+  EXPECT_GT(pttl, 250);
+  EXPECT_LE(pttl, 300);
+  d = l->Acquire("", t0 + milliseconds(100), Duration::zero());
+  EXPECT_TRUE(d.admitted);
+  d = l->Acquire("", t0 + milliseconds(150), Duration::zero());
+  EXPECT_FALSE(d.admitted);
+  EXPECT_EQ(d.retry_in, milliseconds(50));
+  EXPECT_EQ(l->admitted(), 4u);
+  EXPECT_EQ(l->refused(), 2u);
+  EXPECT_EQ(l->fallbacks(), 0u);
+}
+
+TEST_F(RedisLimiterTest, WaitersAreSpacedExactly) {
+  auto state = Connect(Options());
+  // rate 4/s, burst 1: T = 250 ms, tau = 0; unbounded waits reserve slots.
+  auto l = Limiter(state, 4, 1);
+  const TimePoint t0 = clock_.Now();
+  for (int i = 0; i < 5; ++i) {
+    RateDecision d = l->Acquire("", t0, Duration::max());
+    EXPECT_TRUE(d.admitted);
+    EXPECT_EQ(d.wait, milliseconds(250) * i) << i;
+  }
+  EXPECT_EQ(l->waited(), 4u);
+  EXPECT_EQ(l->wait_ns(), static_cast<uint64_t>(Duration(milliseconds(2500)).count()));
+}
+
+TEST_F(RedisLimiterTest, RefusalRetryInIsExactAndTheBoundIsInclusive) {
+  auto state = Connect(Options());
+  auto l = Limiter(state, 2, 1);  // T = 500 ms
+  const TimePoint t0 = clock_.Now();
+  ASSERT_TRUE(l->Acquire("", t0, Duration::zero()).admitted);
+  RateDecision d = l->Acquire("", t0 + milliseconds(120), milliseconds(379));
+  EXPECT_FALSE(d.admitted);
+  EXPECT_EQ(d.retry_in, milliseconds(380));
+  d = l->Acquire("", t0 + milliseconds(120), milliseconds(380));
+  EXPECT_TRUE(d.admitted);
+  EXPECT_EQ(d.wait, milliseconds(380));
+  EXPECT_EQ(l->LimitedStatus(milliseconds(380)).message(),
+            "rate limiter 'api': next slot in 0.380 s");
+}
+
+TEST_F(RedisLimiterTest, TwoLimitersOnTwoConnectionsShareOneBudget) {
+  auto state_a = Connect(Options());
+  auto state_b = Connect(Options());
+  auto a = Limiter(state_a, 10, 2);  // T = 100 ms, tau = 100 ms
+  auto b = Limiter(state_b, 10, 2);
+  const TimePoint t0 = clock_.Now();
+  EXPECT_TRUE(a->Acquire("", t0, Duration::zero()).admitted);
+  EXPECT_TRUE(b->Acquire("", t0, Duration::zero()).admitted);
+  // TAT = t0 + 200 ms: both see the next slot at t0 + 100 ms.
+  EXPECT_EQ(a->Acquire("", t0, Duration::zero()).retry_in, milliseconds(100));
+  EXPECT_EQ(b->Acquire("", t0 + milliseconds(30), Duration::zero()).retry_in, milliseconds(70));
+  EXPECT_TRUE(b->Acquire("", t0 + milliseconds(100), Duration::zero()).admitted);
+  EXPECT_EQ(a->Acquire("", t0 + milliseconds(100), Duration::zero()).retry_in, milliseconds(100));
+  // 1,000 calls alternating over 10 s of scripted time (one every 10 ms):
+  // exactly burst + 10 s x 10/s = 2 + 100 admitted beyond the three above,
+  // less the slot taken at t0 + 100 ms: the window t0+100ms..t0+10.1s holds
+  // the slots t0+200ms, ..., t0+10.1s = 100 slots.
+  int admitted = 0;
+  for (int i = 1; i <= 1000; ++i) {
+    const TimePoint now = t0 + milliseconds(100) + milliseconds(10) * i;
+    RateLimiter& l = i % 2 == 0 ? *a : *b;
+    if (l.Acquire("", now, Duration::zero()).admitted) ++admitted;
+  }
+  EXPECT_EQ(admitted, 100);
+  EXPECT_EQ(a->fallbacks() + b->fallbacks(), 0u);
+}
+
+TEST_F(RedisLimiterTest, KeysAndNamesNeverCollide) {
+  auto state = Connect(Options());
+  auto x = Limiter(state, 1, 1, "x");
+  auto xy = Limiter(state, 1, 1, "x:y");
+  const TimePoint t0 = clock_.Now();
+  EXPECT_TRUE(x->Acquire("y", t0, Duration::zero()).admitted);
+  EXPECT_TRUE(xy->Acquire("", t0, Duration::zero()).admitted);
+  EXPECT_TRUE(x->Acquire("", t0, Duration::zero()).admitted);
+  EXPECT_TRUE(x->Acquire("z", t0, Duration::zero()).admitted);
+  EXPECT_FALSE(x->Acquire("y", t0, Duration::zero()).admitted);
+  EXPECT_EQ(RedisRateLimiterKey(*state, "x", "y"), "{test:limiter:x:y}");
+  EXPECT_EQ(RedisRateLimiterKey(*state, "x:y", ""), "{test:limiter:x%253Ay}");
+  EXPECT_EQ(RedisRateLimiterKey(*state, "a%", "{k}"), "{test:limiter:a%2525:%7Bk%7D}");
+}
+
+TEST_F(RedisLimiterTest, PenalizeHoldsEveryProcess) {
+  auto state_a = Connect(Options());
+  auto state_b = Connect(Options());
+  auto a = Limiter(state_a, 10, 3);  // tau = 200 ms
+  auto b = Limiter(state_b, 10, 3);
+  const TimePoint t0 = clock_.Now();
+  // Retry-After: 2 s seen by A: TAT = t0 + 2 s + tau; B's next slot is t0 + 2 s.
+  a->Penalize("", t0 + seconds(2));
+  EXPECT_EQ(b->Acquire("", t0, Duration::zero()).retry_in, seconds(2));
+  EXPECT_TRUE(b->Acquire("", t0 + seconds(2), Duration::zero()).admitted);
+  // An earlier instant changes nothing.
+  a->Penalize("", t0 + seconds(1));
+  EXPECT_EQ(b->Acquire("", t0 + seconds(2), Duration::zero()).retry_in, milliseconds(100));
+}
+
+TEST_F(RedisLimiterTest, RedisKilledFallsBackLocallyThenRecovers) {
+  auto state = Connect(Options());
+  RateLimiterOptions o;
+  o.name = "api";
+  o.rate = 10;          // shared: T = 100 ms
+  o.burst = 1;
+  o.fallback_rate = 1;  // local: T = 1 s
+  auto l = CreateRedisRateLimiter(state, o).value();
+  const TimePoint t0 = clock_.Now();
+  ASSERT_TRUE(l->Acquire("", t0, Duration::zero()).admitted);
+  server_.Stop();
+  // Decided locally, at 1/s, and said so.
+  RateDecision d = l->Acquire("", t0 + milliseconds(100), Duration::zero());
+  EXPECT_TRUE(d.admitted);
+  EXPECT_TRUE(d.fallback);
+  d = l->Acquire("", t0 + milliseconds(200), Duration::zero());
+  EXPECT_FALSE(d.admitted);
+  EXPECT_TRUE(d.fallback);
+  EXPECT_EQ(d.retry_in, milliseconds(900));
+  EXPECT_EQ(l->fallbacks(), 2u);
+  EXPECT_FALSE(state->Health().reachable);
+  // While the state waits out its reconnect backoff (100 ms), no round trip.
+  const uint64_t trips = state->Health().round_trips;
+  d = l->Acquire("", t0 + milliseconds(1100), Duration::zero());
+  EXPECT_TRUE(d.fallback);
+  EXPECT_TRUE(d.admitted);
+  EXPECT_EQ(state->Health().round_trips, trips);
+  // Redis is back (empty); after the backoff the shared cell decides again.
+  ASSERT_EQ(server_.Start(), "");
+  clock_.Advance(milliseconds(100));
+  d = l->Acquire("", clock_.Now(), Duration::zero());
+  EXPECT_TRUE(d.admitted);
+  EXPECT_FALSE(d.fallback);
+  d = l->Acquire("", clock_.Now(), Duration::zero());
+  EXPECT_FALSE(d.admitted);
+  EXPECT_FALSE(d.fallback);
+  EXPECT_EQ(d.retry_in, milliseconds(100));
+  EXPECT_EQ(l->fallbacks(), 3u);
+  EXPECT_TRUE(state->Health().reachable);
+}
+
+TEST_F(RedisLimiterTest, BadOptionsNameTheField) {
+  auto state = Connect(Options());
+  RateLimiterOptions o;
+  o.rate = 5;
+  Result<std::shared_ptr<RateLimiter>> r = CreateRedisRateLimiter(state, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("name must not be empty"), std::string::npos);
+  o.name = "api";
+  o.fallback_rate = -1;
+  r = CreateRedisRateLimiter(state, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("fallback_rate must be > 0"), std::string::npos)
+      << r.status().message();
+  o.fallback_rate.reset();
+  r = CreateRedisRateLimiter(nullptr, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "rate limiter state must not be null");
+}
+
+}  // namespace
+}  // namespace mulligan
