@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -202,6 +203,145 @@ TEST(BulkheadTest, BoundOfOneHoldsWithSpinningAndQueuedCallers) {
   EXPECT_FALSE(b->TryAcquire());
   EXPECT_EQ(b->in_flight(), 1);
   EXPECT_TRUE(b->Release());
+}
+
+// Runs `body` on a new thread (so on another shard of the bulkhead's spare
+// permits, unless the round-robin lands on this thread's shard; the
+// expectations hold either way) and waits for it.
+template <typename Body>
+void OnAnotherThread(Body body) {
+  std::thread t(body);
+  t.join();
+}
+
+// Spares cached on another thread's shard are used before a refusal: a
+// caller alone refuses only when all max_concurrent slots are in use. (0.6)
+TEST(BulkheadTest, SparesOfAnotherThreadAreUsedBeforeARefusal) {
+  auto b = MakeBulkhead(5, 0);
+  OnAnotherThread([&] {
+    for (int i = 0; i < 5; ++i) EXPECT_TRUE(b->TryAcquire());
+    EXPECT_FALSE(b->TryAcquire());
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(b->Release());  // 3 spares, 2 held
+  });
+  EXPECT_EQ(b->in_flight(), 2);
+  EXPECT_TRUE(b->TryAcquire());
+  EXPECT_TRUE(b->TryAcquire());
+  EXPECT_TRUE(b->TryAcquire());
+  EXPECT_EQ(b->in_flight(), 5);
+  EXPECT_FALSE(b->TryAcquire());  // exactly 5 in use: refused
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(b->Release());
+  EXPECT_FALSE(b->Release());  // nothing held
+  EXPECT_EQ(b->in_flight(), 0);
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(b->TryAcquire());
+  EXPECT_FALSE(b->TryAcquire());
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(b->Release());
+}
+
+// A stray release cannot turn a spare into a slot: with a spare cached on
+// another thread's shard and nothing held, it returns false, and the bound
+// stays 1. (0.6)
+TEST(BulkheadTest, AStrayReleaseCannotMakeASpareOutOfNothing) {
+  auto b = MakeBulkhead(1, 0);
+  OnAnotherThread([&] {
+    EXPECT_TRUE(b->TryAcquire());
+    EXPECT_TRUE(b->Release());  // the permit stays there as a spare
+    EXPECT_FALSE(b->Release());
+  });
+  EXPECT_EQ(b->in_flight(), 0);
+  EXPECT_FALSE(b->Release());
+  EXPECT_TRUE(b->TryAcquire());
+  EXPECT_FALSE(b->TryAcquire());  // 1 at most, not 2
+  EXPECT_FALSE(b->TryAcquire());
+  OnAnotherThread([&] { EXPECT_FALSE(b->TryAcquire()); });
+  EXPECT_EQ(b->in_flight(), 1);
+  EXPECT_TRUE(b->Release());
+  EXPECT_FALSE(b->Release());
+  EXPECT_EQ(b->in_flight(), 0);
+}
+
+// A slot taken on one thread may be released on another (a pipeline or an
+// event loop moving between threads): each release frees one slot, and no
+// more than were taken. (0.6)
+TEST(BulkheadTest, ASlotTakenOnOneThreadIsReleasedOnAnother) {
+  auto b = MakeBulkhead(2, 1);
+  EXPECT_TRUE(b->TryAcquire());
+  EXPECT_TRUE(b->TryAcquire());
+  OnAnotherThread([&] {
+    EXPECT_FALSE(b->TryAcquire());
+    EXPECT_TRUE(b->Release());
+    EXPECT_TRUE(b->Release());
+    EXPECT_FALSE(b->Release());
+  });
+  EXPECT_EQ(b->in_flight(), 0);
+  EXPECT_TRUE(b->TryAcquire());
+  EXPECT_TRUE(b->TryAcquire());
+  EXPECT_FALSE(b->TryAcquire());
+  // A waiter still gets the slot that another thread releases, FIFO.
+  auto ticket = b->Enqueue();
+  ASSERT_TRUE(ticket);
+  EXPECT_FALSE(ticket->granted());
+  OnAnotherThread([&] { EXPECT_TRUE(b->Release()); });
+  EXPECT_TRUE(ticket->granted());
+  EXPECT_EQ(b->in_flight(), 2);
+  EXPECT_TRUE(b->Release());
+  EXPECT_TRUE(b->Release());
+  EXPECT_FALSE(b->Release());
+  EXPECT_EQ(b->in_flight(), 0);
+  EXPECT_EQ(b->queued(), 0);
+}
+
+// 8 threads hammer a bound of 4, and a slot is released by whichever thread
+// picks its token, often not the one that took it: the most inside at once,
+// counted by an independent atomic, is 4, every release of a held slot
+// succeeds, and afterwards exactly 4 slots can be taken. (0.6)
+TEST(BulkheadTest, BoundHoldsWhenSlotsAreReleasedOnOtherThreads) {
+  constexpr int kN = 4;
+  auto b = MakeBulkhead(kN, 0);
+  std::atomic<int> inside{0}, max_seen{0}, failed_releases{0};
+  std::mutex tokens_mu;
+  int tokens = 0;  // slots taken and not yet released, guarded by tokens_mu
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      for (int round = 0; round < 20000; ++round) {
+        if (b->TryAcquire()) {
+          const int now = inside.fetch_add(1) + 1;
+          int seen = max_seen.load();
+          while (now > seen && !max_seen.compare_exchange_weak(seen, now)) {
+          }
+          std::lock_guard<std::mutex> lock(tokens_mu);
+          ++tokens;
+        }
+        // Release some slot, most likely one another thread took.
+        if ((round + i) % 2 == 0) {
+          bool have = false;
+          {
+            std::lock_guard<std::mutex> lock(tokens_mu);
+            if (tokens > 0) {
+              --tokens;
+              have = true;
+            }
+          }
+          if (have) {
+            inside.fetch_sub(1);
+            if (!b->Release()) failed_releases.fetch_add(1);
+          }
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (; tokens > 0; --tokens) {
+    inside.fetch_sub(1);
+    if (!b->Release()) failed_releases.fetch_add(1);
+  }
+  EXPECT_LE(max_seen.load(), kN);
+  EXPECT_EQ(failed_releases.load(), 0);
+  EXPECT_EQ(b->in_flight(), 0);
+  EXPECT_FALSE(b->Release());
+  for (int i = 0; i < kN; ++i) EXPECT_TRUE(b->TryAcquire());
+  EXPECT_FALSE(b->TryAcquire());
+  for (int i = 0; i < kN; ++i) EXPECT_TRUE(b->Release());
 }
 
 RateLimiterOptions LimiterOptions(double rate, double burst) {
