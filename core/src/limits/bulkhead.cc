@@ -1,11 +1,11 @@
 // core/src/limits/bulkhead.cc — the bulkhead: a pool of permits, spare
-// permits cached on per-thread shards (0.6), and, when it is full, a
+// permits cached on per-CPU shards (0.6), and, when it is full, a
 // mutex-guarded FIFO queue of tickets.
 //
 // Permits (0.6). `pool_` counts the permits ISSUED: slots in use plus spares
 // cached on the shards. Each shard's word holds its `spare` permits and the
-// slots `held` through it (attributed to it). A thread uses one shard, picked
-// once, round-robin. The count that bounds the bulkhead is
+// slots `held` through it (attributed to it). A thread uses the shard of the CPU
+// it runs on (ThisThreadShard). The count that bounds the bulkhead is
 //   in flight C = issued - sum(spare)   (held on shards + held globally)
 // and no operation lets issued exceed max_concurrent, so C never does either.
 //   - TryAcquire takes a spare of its own shard (spare-1, held+1: one CAS on
@@ -50,10 +50,25 @@
 #include "mulligan/limits/bulkhead.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 
 #include "internal/ascii.h"
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
+// glibc >= 2.35 registers rseq for every thread and exports where its area is.
+#if defined(__linux__) && defined(__GLIBC__) && defined(__has_include)
+#if __has_include(<sys/rseq.h>) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#include <sys/rseq.h>
+#define MULLIGAN_HAVE_RSEQ 1
+#endif
+#endif
+#ifndef MULLIGAN_HAVE_RSEQ
+#define MULLIGAN_HAVE_RSEQ 0
+#endif
 
 namespace mulligan {
 inline namespace v0 {
@@ -111,8 +126,29 @@ uint32_t Issued(uint64_t p) { return static_cast<uint32_t>(p & kIssuedMask); }
 bool PoolClosed(uint64_t p) { return (p & kPoolClosed) != 0; }
 uint64_t PoolEpoch(uint64_t p) { return (p >> kPoolEpochShift) & kEpochMask; }
 
-// This thread's shard, in [0, 2^32): assigned once per thread, round-robin.
+// The calling thread's shard, any unsigned (the caller masks it). On Linux
+// the CPU it runs on (the cpu_id the kernel keeps in the thread's rseq area,
+// read as glibc >= 2.35's sched_getcpu does: no system call), so two threads running at once on two
+// cores never share a shard, however many threads come and go; a thread
+// moved to another core between its acquire and release is served by
+// StealHeld. Elsewhere a per-thread index assigned once, round-robin. Any
+// shard is correct; the choice only decides which cache line is touched.
 unsigned ThisThreadShard() {
+#if MULLIGAN_HAVE_RSEQ
+  // glibc's own rseq registration (the kernel keeps cpu_id current); the
+  // same read sched_getcpu makes, inlined. __rseq_size is 0 when glibc did
+  // not register (glibc.pthread.rseq=0): then ask sched_getcpu.
+  if (__rseq_size > 0) {
+    const auto* area = reinterpret_cast<const volatile struct rseq*>(
+        static_cast<const char*>(__builtin_thread_pointer()) + __rseq_offset);
+    const int32_t cpu = static_cast<int32_t>(area->cpu_id);
+    if (cpu >= 0) return static_cast<unsigned>(cpu);
+  }
+#endif
+#if defined(__linux__)
+  const int cpu = sched_getcpu();
+  if (cpu >= 0) return static_cast<unsigned>(cpu);
+#endif
   static std::atomic<unsigned> next{0};
   thread_local const unsigned index = next.fetch_add(1, std::memory_order_relaxed);
   return index;
