@@ -183,6 +183,19 @@ int main() {
       std::printf("bulkhead TryAcquire+Release, 2 threads both running: never (no figure)\n");
     }
   }
+  // A bulkhead of 1 shared by two threads is full half the time: refusals,
+  // and (0.6) the spares' revocation and reopening, are in this figure.
+  bo.max_concurrent = 1;
+  auto tiny = std::move(mulligan::Bulkhead::Create(bo)).value();
+  for (int threads : {1, 2}) {
+    const Cost b = NsPerCall(threads, kCalls, [&] {
+      const bool got = tiny->TryAcquire();
+      DoNotOptimize(got);
+      if (got) tiny->Release();
+    });
+    if (threads == 1) one = b;
+    Row("bulkhead of 1 TryAcquire(+Release)", threads, b, one);
+  }
   for (int threads : {1, 2}) {
     const Cost l = NsPerCall(threads, kCalls / 5, [&] {
       const mulligan::RateDecision d = limiter->Acquire("", Clock::now());

@@ -24,9 +24,10 @@
 // attempt only. A refusal is StopReason::kBulkheadFull, never retried.
 //
 // Cost: uncontended TryAcquire and Release are each one atomic load and one
-// compare-and-swap on a cache line of the calling thread's own shard (0.6:
-// per-shard spare permits, so two threads sharing a bulkhead do not bounce
-// one counter's line between their cores). The mutex is taken only when the
+// compare-and-swap on the cache line of the shard of the CPU the caller runs
+// on (0.6: per-CPU spare permits, so two threads running at once on two
+// cores do not bounce one counter's line between them; on other systems
+// than Linux a shard per thread, assigned round-robin). The mutex is taken only when the
 // spares must be revoked (the pool is empty, a slot is released on a shard
 // that holds none, or a caller queues), and while the bulkhead is full or
 // waiters exist every call takes the single global count, as before 0.6;
@@ -185,8 +186,8 @@ class Bulkhead : public std::enable_shared_from_this<Bulkhead> {
     std::shared_ptr<BulkheadTicket> ticket;
     std::chrono::steady_clock::time_point since;
   };
-  // One shard's spare permits and the slots attributed to it, in one word
-  // (layout in bulkhead.cc), alone on its cache line. (Added in 0.6.)
+  // One shard's spare permits and the slots held through it, in one word
+  // (layout in bulkhead.cc), alone on its 64-byte cache line. (Added in 0.6.)
   struct alignas(64) Shard {
     std::atomic<uint64_t> word{0};
     // Lock-free releases on the global count seen by this shard's threads
