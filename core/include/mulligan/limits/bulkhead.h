@@ -23,9 +23,16 @@
 // cannot exceed N in flight either); bulkhead_per_attempt holds it for each
 // attempt only. A refusal is StopReason::kBulkheadFull, never retried.
 //
-// Cost: uncontended TryAcquire is one atomic load and one compare-and-swap,
-// Release one load and one fetch_sub; the mutex is taken only when the
-// bulkhead is full (queueing) or waiters exist (hand-off).
+// Cost: uncontended TryAcquire and Release are each one atomic load and one
+// compare-and-swap on the cache line of the shard of the CPU the caller runs
+// on (0.6: per-CPU spare permits, so two threads running at once on two
+// cores do not bounce one counter's line between them; on other systems
+// than Linux a shard per thread, assigned round-robin). The mutex is taken only when the
+// spares must be revoked (the pool is empty, a slot is released on a shard
+// that holds none, or a caller queues), and while the bulkhead is full or
+// waiters exist every call takes the single global count, as before 0.6;
+// bulkheads of more than 2^20 - 1 slots always do. See bulkhead.cc for the
+// permit accounting and why the bound, FIFO order and refusals stay exact.
 //
 // (Added in 0.3.)
 
@@ -149,8 +156,11 @@ class Bulkhead : public std::enable_shared_from_this<Bulkhead> {
 
   const BulkheadOptions& options() const { return options_; }
   const std::string& name() const { return options_.name; }
-  // Slots held now (granted tickets included), in [0, max_concurrent].
-  int in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+  // Slots held now (granted tickets included), in [0, max_concurrent]: the
+  // permits handed out of the pool less the spares cached on the shards. A
+  // snapshot: under concurrent calls it is read shard by shard, not at one
+  // instant (exact when no call runs). (Since 0.6 computed, not one load.)
+  int in_flight() const;
   // Callers waiting now, in [0, max_queue].
   int queued() const { return waiting_.load(std::memory_order_relaxed); }
   // Refusals since construction: the bulkhead and queue were full, or a
@@ -176,15 +186,38 @@ class Bulkhead : public std::enable_shared_from_this<Bulkhead> {
     std::shared_ptr<BulkheadTicket> ticket;
     std::chrono::steady_clock::time_point since;
   };
+  // One shard's spare permits and the slots held through it, in one word
+  // (layout in bulkhead.cc), alone on its 64-byte cache line. (Added in 0.6.)
+  struct alignas(64) Shard {
+    std::atomic<uint64_t> word{0};
+    // Lock-free releases on the global count seen by this shard's threads
+    // since the spares were revoked (when to try reopening them).
+    std::atomic<uint32_t> global_releases{0};
+  };
+  static constexpr int kShards = 8;
+
   explicit Bulkhead(const BulkheadOptions& options);
   // Grants the oldest waiter (under mu_); returns its callback to run after
   // the lock is dropped, via `out`. False when the queue is empty.
   bool GrantOldestLocked(std::function<void()>& out);
   void CancelTicket(BulkheadTicket& ticket);
+  // The slow paths and the revocation of spares (bulkhead.cc).
+  bool TakeFromPool(Shard& own);
+  bool StealSpare();
+  bool StealHeld();
+  bool AcquireLocked();
+  bool ReleaseLocked();
+  void RevokeLocked();
+  void MaybeReopen(Shard& own, uint32_t issued_after);
 
   const BulkheadOptions options_;
-  std::atomic<int> in_flight_{0};
-  std::atomic<int> waiting_{0};
+  // Whether the shards may ever hold spares (max_concurrent < 2^20).
+  const bool sharded_;
+  Shard shards_[kShards];
+  // The pool (layout in bulkhead.cc): permits issued (slots in use plus
+  // spares on the shards), the revocation flag and the shards' epoch.
+  alignas(64) std::atomic<uint64_t> pool_{0};
+  alignas(64) std::atomic<int> waiting_{0};
   std::atomic<uint64_t> rejected_full_{0};
   std::atomic<uint64_t> rejected_timeout_{0};
   std::atomic<uint64_t> waits_{0};
