@@ -2,15 +2,18 @@
 #include "mulligan/simulate/event_queue.h"
 
 #include <algorithm>
-#include <tuple>
 
 namespace mulligan {
 inline namespace v0 {
 namespace {
 
 // std::push_heap keeps the largest element first: "later" is the "less".
-bool Later(const SimEvent& a, const SimEvent& b) {
-  return std::make_tuple(a.time, a.client, a.kind) > std::make_tuple(b.time, b.client, b.kind);
+// Ordered by (time, client, kind); client and kind compared as one word.
+inline bool Later(const SimEvent& a, const SimEvent& b) {
+  if (a.time != b.time) return a.time > b.time;
+  const uint64_t ka = (uint64_t{a.client} << 8) | static_cast<uint8_t>(a.kind);
+  const uint64_t kb = (uint64_t{b.client} << 8) | static_cast<uint8_t>(b.kind);
+  return ka > kb;
 }
 
 }  // namespace

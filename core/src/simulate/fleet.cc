@@ -4,6 +4,8 @@
 #include "mulligan/simulate/fleet.h"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -43,8 +45,7 @@ struct Process {
 
 struct Client {
   explicit Client(uint64_t seed) : random(seed) {}
-  Random random;                     // start time and per-call jitter seeds
-  std::optional<RetryPolicy> policy;  // the current call's (its own seed)
+  Random random;  // start time and per-call jitter seeds
   std::optional<Call> call;
   Outcome pending;                   // the answer of the attempt in flight
   Duration first_start = Duration::zero();
@@ -136,11 +137,8 @@ class FleetRun {
 
   void StartCall(uint32_t id) {
     Client& c = clients_[id];
-    RetryOptions options = mode_.policy;
-    options.seed = c.random.NextU64();
-    c.policy.emplace(RetryPolicy::Create(options).value());
     CallOptions call_options;
-    call_options.policy = &*c.policy;
+    call_options.seed = c.random.NextU64();  // the client's own jitter (fleet.h)
     c.call.emplace(PipelineOf(id).Begin(queue_.NowPoint(), call_options));
     c.call_start = queue_.now();
     ++c.calls_started;
@@ -225,7 +223,7 @@ class FleetRun {
   FakeClock clock_;
   EventQueue queue_;
   std::unique_ptr<ServiceModel> model_;
-  RetryPolicy base_policy_;  // the pipelines' policy; each call replaces it
+  RetryPolicy base_policy_;  // every pipeline's, shared by every call
   std::vector<Process> processes_;
   std::vector<Client> clients_;
   std::vector<int64_t> latencies_;
@@ -258,7 +256,20 @@ Result<SimulationReport> RunScenario(const Scenario& scenario, const SimRunOptio
   report.model = SimModelKindName(s.model);
   report.seed = s.seed;
   report.clients = s.clients;
-  for (const SimMode& mode : s.modes) report.modes.push_back(RunMode(s, mode));
+  // The modes are independent runs (each owns its clock, queue, model and
+  // parts): they run on up to hardware_concurrency threads, each writing its
+  // own slot, so the report does not depend on the number of threads.
+  report.modes.resize(s.modes.size());
+  const size_t threads = std::max<size_t>(
+      1, std::min<size_t>(s.modes.size(), std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < s.modes.size(); i = next++) report.modes[i] = RunMode(s, s.modes[i]);
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
   return report;
 }
 

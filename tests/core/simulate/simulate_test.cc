@@ -4,8 +4,11 @@
 // and bad scenario fields.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "mulligan/pipeline/pipeline.h"
 #include "mulligan/simulate/event_queue.h"
 #include "mulligan/simulate/fleet.h"
 #include "mulligan/simulate/report.h"
@@ -32,6 +35,45 @@ SimulationReport MustRun(const std::string& text) {
   Result<SimulationReport> r = RunScenario(*s);
   EXPECT_TRUE(r.ok()) << r.status().message();
   return *r;
+}
+
+// CallOptions::seed (added in 0.6 for the fleet): it replaces the policy's
+// seed, so calls sharing one policy each get their own reproducible delays.
+std::vector<Duration> DelaysOf(const Pipeline& pipeline, std::optional<uint64_t> seed) {
+  CallOptions options;
+  options.seed = seed;
+  const TimePoint t0{};
+  Call call = pipeline.Begin(t0, options);
+  std::vector<Duration> delays;
+  for (;;) {
+    (void)call.Admit(t0);
+    const Decision d = call.Record(Outcome::Failure(true), t0);
+    if (!d.retry()) break;
+    delays.push_back(d.delay);
+  }
+  return delays;
+}
+
+TEST(SimCallSeed, ReplacesThePolicySeed) {
+  RetryOptions o;
+  o.max_attempts = 4;
+  o.seed = 99;
+  RetryPolicy policy = RetryPolicy::Create(o).value();
+  Pipeline::Parts parts;
+  parts.policy = &policy;
+  const Pipeline pipeline(parts);
+  // The same sequence as a policy seeded with 5.
+  RetryOptions o5 = o;
+  o5.seed = 5;
+  RetryPolicy policy5 = RetryPolicy::Create(o5).value();
+  Pipeline::Parts parts5;
+  parts5.policy = &policy5;
+  const Pipeline pipeline5(parts5);
+  EXPECT_EQ(DelaysOf(pipeline, 5), DelaysOf(pipeline5, std::nullopt));
+  EXPECT_EQ(DelaysOf(pipeline, 5), DelaysOf(pipeline, 5));
+  EXPECT_NE(DelaysOf(pipeline, 5), DelaysOf(pipeline, 6));
+  EXPECT_EQ(DelaysOf(pipeline, std::nullopt), DelaysOf(pipeline, 99));
+  EXPECT_EQ(DelaysOf(pipeline, 5).size(), 3u);
 }
 
 TEST(SimEventQueue, PopsByTimeThenClientAndAdvancesTheClock) {

@@ -18,8 +18,8 @@
 // Randomness, all from the scenario's seed (splitmix64 / xoshiro256**,
 // base/random.h), the same for every mode (common random numbers, so modes
 // differ only by their policy): client i draws its first start in
-// [0, start_spread) and one jitter seed per logical call, given to its call's
-// policy (RetryOptions::seed), so each client has its own jitter sequence;
+// [0, start_spread) and one jitter seed per logical call (CallOptions::seed),
+// so each client has its own jitter sequence from the one shared policy;
 // process j's throttle draws from its own seed.
 //
 // Client i's call k (from 0) starts at first_start + k * interval, or when
@@ -48,7 +48,9 @@ struct SimRunOptions {
 };
 
 // Runs every mode of `scenario` (after the overrides) and returns their
-// reports in the scenario's order. kInvalidArgument (ValidateScenario's
+// reports in the scenario's order. The modes run in parallel on up to
+// std::thread::hardware_concurrency() threads (each mode is one
+// single-threaded run, so the report is the same on any machine). kInvalidArgument (ValidateScenario's
 // message, or "clients must be in [1, 1000000], got 0") when the scenario or
 // an override is invalid; nothing is run then.
 Result<SimulationReport> RunScenario(const Scenario& scenario, const SimRunOptions& options = {});
