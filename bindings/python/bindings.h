@@ -52,6 +52,7 @@ void BindAdaptiveRate(py::module_& m);  // bind_adaptive_rate.cc (Added in 0.4.)
 void BindAdapter(py::module_& m);
 void BindOutbox(py::module_& m);  // bind_outbox.cc (Added in 0.5.)
 void BindHedging(py::module_& m);  // bind_hedging.cc (Added in 0.5.)
+void BindSimulate(py::module_& m);  // bind_simulate.cc (Added in 0.6.)
 
 // The one Status -> Python exception helper. Builds the exception with
 // mulligan._errors._from_status (imported at call time, so _errors never needs

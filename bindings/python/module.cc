@@ -26,4 +26,5 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindAdaptiveRate(m);  // (Added in 0.4.)
   mulligan::python::BindAdapter(m);
   mulligan::python::BindOutbox(m);  // (Added in 0.5.)
+  mulligan::python::BindSimulate(m);  // (Added in 0.6.)
 }
