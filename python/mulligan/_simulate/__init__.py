@@ -12,6 +12,8 @@ a PNG plot when matplotlib is importable, and a text table.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 from dataclasses import dataclass
@@ -96,8 +98,8 @@ def write_results(result: SimulationResult, out_dir: str) -> list[str]:
 
 
 def write_plot(result: SimulationResult, out_dir: str) -> Optional[str]:
-    """Writes ``results.png`` (bar charts of attempts, completion time and
-    p99 latency per mode; for the capacity model, attempts during the outage
+    """Writes ``results.png`` (bar charts, log scale, of attempts, completion
+    time and p99 latency per mode; for the capacity model, attempts during the outage
     too) and returns its path, or ``None`` when matplotlib is not importable
     (``pip install 'mulligan[simulate]'``)."""
     try:
@@ -119,6 +121,9 @@ def write_plot(result: SimulationResult, out_dir: str) -> Optional[str]:
     for ax, (column, title) in zip(axes, panels):
         ax.bar(range(len(names)), [m[column] for m in modes], color="#4878a8")
         ax.set_title(title)
+        # Log scale: no jitter is orders of magnitude off, and the jittered
+        # modes' differences must stay readable.
+        ax.set_yscale("log")
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
     fig.suptitle(
@@ -146,7 +151,9 @@ def format_table(result: SimulationResult) -> str:
     README pastes it as it is)."""
     report = result.report
     columns = ["mode"] + _TABLE_COLUMNS[report["model"]]
-    rows = [[str(m[c]) for c in columns] for m in report["modes"]]
+    # The CSV's text, so the table shows the files' fixed decimals.
+    records = list(csv.DictReader(io.StringIO(result.csv)))
+    rows = [[r[c] for c in columns] for r in records]
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
 
     def line(cells: list[str]) -> str:
