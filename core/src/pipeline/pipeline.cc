@@ -179,7 +179,8 @@ Call Pipeline::Begin(TimePoint now, const CallOptions& options) const {
 Call::Call(const Pipeline* pipeline, const RetryPolicy* policy, TimePoint now,
            const CallOptions& options)
     : pipeline_(pipeline),
-      session_(policy->Begin(now, options.replay_safe)),
+      session_(options.seed ? policy->Begin(now, options.replay_safe, *options.seed)
+                            : policy->Begin(now, options.replay_safe)),
       start_(now),
       last_step_(now),
       default_timeout_(options.attempt_timeout),

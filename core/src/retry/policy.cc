@@ -142,6 +142,10 @@ RetrySession RetryPolicy::Begin(TimePoint now, bool replay_safe) const {
   return RetrySession(this, now, replay_safe, random);
 }
 
+RetrySession RetryPolicy::Begin(TimePoint now, bool replay_safe, uint64_t seed) const {
+  return RetrySession(this, now, replay_safe, Random(seed));
+}
+
 Classification RetryPolicy::Classify(const Outcome& outcome) const {
   switch (outcome.error) {
     case ErrorKind::kNone: {

@@ -4,6 +4,7 @@
     mulligan request [-X METHOD] [-d DATA|@file] [-H 'Name: value']... URL [options]
     mulligan dashboard [--port N] [--host ADDR]
     mulligan config check FILE...
+    mulligan simulate [SCENARIO] [--clients N] [--out DIR] [--seed S]
 
 The body of the final response goes to stdout (or ``-o FILE``); ``-v`` tells
 each attempt, its outcome and the wait on stderr; ``--metrics`` prints a JSON
@@ -41,6 +42,7 @@ from .._telemetry.dashboard import start_dashboard
 from .config_check import check_main
 from .limits import add_limit_options, limit_kwargs
 from .outbox import add_outbox_parser, outbox_main
+from .simulate import add_simulate_parser, simulate_main
 
 __all__ = ["main"]
 
@@ -236,6 +238,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("files", nargs="+", metavar="FILE")
     add_outbox_parser(sub)  # (Added in 0.5.)
+    add_simulate_parser(sub)  # (Added in 0.6.)
     return parser
 
 
@@ -282,6 +285,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         return _dashboard(args)
     if args.command == "outbox":
         return outbox_main(args)
+    if args.command == "simulate":
+        return simulate_main(args)
     try:
         return _run(args)
     except _UsageError as e:

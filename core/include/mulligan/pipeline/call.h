@@ -120,6 +120,11 @@ struct CallOptions {
   // Testing mode: every retry waits zero. The decision is otherwise the
   // policy's, deadline checks included.
   bool no_wait = false;
+  // Seeds this call's jitter generator, replacing the policy's seed (or the
+  // fresh seed an unseeded policy draws): calls that share one policy each
+  // get their own reproducible delays (RetryPolicy::Begin with a seed).
+  // Default: unset (the policy's rule). (Added in 0.6.)
+  std::optional<uint64_t> seed;
 };
 
 // One logical call. Made by Pipeline::Begin; the caller steps it with Admit

@@ -198,6 +198,11 @@ class RetryPolicy {
   // before any byte was sent are then retried.
   // REQUIRES: this policy outlives the session.
   RetrySession Begin(TimePoint now, bool replay_safe = true) const;
+  // Like Begin above, but the session's jitter generator is seeded with
+  // `seed`, whatever options().seed says: one policy shared by many callers
+  // that each need their own reproducible jitter (the fleet of `mulligan
+  // simulate`, simulate/fleet.h). (Added in 0.6.)
+  RetrySession Begin(TimePoint now, bool replay_safe, uint64_t seed) const;
 
   // Returns the classification of `outcome` under this policy (ignoring
   // attempts and deadlines).

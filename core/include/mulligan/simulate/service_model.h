@@ -1,0 +1,105 @@
+// mulligan/simulate/service_model.h — the models of a service that
+// `mulligan simulate` runs the fleet against. (Added in 0.6.)
+//
+// A model is told each attempt when it arrives (virtual time, in the order
+// the event queue delivers them, which never goes backwards) and returns the
+// attempt's Outcome and when the answer reaches the client. Both models are
+// deterministic: they draw no random numbers.
+//
+// OccModel — a resource written with optimistic concurrency, as in Marc
+// Brooker, "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015):
+// every client does one write; writers that contend at the same moment
+// conflict and all but one fail. The rule here, exactly:
+//   - time is cut into slots of `slot` (the service time of one write);
+//     an attempt arriving at t belongs to slot k = floor(t / slot);
+//   - the FIRST attempt to arrive in a slot wins (the earliest; at the same
+//     instant the lowest client id, the event queue's order) and succeeds;
+//     every later attempt in the same slot conflicts: a retryable failure
+//     (Outcome::Failure(true), the OCC "version changed, read and retry");
+//   - every answer of slot k arrives at the slot's end, (k + 1) * slot.
+//
+// CapacityModel — a server of capacity C requests per second that fails
+// above it, goes down and recovers:
+//   - during the outage [outage_start, outage_start + outage_duration) every
+//     attempt is answered 503;
+//   - otherwise time is cut into windows of `window`; the first
+//     floor(C * window) attempts arriving in a window are served (success),
+//     the rest are answered 503 (overload), a fixed-window limiter;
+//   - every answer arrives `latency` after the attempt.
+// 503 is Outcome::Http(503): retryable by default and an overload answer for
+// adaptive throttling and the budgets (RFC 9110 15.6.4).
+//
+// Thread-safety: not thread-safe; a model belongs to one run.
+#ifndef MULLIGAN_SIMULATE_SERVICE_MODEL_H_
+#define MULLIGAN_SIMULATE_SERVICE_MODEL_H_
+
+#include <cstdint>
+
+#include "mulligan/base/clock.h"
+#include "mulligan/base/outcome.h"
+
+namespace mulligan {
+inline namespace v0 {
+
+// The service's answer to one attempt. (Added in 0.6.)
+struct ServiceAnswer {
+  Outcome outcome;
+  // When the answer reaches the client: virtual ns since the run's start.
+  Duration done = Duration::zero();
+  // The attempt arrived while the service was down (CapacityModel only).
+  bool during_outage = false;
+  // The attempt was refused for capacity, outside the outage (CapacityModel).
+  bool overloaded = false;
+};
+
+// The interface the fleet driver talks to. (Added in 0.6.)
+class ServiceModel {
+ public:
+  virtual ~ServiceModel() = default;
+  // Serves the attempt of `client` that arrives at `arrival` (virtual ns
+  // since the start; never earlier than the previous call's arrival).
+  virtual ServiceAnswer Serve(Duration arrival, uint32_t client) = 0;
+};
+
+// See the file comment. REQUIRES: slot > 0 (the scenario checks it).
+// (Added in 0.6.)
+class OccModel final : public ServiceModel {
+ public:
+  explicit OccModel(Duration slot) : slot_(slot) {}
+  ServiceAnswer Serve(Duration arrival, uint32_t client) override;
+
+ private:
+  Duration slot_;
+  // The slot whose write has been won already (-1: none yet).
+  int64_t won_slot_ = -1;
+};
+
+// Parameters of CapacityModel; times are virtual since the run's start.
+// (Added in 0.6.)
+struct CapacityModelOptions {
+  double capacity_per_s = 1000.0;  // C, requests per second, > 0
+  Duration window = std::chrono::milliseconds(100);   // > 0
+  Duration latency = std::chrono::milliseconds(20);   // >= 0
+  Duration outage_start = std::chrono::seconds(30);   // >= 0
+  Duration outage_duration = std::chrono::seconds(60);  // >= 0 (0: no outage)
+};
+
+// See the file comment. (Added in 0.6.)
+class CapacityModel final : public ServiceModel {
+ public:
+  explicit CapacityModel(const CapacityModelOptions& options);
+  ServiceAnswer Serve(Duration arrival, uint32_t client) override;
+  // Attempts served per window: floor(capacity_per_s * window), at least 1.
+  int64_t per_window() const { return per_window_; }
+
+ private:
+  CapacityModelOptions options_;
+  int64_t per_window_;
+  int64_t window_index_ = -1;
+  int64_t served_in_window_ = 0;
+};
+
+}  // namespace v0
+}  // namespace mulligan
+
+#endif  // MULLIGAN_SIMULATE_SERVICE_MODEL_H_

@@ -1,0 +1,137 @@
+"""``mulligan simulate``: the command's main() over the C++ fleet simulator.
+Exact numbers on a scenario small enough to work out by hand; the files'
+columns; seed reproducibility (same seed, same bytes); bad fields refused
+with their name; plots skipped without matplotlib."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from typing import Any
+
+import pytest
+
+from mulligan._cli.main import main
+from mulligan._simulate import builtin_scenarios, load_scenario, run
+
+COLUMNS = [
+    "mode", "calls", "attempts", "amplification", "completion_s", "p50_ms", "p99_ms",
+    "successes", "give_ups", "budget_stops", "throttled", "circuit_open", "outage_attempts",
+    "overloaded", "last_overload_s",
+]
+
+# 3 clients, slot 10 ms, exponential backoff from 100 ms, no jitter: client 0
+# wins slot 0 (answer at 10 ms); 1 and 2 retry at 110 ms, 1 wins (120 ms); 2
+# retries at 120 + 200 = 320 ms and wins (330 ms). 6 attempts, 0.330 s.
+TINY = {
+    "name": "tiny",
+    "service": {"model": "occ", "slot": "10ms"},
+    "clients": {"count": 3},
+    "modes": [{"name": "none", "policy": {"max_attempts": 10, "base_delay": "100ms",
+                                          "multiplier": 2, "jitter": "none"}}],
+}
+
+
+def _write(tmp_path: Any, scenario: dict[str, Any]) -> str:
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(scenario))
+    return str(path)
+
+
+def test_tiny_scenario_by_hand(tmp_path: Any, capsys: Any) -> None:
+    out = tmp_path / "out"
+    assert main(["simulate", _write(tmp_path, TINY), "--out", str(out)]) == 0
+    with open(out / "results.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == COLUMNS
+    assert rows[1] == ["none", "3", "6", "2.0000", "0.330", "120.000", "330.000", "3", "0",
+                       "0", "0", "0", "0", "0", "-1.000"]
+    report = json.loads((out / "results.json").read_text())
+    assert report["scenario"] == "tiny" and report["model"] == "occ"
+    assert report["clients"] == 3
+    assert list(report["modes"][0]) == COLUMNS
+    assert report["modes"][0]["attempts"] == 6
+    assert report["modes"][0]["completion_s"] == 0.33
+    printed = capsys.readouterr().out
+    assert "| none" in printed and "results.csv" in printed
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path: Any) -> None:
+    outs = []
+    for name, seed in (("a", "5"), ("b", "5"), ("c", "6")):
+        out = tmp_path / name
+        assert main(["simulate", "occ", "--clients", "30", "--seed", seed, "--out", str(out)]) == 0
+        outs.append(((out / "results.csv").read_bytes(), (out / "results.json").read_bytes()))
+    assert outs[0] == outs[1]
+    assert outs[0][0] != outs[2][0] and outs[0][1] != outs[2][1]
+    assert json.loads(outs[0][1])["seed"] == 5
+
+
+def test_default_scenario_reproduces_the_aws_ranking() -> None:
+    text, source = load_scenario(None)
+    report = run(text, source).report
+    calls = {m["mode"]: m["attempts"] for m in report["modes"]}
+    assert report["clients"] == 50
+    # 50 writers in lockstep without jitter: 50 + 49 + ... + 1 attempts.
+    assert calls["no jitter"] == 1275
+    assert calls["full jitter"] < calls["equal jitter"] < calls["no jitter"]
+    assert calls["decorrelated jitter"] < calls["equal jitter"]
+    assert all(m["successes"] == 50 for m in report["modes"])
+
+
+def test_outage_budgets_cut_the_storm() -> None:
+    assert builtin_scenarios() == ["occ", "outage"]
+    text, source = load_scenario("outage")
+    report = run(text, source, clients=1000).report
+    modes = {m["mode"]: m for m in report["modes"]}
+    assert report["model"] == "capacity"
+    storm = modes["full jitter"]["outage_attempts"]
+    assert modes["full jitter"]["calls"] == 15000
+    for gated in ("token bucket", "aws quota", "ratio 20%", "throttle", "breaker"):
+        assert modes[gated]["outage_attempts"] < storm, gated
+    assert modes["token bucket"]["budget_stops"] > 0
+    assert modes["throttle"]["throttled"] > 0
+    assert modes["breaker"]["circuit_open"] > 0
+
+
+@pytest.mark.parametrize(
+    "change, fragment",
+    [
+        ({"clients": {"cuont": 3}}, 'clients.cuont: unknown field, did you mean "count"?'),
+        ({"service": {"model": "occ", "slot": -1}}, "service.slot"),
+        ({"modes": [{"name": "x", "policy": {"jitter": "ful"}}]}, "modes[0].policy.jitter"),
+        ({"modes": [{"name": "x", "budget": {"kind": "tokens"}}]}, "modes[0].budget.kind"),
+    ],
+)
+def test_bad_field_is_named(tmp_path: Any, capsys: Any, change: dict[str, Any],
+                            fragment: str) -> None:
+    scenario = dict(TINY, **change)
+    assert main(["simulate", _write(tmp_path, scenario), "--out", str(tmp_path)]) == 2
+    assert fragment in capsys.readouterr().err
+    assert not (tmp_path / "results.csv").exists()
+
+
+def test_bad_options(tmp_path: Any, capsys: Any) -> None:
+    assert main(["simulate", "occ", "--clients", "0", "--out", str(tmp_path)]) == 2
+    assert "clients must be in [1, 1000000], got 0" in capsys.readouterr().err
+    assert main(["simulate", "occ", "--seed", "-1", "--out", str(tmp_path)]) == 2
+    assert "seed must be >= 0" in capsys.readouterr().err
+    assert main(["simulate", str(tmp_path / "missing.json"), "--out", str(tmp_path)]) == 2
+    assert "no built-in scenario" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="invalid JSON"):
+        run("{", "x.json")
+
+
+def test_plots_skipped_without_matplotlib(tmp_path: Any, capsys: Any, monkeypatch: Any) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import raises ImportError
+    assert main(["simulate", _write(tmp_path, TINY), "--out", str(tmp_path / "o")]) == 0
+    assert "plots skipped: matplotlib is not installed" in capsys.readouterr().out
+    assert not (tmp_path / "o" / "results.png").exists()
+    assert (tmp_path / "o" / "results.csv").exists()
+
+
+def test_plot_written_with_matplotlib(tmp_path: Any) -> None:
+    pytest.importorskip("matplotlib")
+    assert main(["simulate", "occ", "--clients", "10", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
