@@ -23,15 +23,23 @@ from __future__ import annotations
 
 import json as _json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, ParamSpec, TypeVar
+from typing import Any, Callable, Generic, Optional, ParamSpec, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from .outbox import Outbox, OutboxEntry
+from .records import OutboxEntry
 
 __all__ = ["OutboxJob", "SERIALIZERS"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+class _JobQueue(Protocol):
+    """What a job needs of its :class:`mulligan.Outbox` (named structurally, so
+    that this module does not import outbox.py, which imports it)."""
+
+    def enqueue_job(
+        self, job: str, payload: bytes, *, idempotency_key: Optional[str] = None
+    ) -> OutboxEntry: ...
 
 #: The payload encodings a job may use.
 SERIALIZERS = ("json", "raw")
@@ -56,7 +64,7 @@ class OutboxJob(Generic[P, R]):
     """
 
     def __init__(
-        self, box: Outbox, name: str, fn: Callable[P, R], serializer: str, with_key: bool
+        self, box: _JobQueue, name: str, fn: Callable[P, R], serializer: str, with_key: bool
     ) -> None:
         self._box = box
         self._fn = fn
