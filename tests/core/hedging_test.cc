@@ -161,6 +161,45 @@ TEST(HedgingTest, NonFatalFailureStartsTheNextCopyAtOnce) {
   EXPECT_EQ(a.next_start, f.At(milliseconds(1010)));
 }
 
+// A6 "Pushback": a retryable answer with a Retry-After hint delays the next
+// copy until the hint has passed, in place of "at once" (0.6).
+TEST(HedgingTest, PushbackDelaysTheNextCopyUntilTheHintHasPassed) {
+  Fixture f;
+  auto hedging = Hedging(3, milliseconds(50));
+  HedgedCall call = hedging->Begin(*f.pipeline, f.t0);
+  ASSERT_TRUE(call.Admit(f.t0).start());
+  HedgeDecision d = call.Record(1, Outcome::Http(429, seconds(1)), f.At(milliseconds(10)));
+  EXPECT_FALSE(d.finished);
+  EXPECT_EQ(d.classification, Classification::kRetryable);
+  // Not at 10 ms (at once), nor at 50 ms (the hedging delay): at 1010 ms.
+  HedgeAdmission a = call.Admit(f.At(milliseconds(50)));
+  ASSERT_TRUE(a.wait());
+  EXPECT_EQ(a.next_start, f.At(milliseconds(1010)));
+  a = call.Admit(f.At(milliseconds(1010)));
+  ASSERT_TRUE(a.start());
+  EXPECT_EQ(a.copy, 2);
+}
+
+TEST(HedgingTest, PushbackOverRetryAfterMaxStopsNewCopies) {
+  Fixture f;  // retry_after_max 60 s, RetryAfterOverflow::kStop (the defaults)
+  auto hedging = Hedging(3, milliseconds(50));
+  HedgedCall call = hedging->Begin(*f.pipeline, f.t0);
+  ASSERT_TRUE(call.Admit(f.t0).start());
+  HedgeDecision d = call.Record(1, Outcome::Http(503, seconds(120)), f.At(milliseconds(10)));
+  EXPECT_TRUE(d.finished);
+  EXPECT_EQ(d.reason, StopReason::kRetryAfterTooLong);
+}
+
+TEST(HedgingTest, PushbackPastTheDeadlineStopsNewCopies) {
+  Fixture f(nullptr, nullptr, milliseconds(500));
+  auto hedging = Hedging(3, milliseconds(50));
+  HedgedCall call = hedging->Begin(*f.pipeline, f.t0);
+  ASSERT_TRUE(call.Admit(f.t0).start());
+  HedgeDecision d = call.Record(1, Outcome::Http(503, seconds(1)), f.At(milliseconds(10)));
+  EXPECT_TRUE(d.finished);
+  EXPECT_EQ(d.reason, StopReason::kDeadline);
+}
+
 TEST(HedgingTest, NeverMoreThanMaxAttemptsAndFiveAtMost) {
   Fixture f;
   HedgingOptions options;

@@ -330,10 +330,26 @@ HedgeDecision HedgedCall::Record(int copy, const Outcome& outcome, TimePoint now
     Finish(false, StopReason::kTerminal, now);
   } else {
     if (budget_ != nullptr && !gate_only_) budget_->OnFailure(internal::BudgetFailureOf(outcome), now);
-    // A6: a non-fatal status lets the next copy start at once.
+    // A6: a non-fatal status lets the next copy start at once, unless the
+    // server pushed back (A6 "Pushback": grpc-retry-pushback-ms; HTTP's
+    // Retry-After, RFC 9110 section 10.2.3): then no copy starts before the
+    // hint has passed, and a hint over retry_after_max stops new copies as
+    // it stops retries (RetryAfterOverflow::kStop; kClamp waits the max).
     next_start_ = now;
+    const RetryOptions& retry = policy_->options();
+    if (outcome.retry_after.has_value() && retry.respect_retry_after) {
+      const Duration pushback = std::max(*outcome.retry_after, Duration::zero());
+      if (pushback <= retry.retry_after_max) {
+        next_start_ = now + pushback;
+      } else if (retry.retry_after_overflow == RetryAfterOverflow::kClamp) {
+        next_start_ = now + retry.retry_after_max;
+      } else if (!no_more_.has_value()) {
+        no_more_ = StopReason::kRetryAfterTooLong;
+      }
+    }
     const std::optional<Duration>& deadline = policy_->effective_deadline();
-    if (!no_more_.has_value() && deadline.has_value() && now >= start_ + *deadline) {
+    // No copy may start at or after the deadline (a pushback past it stops).
+    if (!no_more_.has_value() && deadline.has_value() && next_start_ >= start_ + *deadline) {
       no_more_ = StopReason::kDeadline;
     }
     const bool more = !no_more_.has_value() && started_ < max_attempts_;

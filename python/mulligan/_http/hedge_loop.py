@@ -17,6 +17,7 @@ request, which aborts its transfers.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Coroutine
 from typing import Any, Callable, Optional
@@ -60,21 +61,44 @@ class HedgeLoop:
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)
         try:
             return future.result()
+        except concurrent.futures.CancelledError:
+            # close() cancelled what was still running on the loop.
+            raise RuntimeError("mulligan.Client: the client was closed while this request ran") from None
         except BaseException:
             future.cancel()
             raise
 
     def close(self) -> None:
         """Closes the AsyncClient (its connections) and stops the thread.
-        Requests in flight in other threads raise RuntimeError."""
+        Requests in flight in other threads raise RuntimeError: every task
+        still on the loop is ended (cancelled if need be) and its caller's
+        future settled before the loop stops, so no caller waits forever."""
         if self._loop.is_closed():
             return
         try:
-            self.run(self.client.aclose())
+            self.run(self._shutdown())
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join()
             self._loop.close()
+
+    async def _shutdown(self) -> None:
+        """On the loop: closes the client, then ends the other tasks (the
+        requests of other threads) and lets their done-callbacks, which
+        settle those threads' futures, run before returning."""
+        try:
+            await self.client.aclose()
+        finally:
+            me = asyncio.current_task()
+            others = [t for t in asyncio.all_tasks() if t is not me]
+            if others:
+                # aclose() makes them raise RuntimeError; give them a moment.
+                _, late = await asyncio.wait(others, timeout=1.0)
+                for task in late:
+                    task.cancel()
+                if late:
+                    await asyncio.wait(late, timeout=1.0)
+            await asyncio.sleep(0)  # the futures' callbacks (call_soon) run here
 
 
 def async_kwargs(

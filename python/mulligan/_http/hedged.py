@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import time
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -35,6 +36,7 @@ from .._errors import CircuitOpenError, TransportError
 from .._retry.state import STATE
 from .._telemetry import metrics as _metrics
 from .._text import fold
+from .response import _response_from
 
 __all__: list[str] = []
 
@@ -95,14 +97,25 @@ def replay_safe(method: str, pairs: list[tuple[str, bytes]], key: Optional[str])
     return any(fold(name) == "idempotency-key" for name, _ in pairs)
 
 
-def _outcome_of_stop(stop_reason: str) -> Any:
-    """A copy's outcome for the hedged call, from its own call's stop reason:
-    a response it accepted wins; a terminal status or error (404, a bad
-    certificate) ends the hedged call with it; anything else (a retryable
-    status or error, the copy's deadline) lets the next copy start at once."""
+def _outcome_of(raw: tuple[Any, ...], keyed: bool) -> Any:
+    """A copy's outcome for the hedged call, from its own call's end (the
+    native response tuple ``raw``): a response it accepted wins; a terminal
+    status (404) ends the hedged call with it; a retryable one is the
+    engine's outcome of that response (HttpResponseOutcome, as every client
+    builds it), so that its Retry-After is the server's pushback, which
+    delays the next copy (gRPC A6 "Pushback"; ``keyed``: the request carries
+    an Idempotency-Key, for the 409 rule)."""
+    stop_reason = raw[6]
     if stop_reason == "succeeded":
         return _core.Outcome.success()
-    return _core.Outcome.failure(stop_reason != "terminal")
+    if stop_reason == "terminal":
+        return _core.Outcome.failure(False)
+    retry_after = _response_from(raw).headers.get("Retry-After")
+    wall = 0.0
+    if retry_after is not None:
+        native = STATE.native_clock  # mulligan.testing's FakeClock, for HTTP-dates
+        wall = native.wall_now() if native is not None else time.time()
+    return _core.http_response_outcome(int(raw[0]), retry_after, keyed, wall)
 
 
 async def _copy(
@@ -165,6 +178,7 @@ async def run_hedged(
     driver = client._get_driver()
     loop = driver.loop
     method, url, policy = args[0], args[1], args[5]
+    keyed = args[4] is not None or any(fold(name) == "idempotency-key" for name, _ in args[2])
     cap, no_wait, native_clock = testing
     # mulligan.testing's FakeClock, when one is installed: the copies' start
     # times are read from it and the hedging delay passes on it at once.
@@ -173,7 +187,8 @@ async def run_hedged(
     # The gate: the request's deadline bounds new copies; the budget is the
     # one the copies' calls are charged to; metrics by origin, as the calls'.
     gate = _core.Pipeline(
-        _core.RetryPolicy(attempts=1, deadline=policy.deadline),
+        _core.RetryPolicy(attempts=1, deadline=policy.deadline,
+                          retry_after_max=policy.retry_after_max),
         None,
         False,
         _metrics._metrics_for(_origin(url)),
@@ -196,14 +211,19 @@ async def run_hedged(
                 )
                 continue
             running = [t for t in tasks.values() if not t.done()]
-            if not running:
-                break
             timeout = max(0.0, next_start - now()) if action == "wait" else None
             if fake is not None and timeout is not None:
                 # A fake clock: the hedging delay passes at once, as the
                 # retries' waits do under mulligan.testing.
                 fake.sleep(timeout)
                 timeout = 0.0
+            if not running:
+                if timeout is None:
+                    break  # no copy may start and none runs
+                # Nothing runs and the next copy is due later: a server's
+                # pushback (Retry-After) is being waited out.
+                await asyncio.sleep(timeout)
+                continue
             done, _ = await asyncio.wait(running, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             for copy, task in sorted(tasks.items()):
                 if task not in done or call.finished:
@@ -212,7 +232,7 @@ async def run_hedged(
                 if exc is None:
                     raw = task.result()
                     last, last_exc = raw, None
-                    outcome = _outcome_of_stop(raw[6])
+                    outcome = _outcome_of(raw, keyed)
                 elif isinstance(exc, (TransportError, CircuitOpenError)):
                     # A response an earlier copy got is kept over a later
                     # copy's error (a refused copy sent nothing).

@@ -166,6 +166,37 @@ def test_a_retryable_failure_starts_the_next_copy_at_once(server: Any) -> None:
     assert [e["status"] for e in server.wait_for_requests("/script", 2)] == [503, 200]
 
 
+def test_a_pushback_delays_the_next_copy_until_retry_after_has_passed(server: Any) -> None:
+    # gRPC A6 "Pushback" (0.6): copy 1's 503 carries Retry-After: 1, so copy 2
+    # starts 1 s later: not at once (as after a plain 503), and not after the
+    # 10 s hedging delay. (Real time: under a FakeClock the hedging delay
+    # would pass before copy 1's answer arrived; the exact times on a fake
+    # clock are tests/core/hedging_test.cc's.)
+    async def main() -> mulligan.Response:
+        async with mulligan.AsyncClient(hedge=10.0) as client:
+            return await client.get(server.url(f"/script?id={_id()}&steps=503:1,200"))
+
+    response = asyncio.run(main())
+    assert response.status_code == 200
+    assert response.hedge_winner == 2
+    assert 1.0 <= response.elapsed < 5.0
+    assert [e["status"] for e in server.wait_for_requests("/script", 2)] == [503, 200]
+
+
+def test_a_pushback_over_retry_after_max_stops_the_copies(server: Any) -> None:
+    # A hint over retry_after_max (here 0.5 s) stops new copies as it stops
+    # retries: nginx sees one request, and its 503 is the answer.
+    async def main() -> mulligan.Response:
+        async with mulligan.AsyncClient(hedge=0.05, retry_after_max=0.5) as client:
+            return await client.get(server.url(f"/script?id={_id()}&steps=503:1,200"))
+
+    response = asyncio.run(main())
+    assert response.status_code == 503
+    assert response.hedge_winner == 0
+    assert response.stop_reason == "retry_after_too_long"
+    assert [e["status"] for e in server.wait_for_requests("/script", 1)] == [503]
+
+
 def test_a_terminal_status_ends_the_call_and_no_copy_wins(server: Any) -> None:
     async def main() -> mulligan.Response:
         async with mulligan.AsyncClient(hedge={"delay": 0.0, "max_attempts": 2}) as client:

@@ -78,6 +78,31 @@ def test_many_threads_share_one_hedging_client(server: Any) -> None:
     assert [len(_seen(server, hid, 2, settle=0.0)) for hid in ids] == [2, 2, 2, 2]
 
 
+def test_closing_the_client_ends_a_request_in_flight_in_another_thread(server: Any) -> None:
+    # close() while another thread's hedged request runs: that request raises
+    # RuntimeError at once (it used to wait forever, now and then, for a
+    # future the stopped loop never settled). Ten rounds, each closing at a
+    # different moment of the copies.
+    for round_ in range(10):
+        client = mulligan.Client(hedge={"delay": 0.01, "max_attempts": 3})
+        outcome: list[Any] = []
+
+        def request() -> None:
+            try:
+                client.get(server.url(f"/hedge?id={_id()}&slow=0,1,2&ms=2000"))
+                outcome.append("answered")
+            except RuntimeError as e:
+                outcome.append(e)
+
+        thread = threading.Thread(target=request, daemon=True)
+        thread.start()
+        time.sleep(0.02 + 0.01 * round_)
+        client.close()
+        thread.join(1.5)
+        assert not thread.is_alive(), f"round {round_}: the request still waits after close()"
+        assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError), outcome
+
+
 def test_per_request_hedge_on_a_plain_client(server: Any) -> None:
     with mulligan.Client() as client:
         assert client.get(server.url("/ok")).hedge_winner == 0

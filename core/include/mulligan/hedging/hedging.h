@@ -18,6 +18,16 @@
 //   - a copy that fails with a retryable (A6: non-fatal) outcome, as the
 //     pipeline's retry policy classifies it, lets the next copy start at
 //     once; a terminal (fatal) outcome ends the call and cancels the rest;
+//   - server pushback (A6 "Pushback": the outcome's retry_after, from
+//     grpc-retry-pushback-ms or HTTP Retry-After) delays the next copy until
+//     the hint has passed; a hint over the policy's retry_after_max stops new
+//     copies (kRetryAfterTooLong; with RetryAfterOverflow::kClamp the next
+//     copy waits retry_after_max), respect_retry_after = false ignores it,
+//     and a next start at or past the deadline stops new copies (kDeadline).
+//     (0.6; 0.5 started the next copy at once.) The policy's max_attempts and
+//     backoff do not apply: hedging replaces retrying (A6: a method has a
+//     retryPolicy or a hedgingPolicy, never both), max_attempts here counts
+//     the copies;
 //   - the first success wins and every other running copy is cancelled;
 //   - every copy after the first asks the retry budget (budget/budget.h) and
 //     the circuit breaker; an empty budget or an open breaker stops new
