@@ -164,6 +164,11 @@ struct RedisSharedBreaker::Impl {
   RedisSharedBreakerHealth health;
   bool write_ok = true;
   bool ever_subscribed = false;
+  // The last read of the key failed: a message published meanwhile may have
+  // been missed (the subscriber connection may be up while RedisState's
+  // command connection still waits out its reconnect backoff), so the
+  // subscriber reads the key again at its next wake-up.
+  bool catch_up_owed = false;
   // A local transition whose write failed, and the epoch known then.
   std::optional<Transition> unpublished;
   int64_t epoch_at_failure = 0;
@@ -289,6 +294,8 @@ struct RedisSharedBreaker::Impl {
     Result<RedisValue> r = state->Command({"HGETALL", key});
     if (!r.ok() || r->type != RedisValue::Type::kArray) {
       NoteError(r.ok() ? "HGETALL answered no array" : r.status().message());
+      std::lock_guard<std::mutex> lock(mu);
+      catch_up_owed = true;
       return false;
     }
     Shared s;
@@ -307,6 +314,9 @@ struct RedisSharedBreaker::Impl {
     {
       std::lock_guard<std::mutex> lock(mu);
       ++health.reads;
+      catch_up_owed = false;
+      // The error since the last success, as RedisState's health says.
+      if (health.subscribed) health.last_error.clear();
       if (unpublished && (!present || s.epoch == epoch_at_failure)) retry = unpublished;
       // Either queued again (a failure sets it again) or superseded by a
       // newer write of another process: never queued twice.
@@ -395,7 +405,7 @@ struct RedisSharedBreaker::Impl {
           bool pending;
           {
             std::lock_guard<std::mutex> lock(mu);
-            pending = unpublished.has_value();
+            pending = unpublished.has_value() || catch_up_owed;
           }
           if (pending) CatchUp();
           continue;

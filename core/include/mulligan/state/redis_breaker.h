@@ -62,7 +62,10 @@
 // local state alone (it trips and recovers by its own calls), health()
 // says `shared == false` with the cause, and the sharing callback is told.
 // When Redis answers again the subscriber resubscribes (on RedisState's
-// reconnect backoff) and catches up from the key; a local transition whose
+// reconnect backoff) and catches up from the key; if that read fails (the
+// state's command connection may still be waiting out its own backoff), it
+// reads again every poll_interval until one succeeds, so a change published
+// while it was resubscribing is not missed (0.6). A local transition whose
 // write failed during the outage is written then, unless another process
 // wrote the key in the meantime (newest epoch wins).
 //
@@ -130,8 +133,9 @@ struct RedisSharedBreakerHealth {
   uint64_t reads = 0;
   // Subscriptions made after the first one.
   uint64_t resubscriptions = 0;
-  // The most recent failure (RedisState's text: endpoint without
-  // credentials and the cause), or empty.
+  // The failure since the last successful read of the key while
+  // subscribed (RedisState's text: endpoint without credentials and the
+  // cause), or empty. (0.6: cleared by that success.)
   std::string last_error;
   // This instance's writer id.
   std::string writer_id;
