@@ -45,7 +45,7 @@ def add_simulate_parser(sub: Any) -> None:
     s.add_argument("--clients", type=int, default=None, metavar="N",
                    help="number of clients (1 to 1000000), replacing the scenario's")
     s.add_argument("--seed", type=int, default=None, metavar="S",
-                   help="random seed (>= 0), replacing the scenario's")
+                   help="random seed in [0, 2**64), replacing the scenario's")
     s.add_argument("--out", default="simulate-out", metavar="DIR",
                    help="where results.csv, results.json and results.png go "
                         "(default ./simulate-out)")

@@ -409,7 +409,10 @@ class Outbox:
                 the keyword argument ``idempotency_key``.
 
         Raises:
-            ValueError: an empty name or an unknown serializer.
+            ValueError: an empty name or an unknown serializer; at
+                decoration, a name that already has a handler (two
+                functions of one job name would take each other's queued
+                entries; :meth:`register` replaces on purpose).
 
         .. versionadded:: 0.6.0
         """
@@ -426,6 +429,11 @@ class Outbox:
         def decorate(fn: Callable[P, _R]) -> OutboxJob[P, _R]:
             if not callable(fn):
                 raise TypeError(f"{_OWNER}.job: expected a function, got {fn!r}")
+            if name in self._handlers:
+                raise ValueError(
+                    f"{_OWNER}.job: the job {name!r} already has a handler; a second "
+                    f"function would take its queued entries (use register() to replace it)"
+                )
             job = OutboxJob(self, name, fn, serializer, with_key)
             self.register(name, job._handle)
             return job

@@ -74,12 +74,12 @@ def run(
     text: str, source: str, *, clients: Optional[int] = None, seed: Optional[int] = None
 ) -> SimulationResult:
     """Runs a scenario (its JSON text; ``source`` names it in errors), with
-    ``clients`` (1 to 1,000,000) and ``seed`` (>= 0) replacing the file's.
+    ``clients`` (1 to 1,000,000) and ``seed`` (in [0, 2**64)) replacing the file's.
     Raises ``ValueError`` naming the bad field. Blocks for the run's wall
     time (the GIL is released); the result depends only on the scenario and
     the seed."""
-    if seed is not None and seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
+    if seed is not None and not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be in [0, 2**64), got {seed}")
     csv_text, json_text = _core.simulate(text, source, clients, seed)
     return SimulationResult(csv=csv_text, json=json_text, report=json.loads(json_text))
 

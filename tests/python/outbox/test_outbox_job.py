@@ -139,3 +139,18 @@ def test_a_coroutine_job_is_awaited_by_the_asyncio_worker(tmp_path: Any) -> None
     assert json.loads(box.list()[0].payload) == {"args": [3], "kwargs": {}}
     assert asyncio.run(box.arun_worker(until_idle=True)) == 1
     assert done == [3]
+
+
+def test_a_second_function_of_one_job_name_is_refused(tmp_path: Any) -> None:
+    # Two functions of one name would take each other's queued entries (the
+    # review's case: every queued call then failed on the other signature).
+    with _box(tmp_path, FakeClock()) as box:
+        @box.job("send")
+        def send(to: str, subject: str = "") -> None: ...
+
+        entry = send.delay("a@example.com", subject="paid")
+        with pytest.raises(ValueError, match="the job 'send' already has a handler"):
+            box.job("send")(lambda: None)
+        # Nothing was lost: the first function still owns the job.
+        assert box.get(entry.id).state == "pending"
+        assert box._handlers["send"] == send._handle
