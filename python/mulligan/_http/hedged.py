@@ -70,19 +70,24 @@ def hedging_policy(owner: str, hedge: Any) -> Optional[_core.HedgingPolicy]:
     quantile = hedge.get("quantile")
     if quantile is not None:
         quantile = _validate.number(owner, 'hedge["quantile"]', quantile)
+        if not 0.0 < quantile <= 1.0:  # the core's rule, in the user's words
+            raise ValueError(f'{owner}: hedge["quantile"] must be in (0, 1], got {quantile!r}')
+    # Each field is checked here, naming it as the user wrote it; what the
+    # core refuses beyond that gets the owner in front of its message.
+    max_attempts = _validate.integer(
+        owner, 'hedge["max_attempts"]', hedge.get("max_attempts", 2), 2, _validate.INT_MAX
+    )
+    delay = _validate.seconds(owner, 'hedge["delay"]', hedge.get("delay", 0.0))
+    window = _validate.integer(
+        owner, 'hedge["quantile_window"]', hedge.get("quantile_window", 100), 1, 100000
+    )
+    min_samples = _validate.integer(
+        owner, 'hedge["quantile_min_samples"]', hedge.get("quantile_min_samples", 20), 1, 100000
+    )
     try:
         return _core.HedgingPolicy(
-            max_attempts=_validate.integer(
-                owner, 'hedge["max_attempts"]', hedge.get("max_attempts", 2), 2, _validate.INT_MAX
-            ),
-            delay=_validate.seconds(owner, 'hedge["delay"]', hedge.get("delay", 0.0)),
-            quantile=quantile,
-            quantile_window=_validate.integer(
-                owner, 'hedge["quantile_window"]', hedge.get("quantile_window", 100), 1, 100000
-            ),
-            quantile_min_samples=_validate.integer(
-                owner, 'hedge["quantile_min_samples"]', hedge.get("quantile_min_samples", 20), 1, 100000
-            ),
+            max_attempts=max_attempts, delay=delay, quantile=quantile,
+            quantile_window=window, quantile_min_samples=min_samples,
         )
     except ValueError as e:
         raise ValueError(f"{owner}: {e}") from None

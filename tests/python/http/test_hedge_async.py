@@ -245,7 +245,7 @@ def test_an_open_breaker_refuses_the_copy_and_sends_nothing(server: Any) -> None
         (-1, ValueError, "hedge"),
         ({"delay": 0.1, "copies": 2}, ValueError, "unknown hedge options: ['copies']"),
         ({"max_attempts": 1}, ValueError, 'hedge["max_attempts"]'),
-        ({"quantile": 1.5}, ValueError, "quantile"),
+        ({"quantile": 1.5}, ValueError, 'hedge["quantile"] must be in (0, 1], got 1.5'),
     ],
 )
 def test_bad_hedge_options_raise_at_construction_naming_the_field(
@@ -254,3 +254,4 @@ def test_bad_hedge_options_raise_at_construction_naming_the_field(
     with pytest.raises(error) as info:
         mulligan.AsyncClient(hedge=hedge)
     assert text in str(info.value)
+    assert str(info.value).count("mulligan.AsyncClient:") == 1, str(info.value)  # named once
