@@ -259,6 +259,12 @@ async def run_hedged(
         call.abandon(now())
     if last is None:
         assert last_exc is not None
+        if isinstance(last_exc, TransportError) and call.started > 1:
+            # The last copy's error, made by its one-attempt call: the count is
+            # the copies the hedged request sent.
+            last_exc.attempts = call.started
+            last_exc.add_note(f"mulligan: {call.started} hedged copies were sent; "
+                              "this is the last one's error")
         raise last_exc
     stop = last[6] if winner else _final_reason(call.stop_reason, last[6])
     raw = (last[0], last[1], call.started, now() - start, last[4], last[5], stop, *last[7:])

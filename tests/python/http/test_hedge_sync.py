@@ -103,6 +103,19 @@ def test_closing_the_client_ends_a_request_in_flight_in_another_thread(server: A
         assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError), outcome
 
 
+def test_copies_that_all_fail_without_a_response_count_every_copy(server: Any) -> None:
+    # nginx's /reset closes each connection unanswered: every copy fails, and
+    # the error the request raises counts the 3 copies nginx saw (it said 1,
+    # the last copy's own count, before 0.6's review).
+    hid = _id()
+    with mulligan.Client(hedge={"delay": 0.05, "max_attempts": 3}) as client:
+        with pytest.raises(mulligan.TransportError) as info:
+            client.get(server.url(f"/reset?id={hid}&"))
+    assert info.value.attempts == 3
+    assert "3 hedged copies were sent" in "".join(getattr(info.value, "__notes__", []))
+    assert len([e for e in server.wait_for_requests("/reset", 3) if f"id={hid}&" in e["uri"]]) == 3
+
+
 def test_per_request_hedge_on_a_plain_client(server: Any) -> None:
     with mulligan.Client() as client:
         assert client.get(server.url("/ok")).hedge_winner == 0
