@@ -13,7 +13,7 @@ the file is absent or not an outbox, 2 usage (an ID that is not an int in
 [1, 2**63 - 1] among them).
 
 Every action opens the file with ``create=False`` (since 0.6): a mistyped
-path is an error, never a new empty database.
+path, or an empty file, is an error, never a new empty database.
 
 .. versionadded:: 0.5.0
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 from typing import Any, Optional, TextIO
@@ -106,6 +107,11 @@ def outbox_main(
     if getattr(args, "limit", 1) < 1:
         print("mulligan outbox: --limit must be >= 1", file=err)
         return 2
+    if os.path.isfile(args.db) and os.path.getsize(args.db) == 0:
+        # An empty file would become an outbox when opened; the command only
+        # reads and edits outboxes that exist.
+        print(f"mulligan outbox: {args.db} is an empty file, not an outbox", file=err)
+        return 1
     try:
         box = Outbox(args.db, create=False, metrics=False)
     except (OutboxError, ValueError) as e:

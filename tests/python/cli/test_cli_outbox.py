@@ -80,6 +80,18 @@ def test_a_mistyped_path_makes_no_database(tmp_path: Any, capsys: Any) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_an_empty_file_is_left_empty(tmp_path: Any, capsys: Any) -> None:
+    # Opening would make an empty file an outbox (the schema written in); the
+    # command only reads and edits outboxes that exist.
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    for action in (["stats"], ["list"], ["dead"], ["purge", "--state", "done"], ["retry", "1"]):
+        assert main(["outbox", action[0], str(empty), *action[1:]]) == 1, action
+        err = capsys.readouterr().err
+        assert "is an empty file, not an outbox" in err and "Traceback" not in err
+    assert empty.stat().st_size == 0
+
+
 def test_retry_of_an_id_past_the_rowid_range_is_a_usage_error(tmp_path: Any, capsys: Any) -> None:
     path, _, _ = _made(tmp_path)
     for bad in ("99999999999999999999", "0", "seven"):
