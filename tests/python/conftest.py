@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import socket
 import sys
 import threading
@@ -51,6 +52,16 @@ def load_nginx_server_module() -> Any:
 
 def load_toxiproxy_server_module() -> Any:
     return _load_by_path("mulligan_tests_toxiproxy_server", TOXIPROXY_SERVER_PY)
+
+
+def sigint_default() -> None:
+    """A ``preexec_fn`` for a child a test interrupts with SIGINT: SIGINT's
+    default disposition, as in a program started from a terminal. A child
+    inherits an ignored SIGINT (a non-interactive shell's background job
+    ignores it, POSIX "Signals and Error Handling"), and Python then installs
+    no KeyboardInterrupt handler, so such a test would fail for how the test
+    run was launched, not for mulligan."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def mulligan_cmd() -> list[str]:

@@ -10,7 +10,7 @@ import subprocess
 from typing import Any
 
 import pytest
-from conftest import mulligan_cmd
+from conftest import mulligan_cmd, sigint_default
 
 FAST = ["--backoff", "0.01", "--max-delay", "0.05"]
 
@@ -138,7 +138,8 @@ def test_config_check_accepts_a_good_file_and_names_every_error(tmp_path: Any) -
 
 
 def test_dashboard_serves_until_interrupted() -> None:
-    proc = subprocess.Popen(mulligan_cmd() + ["dashboard", "--port", "0"], stderr=subprocess.PIPE)
+    proc = subprocess.Popen(mulligan_cmd() + ["dashboard", "--port", "0"], stderr=subprocess.PIPE,
+                            preexec_fn=sigint_default)
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline().decode()

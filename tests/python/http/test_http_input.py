@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import pytest
+from conftest import sigint_default
 
 import mulligan
 
@@ -144,7 +145,8 @@ def _env() -> dict[str, str]:
 def test_ctrl_c_interrupts_the_backoff_of_mulligan_get(server: Any) -> None:
     base = server.url("").rstrip("/")
     proc = subprocess.Popen([sys.executable, "-c", _SCRIPT, base],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+                            preexec_fn=sigint_default)
     try:
         assert proc.stdout is not None
         # The signal goes during the first wait, whatever the load.

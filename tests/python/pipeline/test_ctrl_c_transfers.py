@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from conftest import mulligan_cmd
+from conftest import mulligan_cmd, sigint_default
 
 _CHILD = textwrap.dedent("""
     import sys
@@ -92,7 +92,8 @@ def _kill(proc: "subprocess.Popen[bytes]") -> None:
 def test_ctrl_c_during_a_transfer_ends_the_call_promptly(raw_server: Any, door: str) -> None:
     silent = raw_server()
     proc = subprocess.Popen([sys.executable, "-c", _CHILD, silent.base_url + "/never", door],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+                            preexec_fn=sigint_default)
     try:
         assert silent.wait_for_requests(1, START_TIMEOUT) == 1, proc.poll()
         took, out, err = _interrupt(proc)
@@ -106,7 +107,8 @@ def test_ctrl_c_during_a_transfer_ends_the_call_promptly(raw_server: Any, door: 
 def test_ctrl_c_during_a_transfer_of_the_command_exits_130(raw_server: Any) -> None:
     silent = raw_server()
     proc = subprocess.Popen(mulligan_cmd() + ["get", "--timeout", "30", silent.base_url + "/never"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+                            preexec_fn=sigint_default)
     try:
         assert silent.wait_for_requests(1, START_TIMEOUT) == 1, proc.poll()
         took, out, err = _interrupt(proc)
@@ -137,7 +139,8 @@ def test_ctrl_c_during_a_wait_of_the_command_exits_130(raw_server: Any) -> None:
     down = raw_server(RETRY_AFTER_30)
     proc = subprocess.Popen(mulligan_cmd() + ["get", "-v", "--attempts", "3",
                                               down.base_url + "/down"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+                            preexec_fn=sigint_default)
     try:
         seen = _read_stderr_until(proc, b"-> retrying in 30.000s", START_TIMEOUT)
         took, out, err = _interrupt(proc)

@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 import pytest
+from conftest import sigint_default
 
 _CHILD = textwrap.dedent("""
     import sys
@@ -90,7 +91,8 @@ def read_until(proc: "subprocess.Popen[bytes]", line: bytes, timeout: float) -> 
 @pytest.mark.parametrize("door", ["client", "decorator"])
 def test_ctrl_c_during_a_backoff_wait_ends_the_call_promptly(server: Any, door: str) -> None:
     proc = subprocess.Popen([sys.executable, "-c", _CHILD, server.base_url, door],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+                            preexec_fn=sigint_default)
     try:
         seen = read_until(proc, b"waiting\n", START_TIMEOUT)
         sent = time.monotonic()
