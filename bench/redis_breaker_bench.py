@@ -27,7 +27,6 @@ import argparse
 import math
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ import timeit
 from typing import Any, Callable, List
 
 import mulligan
+from _redis import free_port, start_redis  # bench/_redis.py
 
 LISTENER = r'''
 import sys
@@ -61,25 +61,6 @@ sys.stdout.flush()
 sys.stdin.readline()  # until the bench closes stdin
 breaker.close_sharing()
 '''
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_redis(port: int) -> "subprocess.Popen[bytes]":
-    path = os.environ.get("MULLIGAN_REDIS_SERVER", "/usr/bin/redis-server")
-    proc = subprocess.Popen([path, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    for _ in range(500):
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                return proc
-        except OSError:
-            time.sleep(0.01)
-    raise RuntimeError("redis-server did not start")
 
 
 def target() -> int:

@@ -12,34 +12,13 @@ design (the scripts' own work is the rest).
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import time
 from typing import Callable
 
 import mulligan
+from _redis import free_port, start_redis  # bench/_redis.py
 
 N = 5_000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_redis(port: int) -> subprocess.Popen[bytes]:
-    path = os.environ.get("MULLIGAN_REDIS_SERVER", "/usr/bin/redis-server")
-    proc = subprocess.Popen([path, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    for _ in range(500):
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                return proc
-        except OSError:
-            time.sleep(0.01)
-    raise RuntimeError("redis-server did not start")
 
 
 def per_op_us(fn: Callable[[int], object]) -> float:

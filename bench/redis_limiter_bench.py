@@ -21,32 +21,12 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import socket
-import subprocess
 import sys
 import time
 from typing import Any, Optional
 
 import mulligan
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_redis(port: int) -> "subprocess.Popen[bytes]":
-    path = os.environ.get("MULLIGAN_REDIS_SERVER", "/usr/bin/redis-server")
-    proc = subprocess.Popen([path, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    for _ in range(500):
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                return proc
-        except OSError:
-            time.sleep(0.01)
-    raise RuntimeError("redis-server did not start")
+from _redis import free_port, start_redis  # bench/_redis.py
 
 
 def worker(url: Optional[str], rate: float, seconds: float, prefix: str, ready: Any, go: Any,
@@ -108,6 +88,9 @@ def main() -> int:
     parser.add_argument("--procs", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=4.0)
     args = parser.parse_args()
+    if args.seconds <= 1.0 or args.rate <= 0 or args.procs < 1:
+        parser.error("--seconds must be > 1 (0.5 s at each end is left out), --rate > 0, "
+                     "--procs >= 1")
     port = free_port()
     redis = start_redis(port)
     url = f"redis://127.0.0.1:{port}/0"
