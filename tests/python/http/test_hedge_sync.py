@@ -10,34 +10,13 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-import uuid
 from typing import Any
 
 import pytest
 from conftest import mulligan_cmd
 
 import mulligan
-
-
-def _id() -> str:
-    return uuid.uuid4().hex[:16]
-
-
-def _seen(
-    server: Any, hid: str, count: int, timeout: float = 2.0, settle: float = 0.1
-) -> list[dict[str, Any]]:
-    """The access log's lines of /hedge requests with id `hid`, once `count`
-    are in (or `timeout` passed) and `settle` more seconds showed no more: a
-    loser of an earlier test may log its line late, so lines are matched by id."""
-    deadline = time.monotonic() + timeout
-
-    def mine() -> list[dict[str, Any]]:
-        return [e for e in server.access_log() if f"id={hid}&" in e["uri"]]
-
-    while len(mine()) < count and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(settle)
-    return mine()
+from hedge_helpers import new_id as _id, seen as _seen
 
 
 def test_a_slow_first_copy_loses_to_a_fast_hedge(server: Any) -> None:
