@@ -12,14 +12,11 @@
 
 var fs = require('fs');
 
-function answer(r) {
-    var id = r.args.id || '';
-    var steps = (r.args.steps || '').split(',');
-    if (!/^[A-Za-z0-9_-]{1,64}$/.test(id) || steps[0] === '') {
-        r.return(400, 'bad script: need id=[A-Za-z0-9_-]{1,64} and steps=<status>[:<retry-after>],...\n');
-        return;
-    }
-    var path = r.variables.mulligan_script_dir + '/script-' + id;
+// Returns how many requests of `kind` with this id came before this one
+// (0 for the first) and counts this one, in the file <kind>-<id> of the
+// server's work directory (one worker process: one request at a time).
+function countRequest(r, kind, id) {
+    var path = r.variables.mulligan_script_dir + '/' + kind + '-' + id;
     var seen = 0;
     try {
         seen = parseInt(fs.readFileSync(path, 'utf8'), 10) || 0;
@@ -27,6 +24,17 @@ function answer(r) {
         seen = 0;  // the first request with this id
     }
     fs.writeFileSync(path, String(seen + 1));
+    return seen;
+}
+
+function answer(r) {
+    var id = r.args.id || '';
+    var steps = (r.args.steps || '').split(',');
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(id) || steps[0] === '') {
+        r.return(400, 'bad script: need id=[A-Za-z0-9_-]{1,64} and steps=<status>[:<retry-after>],...\n');
+        return;
+    }
+    var seen = countRequest(r, 'script', id);
     var step = steps[Math.min(seen, steps.length - 1)].split(':');
     var status = parseInt(step[0], 10);
     if (!(status >= 200 && status <= 599)) {
@@ -63,14 +71,7 @@ function failing(r) {
         r.return(400, 'bad failing: need id=[A-Za-z0-9_-]{1,64} and p in [0, 100]\n');
         return;
     }
-    var path = r.variables.mulligan_script_dir + '/failing-' + id;
-    var seen = 0;
-    try {
-        seen = parseInt(fs.readFileSync(path, 'utf8'), 10) || 0;
-    } catch (e) {
-        seen = 0;
-    }
-    fs.writeFileSync(path, String(seen + 1));
+    var seen = countRequest(r, 'failing', id);
     if (hash32(seen) % 100 < percent) {
         r.return(503, 'failing\n');
     } else {
@@ -90,14 +91,7 @@ function hedge(r) {
         r.return(400, 'bad hedge: need id=[A-Za-z0-9_-]{1,64} and ms in [0, 60000]\n');
         return;
     }
-    var path = r.variables.mulligan_script_dir + '/hedge-' + id;
-    var seen = 0;
-    try {
-        seen = parseInt(fs.readFileSync(path, 'utf8'), 10) || 0;
-    } catch (e) {
-        seen = 0;
-    }
-    fs.writeFileSync(path, String(seen + 1));
+    var seen = countRequest(r, 'hedge', id);
     if (r.headersIn['Idempotency-Key'] !== undefined) {
         r.headersOut['Echo-Idempotency-Key'] = r.headersIn['Idempotency-Key'];
     }

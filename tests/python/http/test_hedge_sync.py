@@ -16,7 +16,7 @@ import pytest
 from conftest import mulligan_cmd
 
 import mulligan
-from hedge_helpers import new_id as _id, seen as _seen
+from hedge_helpers import SLOW_LOGGED, new_id as _id, seen as _seen
 
 
 def test_a_slow_first_copy_loses_to_a_fast_hedge(server: Any) -> None:
@@ -27,7 +27,9 @@ def test_a_slow_first_copy_loses_to_a_fast_hedge(server: Any) -> None:
     assert response.hedge_winner == 2
     assert response.attempts == 2
     log = _seen(server, hid, 2)
-    assert sorted(e["request_time"] >= 0.4 for e in log) == [False, True]
+    # The slow copy ran its 400 ms; nginx stamps $request_time from its cached
+    # millisecond clock, so a 400 ms timer logs 0.399 to 0.402 (seen in runs).
+    assert sorted(e["request_time"] >= SLOW_LOGGED for e in log) == [False, True]
 
 
 def test_a_fast_first_copy_wins_alone_and_a_keyless_post_is_sent_once(server: Any) -> None:
