@@ -69,8 +69,10 @@ class AsyncClient(_ClientBase):
     (copies, the first included, 2..5, default 2) and ``quantile`` /
     ``quantile_window`` / ``quantile_min_samples`` (the delay becomes that
     quantile of recent winners' latencies, "The Tail at Scale"). Copy k+1
-    starts ``delay`` after copy k, or at once when copy k fails retryably;
-    the first response the client accepts (one that would not be retried)
+    starts ``delay`` after copy k, or at once when copy k fails retryably,
+    unless its answer carried Retry-After (A6 pushback, 0.6): then not
+    before that has passed, and a hint over ``retry_after_max`` stops new
+    copies; the first response the client accepts (one that would not be retried)
     wins and the other copies are cancelled: their transfers are aborted
     and their connections closed. Every copy is one attempt of the client's
     pipeline (so the per-origin breaker admits and judges each, and an open
@@ -80,7 +82,8 @@ class AsyncClient(_ClientBase):
     attempts). ``Response.attempts`` is the copies started and
     ``Response.hedge_winner`` the winning copy's number (1: the first).
     Per request, ``hedge=`` replaces the client's (None: not hedged).
-    Rules: gRPC A6 hedgingPolicy; hedging/hedging.h.
+    Bad ``hedge`` values raise ValueError or TypeError at construction,
+    naming the field. Rules: gRPC A6 hedgingPolicy; hedging/hedging.h.
 
     Thread-safety: use a client from its loop's thread only.
 
