@@ -128,6 +128,11 @@ TEST_F(RedisBreakerTest, ATripOpensBAndBsCloseClosesA) {
   Fail(*a, 3);
   EXPECT_EQ(a->breaker->state(clock_.Now()), BreakerState::kOpen);
   ASSERT_TRUE(WaitFor([&] { return b->breaker->state(clock_.Now()) == BreakerState::kOpen; }));
+  // A's writer thread counts its write when the script's reply arrives, and
+  // B's subscriber counts what it applied after applying it: both can trail
+  // the state change B's breaker shows, so they are awaited, not assumed.
+  ASSERT_TRUE(WaitFor([&] { return a->shared->Health().published == 1 &&
+                                   b->shared->Health().applied == 1; }));
   Admission refused = b->breaker->Acquire(clock_.Now());
   EXPECT_FALSE(refused.admitted());
   EXPECT_EQ(refused.retry_in, seconds(10));
@@ -145,8 +150,11 @@ TEST_F(RedisBreakerTest, ATripOpensBAndBsCloseClosesA) {
   clock_.Advance(seconds(10));
   Succeed(*b);
   EXPECT_EQ(b->breaker->state(clock_.Now()), BreakerState::kClosed);
-  ASSERT_TRUE(WaitFor([&] { return a->breaker->state(clock_.Now()) == BreakerState::kClosed &&
-                                   a->shared->Health().epoch == 3; }));
+  ASSERT_TRUE(WaitFor([&] {
+    const RedisSharedBreakerHealth h = a->shared->Health();
+    return a->breaker->state(clock_.Now()) == BreakerState::kClosed && h.epoch == 3 &&
+           h.applied == 1 && b->shared->Health().published == 2;
+  }));
   EXPECT_EQ(a->Reasons(),
             std::vector<std::string>({"open:failure_threshold", "closed:shared_close"}));
   EXPECT_EQ(b->Reasons(), std::vector<std::string>({"open:shared_open",
@@ -206,8 +214,15 @@ TEST_F(RedisBreakerTest, RedisDownBothServeLocallyThenSharingResumes) {
   // Sharing works both ways again: A's probe closes B.
   clock_.Advance(seconds(8));
   Succeed(*a);
-  ASSERT_TRUE(WaitFor([&] { return b->breaker->state(clock_.Now()) == BreakerState::kClosed; }));
+  // The listener and the count run after the state changes: awaited.
+  ASSERT_TRUE(WaitFor([&] { return b->breaker->state(clock_.Now()) == BreakerState::kClosed &&
+                                   b->shared->Health().applied == 2; }));
   EXPECT_EQ(b->Reasons(), std::vector<std::string>({"open:shared_open", "closed:shared_close"}));
+  // on_sharing is told after Health() shows the change: awaited too.
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(a->mu);
+    return a->sharing.size() == 3;
+  }));
   {
     std::lock_guard<std::mutex> lock(a->mu);
     EXPECT_EQ(a->sharing, std::vector<bool>({true, false, true}));
@@ -226,12 +241,16 @@ TEST_F(RedisBreakerTest, OnlyANewerEpochIsApplied) {
   const std::string until = std::to_string(WallMs(clock_) + 20000);
   ASSERT_TRUE(other->Command({"PUBLISH", b->shared->key(), "closed 0 1 proc-x"}).ok());
   ASSERT_TRUE(other->Command({"PUBLISH", b->shared->key(), "open " + until + " 2 proc-x"}).ok());
-  ASSERT_TRUE(WaitFor([&] { return b->shared->Health().epoch == 2; }));
+  // The epoch is taken before the breaker applies it, and the count after:
+  // the count is awaited. Epoch 1's duplicate never counts (checked below).
+  ASSERT_TRUE(WaitFor([&] { return b->shared->Health().epoch == 2 &&
+                                   b->shared->Health().applied == 2; }));
   EXPECT_EQ(b->Reasons(), std::vector<std::string>({"open:shared_open", "open:shared_open"}));
   EXPECT_EQ(b->breaker->TimeUntilProbe(clock_.Now()), seconds(20));
   EXPECT_EQ(b->shared->Health().applied, 2u);
   // A's own echo (epoch 1) changed nothing there; epoch 2 reopened it.
-  ASSERT_TRUE(WaitFor([&] { return a->shared->Health().epoch == 2; }));
+  ASSERT_TRUE(WaitFor([&] { return a->shared->Health().epoch == 2 &&
+                                   a->shared->Health().applied == 1; }));
   EXPECT_EQ(a->Reasons(),
             std::vector<std::string>({"open:failure_threshold", "open:shared_open"}));
 }

@@ -131,9 +131,11 @@ def test_a_breaker_tripped_in_one_of_4_processes_refuses_in_all(
         for w in workers[1:]:
             assert w.ask("reasons") == "open:shared_open"
         # One write (the trip), applied by the three others; nothing echoed.
-        assert workers[0].ask("health") == "1 0 0"
+        # The counters trail the state change (the writer counts when the
+        # script's reply arrives, a subscriber after applying), so awaited.
+        assert workers[0].until("health", "1 0 0") == "1 0 0"
         for w in workers[1:]:
-            assert w.ask("health") == "0 1 0"
+            assert w.until("health", "0 1 0") == "0 1 0"
     finally:
         for w in workers:
             w.close()
