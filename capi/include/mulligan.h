@@ -16,6 +16,8 @@
  *   mulligan_http.h         the HTTP client
  *   mulligan_limits.h       bulkheads and rate limiters
  *   mulligan_budget.h       retry budgets and adaptive throttling
+ *   mulligan_outbox.h       the durable outbox (SQLite): enqueue, claim,
+ *                           complete, fail, dead letters, metrics (0.6)
  *
  * (plus mulligan_export.h and mulligan_version.h, which they include). As in
  * sqlite, anything not declared in these headers is private and may change
@@ -68,5 +70,6 @@
 #include "mulligan_limits.h"
 #include "mulligan_budget.h"
 #include "mulligan_adaptive_rate.h"
+#include "mulligan_outbox.h"
 
 #endif /* MULLIGAN_H_ */

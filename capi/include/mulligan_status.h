@@ -69,7 +69,14 @@ typedef enum mulligan_status {
    *  command, and the operation failed closed: nothing was decided and no
    *  handler may run (HTTP servers answer 503 with Retry-After). Retrying
    *  later may succeed. @since 0.5 */
-  MULLIGAN_E_STATE_UNAVAILABLE = 15
+  MULLIGAN_E_STATE_UNAVAILABLE = 15,
+  /* 16 is reserved (hedging). */
+  /** The durable outbox could not do what was asked (mulligan_outbox.h): the
+   *  database file is read-only, the disk or the outbox's size cap is full,
+   *  the file is not an outbox, or a worker's lease was lost. The message
+   *  names the file and SQLite's own text; an entry whose enqueue returned
+   *  this code was not written. @since 0.6 */
+  MULLIGAN_E_OUTBOX = 17
 } mulligan_status;
 
 /**

@@ -137,6 +137,7 @@ MULLIGAN_SAME(MULLIGAN_E_THROTTLED, StatusCode::kThrottled);
 MULLIGAN_SAME(MULLIGAN_E_BULKHEAD_FULL, StatusCode::kBulkheadFull);
 MULLIGAN_SAME(MULLIGAN_E_RATE_LIMITED, StatusCode::kRateLimited);
 MULLIGAN_SAME(MULLIGAN_E_STATE_UNAVAILABLE, StatusCode::kStateUnavailable);
+MULLIGAN_SAME(MULLIGAN_E_OUTBOX, StatusCode::kOutbox);
 
 #undef MULLIGAN_SAME
 
@@ -172,6 +173,7 @@ const char* mulligan_status_str(int status) {
     case MULLIGAN_E_BULKHEAD_FULL: return "bulkhead full";
     case MULLIGAN_E_RATE_LIMITED: return "rate limited";
     case MULLIGAN_E_STATE_UNAVAILABLE: return "state backend unavailable";
+    case MULLIGAN_E_OUTBOX: return "outbox error";
     default: return "unknown status";
   }
   MULLIGAN_CAPI_END_RETURN("unknown status")
