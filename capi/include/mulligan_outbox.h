@@ -693,6 +693,89 @@ MULLIGAN_API int mulligan_outbox_fail(mulligan_outbox *box, const mulligan_outbo
                                       int http_status, mulligan_outbox_failure *out);
 
 /* ========================================================================== */
+/* Attempt history                                                            */
+/* ========================================================================== */
+
+/**
+ * An entry's attempt history as read by mulligan_outbox_history_get(): a
+ * copy, first attempt first. Thread-safety: immutable.
+ * @since 0.6
+ */
+typedef struct mulligan_outbox_history mulligan_outbox_history;
+
+/**
+ * One recorded attempt. Initialise it with MULLIGAN_OUTBOX_ATTEMPT_INIT (the
+ * library checks struct_size).
+ * @since 0.6
+ */
+typedef struct mulligan_outbox_attempt {
+  /** sizeof(mulligan_outbox_attempt) as compiled by the caller. */
+  uint32_t struct_size;
+  /** 1 for the first. */
+  int attempt;
+  /** When complete or fail recorded it (the claim, for an expired lease). */
+  int64_t at_unix_ms;
+  /** The HTTP status the attempt got, or 0. */
+  int http_status;
+  /** A mulligan_error_kind (MULLIGAN_ERROR_NONE for a response or a
+   *  success; MULLIGAN_ERROR_TIMEOUT for an expired lease). */
+  int error_kind;
+  /** A mulligan_classification. */
+  int classification;
+  /** The caller's text, or "lease expired, worker W". Borrowed from the
+   *  history: valid until it is destroyed. */
+  const char *message;
+  /** The wait decided after it in ms (0 when it ended the entry). */
+  double delay_ms;
+} mulligan_outbox_attempt;
+
+/** Initialiser for mulligan_outbox_attempt. @since 0.6 */
+#define MULLIGAN_OUTBOX_ATTEMPT_INIT \
+  { (uint32_t)sizeof(mulligan_outbox_attempt), 0, 0, 0, MULLIGAN_ERROR_NONE, 0, NULL, 0.0 }
+
+/**
+ * Reads the attempt history of entry `id` (`mulligan outbox dead` shows it).
+ * @param box  the outbox.
+ * @param id  an entry id; an unknown id gives an empty history.
+ * @param out  OUT: the history; NULL on failure. Free with
+ *             mulligan_outbox_history_destroy().
+ * @return MULLIGAN_OK; MULLIGAN_E_INVALID_ARGUMENT; MULLIGAN_E_OUTBOX;
+ *         MULLIGAN_E_NO_MEMORY.
+ * Thread-safety: thread-safe.
+ * @since 0.6
+ */
+MULLIGAN_API int mulligan_outbox_history_get(mulligan_outbox *box, int64_t id,
+                                             mulligan_outbox_history **out);
+
+/**
+ * Returns how many attempts a history holds (0 for NULL, which also sets the
+ * last error).
+ * @param history  the history.
+ * Thread-safety: thread-safe.
+ * @since 0.6
+ */
+MULLIGAN_API size_t mulligan_outbox_history_size(const mulligan_outbox_history *history);
+
+/**
+ * Reads attempt `index` (0 for the first) of a history.
+ * @param history  the history (not NULL).
+ * @param index  < mulligan_outbox_history_size(history).
+ * @param out  OUT: the attempt (not NULL; struct_size set).
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+ * Thread-safety: thread-safe.
+ * @since 0.6
+ */
+MULLIGAN_API int mulligan_outbox_history_at(const mulligan_outbox_history *history, size_t index,
+                                            mulligan_outbox_attempt *out);
+
+/**
+ * Destroys a history. NULL is a no-op.
+ * @param history  the history, or NULL.
+ * @since 0.6
+ */
+MULLIGAN_API void mulligan_outbox_history_destroy(mulligan_outbox_history *history);
+
+/* ========================================================================== */
 /* Repair and metrics                                                         */
 /* ========================================================================== */
 

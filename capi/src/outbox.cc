@@ -59,6 +59,10 @@ struct mulligan_outbox_lease {
   HeaderViews headers;
 };
 
+struct mulligan_outbox_history {
+  std::vector<mulligan::OutboxAttempt> impl;
+};
+
 namespace {
 
 using mulligan::capi_internal::CheckMs;
@@ -74,6 +78,7 @@ constexpr size_t kSpecSizeV0_6 = sizeof(mulligan_outbox_spec);
 constexpr size_t kInfoSizeV0_6 = sizeof(mulligan_outbox_entry_info);
 constexpr size_t kFailureSizeV0_6 = sizeof(mulligan_outbox_failure);
 constexpr size_t kStatsSizeV0_6 = sizeof(mulligan_outbox_stats);
+constexpr size_t kAttemptSizeV0_6 = sizeof(mulligan_outbox_attempt);
 
 static_assert(static_cast<int>(mulligan::OutboxKind::kJob) == MULLIGAN_OUTBOX_JOB, "kind");
 static_assert(static_cast<int>(mulligan::OutboxState::kDead) == MULLIGAN_OUTBOX_DEAD, "state");
@@ -552,6 +557,62 @@ int mulligan_outbox_fail(mulligan_outbox* box, const mulligan_outbox_lease* leas
   }
   return MULLIGAN_OK;
   MULLIGAN_CAPI_END
+}
+
+// ---------------------------------------------------------------------------
+// Attempt history
+
+int mulligan_outbox_history_get(mulligan_outbox* box, int64_t id, mulligan_outbox_history** out) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(out);
+  *out = nullptr;
+  MULLIGAN_CHECK_NOT_NULL(box);
+  auto history = box->impl->History(id);
+  if (!history.ok()) return SetError(history.status());
+  *out = new mulligan_outbox_history{std::move(*history)};
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+size_t mulligan_outbox_history_size(const mulligan_outbox_history* history) {
+  MULLIGAN_CAPI_BEGIN
+  if (history == nullptr) {
+    SetError(MULLIGAN_E_INVALID_ARGUMENT, "%s: history must not be NULL", __func__);
+    return 0;
+  }
+  return history->impl.size();
+  MULLIGAN_CAPI_END_RETURN(0)
+}
+
+int mulligan_outbox_history_at(const mulligan_outbox_history* history, size_t index,
+                               mulligan_outbox_attempt* out) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(history);
+  MULLIGAN_CHECK_NOT_NULL(out);
+  if (int rc = CheckStructSize("out", out->struct_size, kAttemptSizeV0_6,
+                               "MULLIGAN_OUTBOX_ATTEMPT_INIT")) {
+    return rc;
+  }
+  if (index >= history->impl.size()) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "index must be < %zu, got %zu",
+                    history->impl.size(), index);
+  }
+  const mulligan::OutboxAttempt& a = history->impl[index];
+  out->attempt = a.attempt;
+  out->at_unix_ms = UnixMs(a.at);
+  out->http_status = a.http_status;
+  out->error_kind = static_cast<int>(a.error);
+  out->classification = static_cast<int>(a.classification);
+  out->message = a.message.c_str();
+  out->delay_ms = DurationToMs(a.delay);
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+void mulligan_outbox_history_destroy(mulligan_outbox_history* history) {
+  MULLIGAN_CAPI_BEGIN
+  delete history;
+  MULLIGAN_CAPI_END_VOID
 }
 
 // ---------------------------------------------------------------------------

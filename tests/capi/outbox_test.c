@@ -2,7 +2,8 @@
  * as C99, POSIX for the temporary directory and the read-only child):
  * enqueue -> claim -> complete, an expired lease handing the entry to
  * another worker, poison entries dead-lettered after max_attempts (failed
- * attempts and expired leases), retry and purge, metrics, and bad input.
+ * attempts and expired leases) with their history, retry and purge,
+ * metrics, batches and a size cap, bad input and a read-only file.
  * Every time comes from a fake clock, whose calendar reading starts at
  * 2024-01-01T00:00:00Z; the test never sleeps. (kill -9 durability is
  * tested in the core: tests/core/outbox_test.cc.) */
@@ -298,6 +299,8 @@ static void test_poison_entries_are_dead_lettered(void) {
   mulligan_outbox_stats stats;
   mulligan_outbox_lease *lease[1];
   mulligan_outcome not_found = MULLIGAN_OUTCOME_INIT;
+  mulligan_outbox_history *history = NULL;
+  mulligan_outbox_attempt attempt = MULLIGAN_OUTBOX_ATTEMPT_INIT;
   size_t n = 0;
   int64_t failing, crashing, missing, removed = 0;
   int round;
@@ -349,6 +352,35 @@ static void test_poison_entries_are_dead_lettered(void) {
   info = entry_of(box, crashing, &entry);
   CHECK_STR(info.stop_reason, "attempts_exhausted");
   mulligan_outbox_entry_destroy(entry);
+
+  /* The history kept with the dead letters. */
+  CHECK_OK(mulligan_outbox_history_get(box, failing, &history));
+  CHECK_INT(mulligan_outbox_history_size(history), 3);
+  for (round = 0; round < 3; ++round) {
+    attempt.struct_size = sizeof attempt;
+    CHECK_OK(mulligan_outbox_history_at(history, (size_t)round, &attempt));
+    CHECK_INT(attempt.attempt, round + 1);
+    CHECK_INT(attempt.at_unix_ms, T0 + 100 * round);
+    CHECK_INT(attempt.http_status, 503);
+    CHECK_INT(attempt.error_kind, MULLIGAN_ERROR_NONE);
+    CHECK_INT(attempt.classification, MULLIGAN_CLASSIFICATION_RETRYABLE);
+    CHECK_STR(attempt.message, "HTTP 503");
+    CHECK_NEAR(attempt.delay_ms, round < 2 ? 100.0 : 0.0, 0.0);
+  }
+  CHECK_FAILS(mulligan_outbox_history_at(history, 3, &attempt), MULLIGAN_E_INVALID_ARGUMENT,
+              "index must be < 3, got 3");
+  mulligan_outbox_history_destroy(history);
+  CHECK_OK(mulligan_outbox_history_get(box, crashing, &history));
+  CHECK_INT(mulligan_outbox_history_size(history), 3);
+  CHECK_OK(mulligan_outbox_history_at(history, 0, &attempt));
+  CHECK_STR(attempt.message, "lease expired, worker doomed");
+  CHECK_INT(attempt.error_kind, MULLIGAN_ERROR_TIMEOUT);
+  CHECK_INT(attempt.at_unix_ms, T0 + 200 + 30000);
+  mulligan_outbox_history_destroy(history);
+  CHECK_OK(mulligan_outbox_history_get(box, 99, &history));
+  CHECK_INT(mulligan_outbox_history_size(history), 0);
+  mulligan_outbox_history_destroy(history);
+  CHECK_INT(mulligan_outbox_history_size(NULL), 0);
 
   /* A terminal outcome (404) dead-letters at once. */
   missing = enqueue_job(box, "webhook", "missing");
@@ -529,6 +561,70 @@ static void test_bad_input(void) {
   mulligan_clock_destroy(clock);
 }
 
+static void test_enqueue_many_and_size_cap(void) {
+  mulligan_clock *clock = NULL;
+  mulligan_outbox *box;
+  mulligan_outbox_options *opts = NULL;
+  mulligan_outbox_spec specs[3] = {MULLIGAN_OUTBOX_SPEC_INIT, MULLIGAN_OUTBOX_SPEC_INIT,
+                                   MULLIGAN_OUTBOX_SPEC_INIT};
+  mulligan_outbox_entry *entry = NULL;
+  mulligan_outbox_entry_info info;
+  static char payload[4096];
+  int64_t ids[3] = {9, 9, 9};
+  int written = 0, rc = MULLIGAN_OK, i;
+
+  CHECK_OK(mulligan_clock_create_fake(&clock));
+  fresh_path();
+  box = open_box(clock, 3, 100);
+  for (i = 0; i < 3; ++i) {
+    specs[i].kind = MULLIGAN_OUTBOX_JOB;
+    specs[i].job = "batch";
+  }
+  specs[1].idempotency_key = "second";
+  CHECK_OK(mulligan_outbox_enqueue_many(box, specs, 3, ids));
+  CHECK_INT(ids[0], 1);
+  CHECK_INT(ids[1], 2);
+  CHECK_INT(ids[2], 3);
+  info = entry_of(box, 2, &entry);
+  CHECK_STR(info.idempotency_key, "second");
+  mulligan_outbox_entry_destroy(entry);
+  /* All or none: "second" is there already, so nothing is written. */
+  specs[0].idempotency_key = "fresh";
+  CHECK_FAILS(mulligan_outbox_enqueue_many(box, specs, 2, ids), MULLIGAN_E_INVALID_ARGUMENT,
+              "second");
+  CHECK_INT(ids[0], 0);
+  CHECK_INT(stats_of(box).pending, 3);
+  specs[1].kind = 5;
+  CHECK_FAILS(mulligan_outbox_enqueue_many(box, specs, 2, ids), MULLIGAN_E_INVALID_ARGUMENT,
+              "specs[1]: spec->kind");
+  CHECK_OK(mulligan_outbox_enqueue_many(box, NULL, 0, NULL));
+  mulligan_outbox_close(box);
+
+  /* A size cap fills as a full disk does: MULLIGAN_E_OUTBOX, and every
+   * entry whose enqueue returned MULLIGAN_OK is there, and only those. */
+  fresh_path();
+  CHECK_OK(mulligan_outbox_options_create(&opts));
+  CHECK_OK(mulligan_outbox_options_set_clock(opts, clock));
+  CHECK_OK(mulligan_outbox_options_set_max_size_bytes(opts, 128 * 1024));
+  CHECK_OK(mulligan_outbox_open(path, opts, &box));
+  mulligan_outbox_options_destroy(opts);
+  specs[0].idempotency_key = NULL;
+  specs[0].payload = payload;
+  specs[0].payload_len = sizeof payload;
+  for (i = 0; i < 1000 && rc == MULLIGAN_OK; ++i) {
+    memset(payload, 'a' + i % 26, sizeof payload);
+    rc = mulligan_outbox_enqueue(box, &specs[0], NULL, NULL, 0);
+    if (rc == MULLIGAN_OK) ++written;
+  }
+  CHECK_INT(rc, MULLIGAN_E_OUTBOX);
+  CHECK(strstr(mulligan_last_error(), "full") != NULL);
+  CHECK(written > 5);
+  CHECK(written < 1000);
+  CHECK_INT(stats_of(box).pending, written);
+  mulligan_outbox_close(box);
+  mulligan_clock_destroy(clock);
+}
+
 /* A file the process cannot write (as root, whom permissions do not stop,
  * after switching to the nobody user in a child): open works, enqueue fails
  * with MULLIGAN_E_OUTBOX naming the file and "read-only", nothing is lost. */
@@ -597,6 +693,7 @@ int main(void) {
   test_expired_lease_hands_over();
   test_poison_entries_are_dead_lettered();
   test_bad_input();
+  test_enqueue_many_and_size_cap();
   test_read_only_file();
   fresh_path(); /* removes the last file */
   rmdir(dir);
