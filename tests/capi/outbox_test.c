@@ -3,12 +3,14 @@
  * enqueue -> claim -> complete, an expired lease handing the entry to
  * another worker, poison entries dead-lettered after max_attempts (failed
  * attempts and expired leases) with their history, retry and purge,
- * metrics, batches and a size cap, bad input and a read-only file.
+ * metrics, batches and a size cap, threads sharing one outbox, bad input
+ * and a read-only file.
  * Every time comes from a fake clock, whose calendar reading starts at
  * 2024-01-01T00:00:00Z; the test never sleeps. (kill -9 durability is
  * tested in the core: tests/core/outbox_test.cc.) */
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -625,6 +627,76 @@ static void test_enqueue_many_and_size_cap(void) {
   mulligan_clock_destroy(clock);
 }
 
+/* Four threads share one outbox: every entry is leased to exactly one of
+ * them and delivered once. */
+#define SHARED_ENTRIES 400
+#define SHARED_THREADS 4
+
+static mulligan_outbox *shared_box;
+static pthread_mutex_t seen_mu = PTHREAD_MUTEX_INITIALIZER;
+static int seen[SHARED_ENTRIES + 1];
+static int worker_errors = 0;
+
+static void *shared_worker(void *arg) {
+  mulligan_outbox_lease *leases[10];
+  mulligan_outbox_entry_info info = MULLIGAN_OUTBOX_ENTRY_INFO_INIT;
+  size_t n = 0, i;
+  int bad = 0;
+  (void)arg;
+  for (;;) {
+    if (mulligan_outbox_claim(shared_box, "t", 10, -1.0, leases, &n) != MULLIGAN_OK) ++bad;
+    if (n == 0) break;
+    if (mulligan_outbox_complete_many(shared_box, (const mulligan_outbox_lease *const *)leases,
+                                      NULL, n) != MULLIGAN_OK) {
+      ++bad;
+    }
+    for (i = 0; i < n; ++i) {
+      if (mulligan_outbox_lease_info(leases[i], &info) != MULLIGAN_OK || info.id < 1 ||
+          info.id > SHARED_ENTRIES) {
+        ++bad;
+      } else {
+        pthread_mutex_lock(&seen_mu);
+        ++seen[info.id];
+        pthread_mutex_unlock(&seen_mu);
+      }
+      mulligan_outbox_lease_destroy(leases[i]);
+    }
+  }
+  pthread_mutex_lock(&seen_mu);
+  worker_errors += bad;
+  pthread_mutex_unlock(&seen_mu);
+  return NULL;
+}
+
+static void test_threads_share_one_outbox(void) {
+  mulligan_clock *clock = NULL;
+  static mulligan_outbox_spec specs[SHARED_ENTRIES];
+  mulligan_outbox_spec spec = MULLIGAN_OUTBOX_SPEC_INIT;
+  mulligan_outbox_stats stats;
+  pthread_t threads[SHARED_THREADS];
+  int i, once = 0;
+
+  CHECK_OK(mulligan_clock_create_fake(&clock));
+  fresh_path();
+  shared_box = open_box(clock, 3, 100);
+  spec.kind = MULLIGAN_OUTBOX_JOB;
+  spec.job = "shared";
+  for (i = 0; i < SHARED_ENTRIES; ++i) specs[i] = spec;
+  CHECK_OK(mulligan_outbox_enqueue_many(shared_box, specs, SHARED_ENTRIES, NULL));
+  for (i = 0; i < SHARED_THREADS; ++i)
+    CHECK_INT(pthread_create(&threads[i], NULL, shared_worker, NULL), 0);
+  for (i = 0; i < SHARED_THREADS; ++i) CHECK_INT(pthread_join(threads[i], NULL), 0);
+  CHECK_INT(worker_errors, 0);
+  for (i = 1; i <= SHARED_ENTRIES; ++i) once += seen[i] == 1;
+  CHECK_INT(once, SHARED_ENTRIES);
+  stats = stats_of(shared_box);
+  CHECK_INT(stats.deliveries, SHARED_ENTRIES);
+  CHECK_INT(stats.done, SHARED_ENTRIES);
+  CHECK_INT(stats.depth, 0);
+  mulligan_outbox_close(shared_box);
+  mulligan_clock_destroy(clock);
+}
+
 /* A file the process cannot write (as root, whom permissions do not stop,
  * after switching to the nobody user in a child): open works, enqueue fails
  * with MULLIGAN_E_OUTBOX naming the file and "read-only", nothing is lost. */
@@ -694,6 +766,7 @@ int main(void) {
   test_poison_entries_are_dead_lettered();
   test_bad_input();
   test_enqueue_many_and_size_cap();
+  test_threads_share_one_outbox();
   test_read_only_file();
   fresh_path(); /* removes the last file */
   rmdir(dir);
