@@ -68,8 +68,8 @@
  * connection behind a mutex, each operation one transaction): many threads
  * may share one. Many processes may open the same file (each write is a
  * BEGIN IMMEDIATE transaction, which SQLite serializes across processes).
- * Options, leases and entries are plain values: use each from one thread at
- * a time.
+ * Options are not thread-safe (one thread at a time); leases, entries and
+ * histories are immutable copies that many threads may read.
  *
  * Part of the mulligan C ABI: mulligan.h includes every part and states the
  * conventions. A program may include just this header (it includes
@@ -678,9 +678,10 @@ typedef struct mulligan_outbox_failure {
  *                 (MULLIGAN_ERROR_TERMINAL, a 404) dead-letters the entry.
  * @param message  the text the history keeps ("HTTP 503", "ValueError: x"),
  *                 or NULL for "".
- * @param http_status  when > 0, the status the history records for an
- *                     outcome that does not carry it; 0 records
- *                     outcome->http_status.
+ * @param http_status  0, or a status in [100, 599] that the history records
+ *                     for an outcome that does not carry it (a keyed 409
+ *                     with Retry-After the caller turned into a classified
+ *                     failure); 0 records outcome->http_status.
  * @param out  OUT, may be NULL: the decision (struct_size set).
  * @return MULLIGAN_OK; MULLIGAN_E_INVALID_ARGUMENT; MULLIGAN_E_OUTBOX ("lease
  *         lost": the entry was leased again since, and another worker owns

@@ -420,7 +420,7 @@ static void test_poison_entries_are_dead_lettered(void) {
 
 static void test_bad_input(void) {
   mulligan_clock *clock = NULL;
-  mulligan_outbox *box = NULL, *none = NULL;
+  mulligan_outbox *box = NULL;
   mulligan_outbox_options *opts = NULL;
   mulligan_outbox_spec spec = MULLIGAN_OUTBOX_SPEC_INIT;
   mulligan_outbox_lease *leases[2];
@@ -557,7 +557,6 @@ static void test_bad_input(void) {
               "http_status must be 0 or in [100, 599], got 42");
   CHECK_OK(mulligan_outbox_complete(box, leases[0], 0));
   mulligan_outbox_lease_destroy(leases[0]);
-  (void)none;
 
   mulligan_outbox_close(box);
   mulligan_clock_destroy(clock);
