@@ -38,6 +38,10 @@ const (
 	// CodeStateUnavailable: a state backend (Redis) could not be reached or
 	// failed, and the operation failed closed. (0.5)
 	CodeStateUnavailable Code = 15
+	// CodeOutbox: the durable outbox refused an operation (a full or
+	// read-only file, a lost lease); nothing was written. 16 is reserved
+	// (hedging). (0.6)
+	CodeOutbox Code = 17
 )
 
 var codeNames = map[Code]string{
@@ -48,7 +52,7 @@ var codeNames = map[Code]string{
 	CodeTransport: "transport error", CodeTimeout: "timeout",
 	CodeBudgetExhausted: "budget exhausted", CodeThrottled: "throttled",
 	CodeBulkheadFull: "bulkhead full", CodeRateLimited: "rate limited",
-	CodeStateUnavailable: "state backend unavailable",
+	CodeStateUnavailable: "state backend unavailable", CodeOutbox: "outbox error",
 }
 
 // String names the code as mulligan_status_str() does ("circuit open").

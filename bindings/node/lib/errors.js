@@ -10,7 +10,7 @@ const Status = Object.freeze({
   OK: 0, INVALID_ARGUMENT: 1, NO_MEMORY: 2, INTERNAL: 3, CALLBACK: 4, RETRIES_EXHAUSTED: 5,
   DEADLINE_EXCEEDED: 6, CIRCUIT_OPEN: 7, UNAVAILABLE: 8, TRANSPORT: 9, TIMEOUT: 10,
   BUDGET_EXHAUSTED: 11, THROTTLED: 12, BULKHEAD_FULL: 13, RATE_LIMITED: 14,
-  STATE_UNAVAILABLE: 15,
+  STATE_UNAVAILABLE: 15, OUTBOX: 17,  // 16 is reserved (hedging)
 });
 
 const codeNames = Object.fromEntries(Object.entries(Status).map(([k, v]) => [v, k === 'OK' ? 'MULLIGAN_OK' : `MULLIGAN_E_${k}`]));

@@ -221,7 +221,7 @@ export declare function metricsHandler(options?: {
 export declare const Status: Readonly<Record<'OK' | 'INVALID_ARGUMENT' | 'NO_MEMORY' | 'INTERNAL' | 'CALLBACK'
   | 'RETRIES_EXHAUSTED' | 'DEADLINE_EXCEEDED' | 'CIRCUIT_OPEN' | 'UNAVAILABLE' | 'TRANSPORT' | 'TIMEOUT'
   | 'BUDGET_EXHAUSTED' | 'THROTTLED' | 'BULKHEAD_FULL' | 'RATE_LIMITED'
-  | 'STATE_UNAVAILABLE', number>>;
+  | 'STATE_UNAVAILABLE' | 'OUTBOX', number>>;
 
 export declare class MulliganError extends Error {
   /** The C name of the status, e.g. 'MULLIGAN_E_CIRCUIT_OPEN'. */

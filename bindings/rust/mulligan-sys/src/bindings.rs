@@ -13,6 +13,7 @@ pub const MULLIGAN_IDEMPOTENCY_MAX_KEY_LENGTH: u32 = 255;
 pub const MULLIGAN_IDEMPOTENCY_KEY_SIZE: u32 = 37;
 pub const MULLIGAN_METRICS_OVERFLOW_NAME: &[u8; 10] = b"_overflow\0";
 pub const MULLIGAN_RETRY_REASON_COUNT: u32 = 5;
+pub const MULLIGAN_OUTBOX_KEY_SIZE: u32 = 256;
 pub const MULLIGAN_OK: mulligan_status = 0;
 pub const MULLIGAN_E_INVALID_ARGUMENT: mulligan_status = 1;
 pub const MULLIGAN_E_NO_MEMORY: mulligan_status = 2;
@@ -29,6 +30,7 @@ pub const MULLIGAN_E_THROTTLED: mulligan_status = 12;
 pub const MULLIGAN_E_BULKHEAD_FULL: mulligan_status = 13;
 pub const MULLIGAN_E_RATE_LIMITED: mulligan_status = 14;
 pub const MULLIGAN_E_STATE_UNAVAILABLE: mulligan_status = 15;
+pub const MULLIGAN_E_OUTBOX: mulligan_status = 17;
 pub type mulligan_status = core::ffi::c_uint;
 unsafe extern "C" {
     pub fn mulligan_status_str(status: core::ffi::c_int) -> *const core::ffi::c_char;
@@ -1883,5 +1885,316 @@ unsafe extern "C" {
     pub fn mulligan_pipeline_options_set_adaptive_rate(
         opts: *mut mulligan_pipeline_options,
         rate: *const mulligan_adaptive_rate,
+    ) -> core::ffi::c_int;
+}
+pub const MULLIGAN_OUTBOX_HTTP: mulligan_outbox_kind = 0;
+pub const MULLIGAN_OUTBOX_JOB: mulligan_outbox_kind = 1;
+pub type mulligan_outbox_kind = core::ffi::c_uint;
+pub const MULLIGAN_OUTBOX_PENDING: mulligan_outbox_state = 0;
+pub const MULLIGAN_OUTBOX_LEASED: mulligan_outbox_state = 1;
+pub const MULLIGAN_OUTBOX_DONE: mulligan_outbox_state = 2;
+pub const MULLIGAN_OUTBOX_DEAD: mulligan_outbox_state = 3;
+pub type mulligan_outbox_state = core::ffi::c_uint;
+pub const MULLIGAN_OUTBOX_SYNC_FULL: mulligan_outbox_sync = 0;
+pub const MULLIGAN_OUTBOX_SYNC_NORMAL: mulligan_outbox_sync = 1;
+pub type mulligan_outbox_sync = core::ffi::c_uint;
+unsafe extern "C" {
+    pub fn mulligan_outbox_state_str(state: core::ffi::c_int) -> *const core::ffi::c_char;
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct mulligan_outbox_options {
+    _unused: [u8; 0],
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_options_create(
+        out: *mut *mut mulligan_outbox_options,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_options_destroy(opts: *mut mulligan_outbox_options);
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_options_set_create(
+        opts: *mut mulligan_outbox_options,
+        create: core::ffi::c_int,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_options_set_sync(
+        opts: *mut mulligan_outbox_options,
+        sync: core::ffi::c_int,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_options_set_busy_timeout_ms(
+        opts: *mut mulligan_outbox_options,
+        busy_timeout_ms: f64,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_options_set_lease_timeout_ms(
+        opts: *mut mulligan_outbox_options,
+        lease_timeout_ms: f64,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_options_set_retry(
+        opts: *mut mulligan_outbox_options,
+        retry: *const mulligan_retry_options,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_options_set_max_size_bytes(
+        opts: *mut mulligan_outbox_options,
+        max_size_bytes: i64,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_options_set_name(
+        opts: *mut mulligan_outbox_options,
+        name: *const core::ffi::c_char,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_options_set_clock(
+        opts: *mut mulligan_outbox_options,
+        clock: *const mulligan_clock,
+    ) -> core::ffi::c_int;
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct mulligan_outbox {
+    _unused: [u8; 0],
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_open(
+        path: *const core::ffi::c_char,
+        opts: *const mulligan_outbox_options,
+        out: *mut *mut mulligan_outbox,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_close(box_: *mut mulligan_outbox);
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mulligan_outbox_spec {
+    pub struct_size: u32,
+    pub kind: core::ffi::c_int,
+    pub method: *const core::ffi::c_char,
+    pub url: *const core::ffi::c_char,
+    pub header_names: *const *const core::ffi::c_char,
+    pub header_values: *const *const core::ffi::c_char,
+    pub header_count: usize,
+    pub body: *const core::ffi::c_void,
+    pub body_len: usize,
+    pub job: *const core::ffi::c_char,
+    pub payload: *const core::ffi::c_void,
+    pub payload_len: usize,
+    pub idempotency_key: *const core::ffi::c_char,
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_enqueue(
+        box_: *mut mulligan_outbox,
+        spec: *const mulligan_outbox_spec,
+        out_id: *mut i64,
+        key_buf: *mut core::ffi::c_char,
+        key_buf_size: usize,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_enqueue_many(
+        box_: *mut mulligan_outbox,
+        specs: *const mulligan_outbox_spec,
+        count: usize,
+        out_ids: *mut i64,
+    ) -> core::ffi::c_int;
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct mulligan_outbox_entry {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct mulligan_outbox_lease {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mulligan_outbox_entry_info {
+    pub struct_size: u32,
+    pub id: i64,
+    pub kind: core::ffi::c_int,
+    pub state: core::ffi::c_int,
+    pub idempotency_key: *const core::ffi::c_char,
+    pub attempts: core::ffi::c_int,
+    pub leases: core::ffi::c_int,
+    pub created_at_unix_ms: i64,
+    pub next_attempt_at_unix_ms: i64,
+    pub lease_owner: *const core::ffi::c_char,
+    pub lease_expires_at_unix_ms: i64,
+    pub finished_at_unix_ms: i64,
+    pub stop_reason: *const core::ffi::c_char,
+    pub method: *const core::ffi::c_char,
+    pub url: *const core::ffi::c_char,
+    pub header_names: *const *const core::ffi::c_char,
+    pub header_values: *const *const core::ffi::c_char,
+    pub header_count: usize,
+    pub body: *const core::ffi::c_void,
+    pub body_len: usize,
+    pub job: *const core::ffi::c_char,
+    pub payload: *const core::ffi::c_void,
+    pub payload_len: usize,
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_entry_info_get(
+        entry: *const mulligan_outbox_entry,
+        out: *mut mulligan_outbox_entry_info,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_entry_destroy(entry: *mut mulligan_outbox_entry);
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_get(
+        box_: *mut mulligan_outbox,
+        id: i64,
+        out: *mut *mut mulligan_outbox_entry,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_list(
+        box_: *mut mulligan_outbox,
+        state: core::ffi::c_int,
+        max_entries: usize,
+        out: *mut *mut mulligan_outbox_entry,
+        count: *mut usize,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_claim(
+        box_: *mut mulligan_outbox,
+        worker: *const core::ffi::c_char,
+        max_entries: usize,
+        lease_timeout_ms: f64,
+        out: *mut *mut mulligan_outbox_lease,
+        count: *mut usize,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_lease_info(
+        lease: *const mulligan_outbox_lease,
+        out: *mut mulligan_outbox_entry_info,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_lease_attempt_timeout_ms(lease: *const mulligan_outbox_lease) -> f64;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_lease_destroy(lease: *mut mulligan_outbox_lease);
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_complete(
+        box_: *mut mulligan_outbox,
+        lease: *const mulligan_outbox_lease,
+        http_status: core::ffi::c_int,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_complete_many(
+        box_: *mut mulligan_outbox,
+        leases: *const *const mulligan_outbox_lease,
+        http_statuses: *const core::ffi::c_int,
+        count: usize,
+    ) -> core::ffi::c_int;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mulligan_outbox_failure {
+    pub struct_size: u32,
+    pub state: core::ffi::c_int,
+    pub next_attempt_at_unix_ms: i64,
+    pub delay_ms: f64,
+    pub reason: core::ffi::c_int,
+    pub attempt: core::ffi::c_int,
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_fail(
+        box_: *mut mulligan_outbox,
+        lease: *const mulligan_outbox_lease,
+        outcome: *const mulligan_outcome,
+        message: *const core::ffi::c_char,
+        http_status: core::ffi::c_int,
+        out: *mut mulligan_outbox_failure,
+    ) -> core::ffi::c_int;
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct mulligan_outbox_history {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mulligan_outbox_attempt {
+    pub struct_size: u32,
+    pub attempt: core::ffi::c_int,
+    pub at_unix_ms: i64,
+    pub http_status: core::ffi::c_int,
+    pub error_kind: core::ffi::c_int,
+    pub classification: core::ffi::c_int,
+    pub message: *const core::ffi::c_char,
+    pub delay_ms: f64,
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_history_get(
+        box_: *mut mulligan_outbox,
+        id: i64,
+        out: *mut *mut mulligan_outbox_history,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_history_size(history: *const mulligan_outbox_history) -> usize;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_history_at(
+        history: *const mulligan_outbox_history,
+        index: usize,
+        out: *mut mulligan_outbox_attempt,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_history_destroy(history: *mut mulligan_outbox_history);
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_retry(box_: *mut mulligan_outbox, id: i64) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_purge(
+        box_: *mut mulligan_outbox,
+        state: core::ffi::c_int,
+        out_removed: *mut i64,
+    ) -> core::ffi::c_int;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mulligan_outbox_stats {
+    pub struct_size: u32,
+    pub depth: i64,
+    pub pending: i64,
+    pub leased: i64,
+    pub done: i64,
+    pub dead: i64,
+    pub oldest_age_ms: f64,
+    pub deliveries: i64,
+    pub dead_letters: i64,
+    pub failures: i64,
+    pub lease_expiries: i64,
+}
+unsafe extern "C" {
+    pub fn mulligan_outbox_stats_get(
+        box_: *mut mulligan_outbox,
+        out: *mut mulligan_outbox_stats,
     ) -> core::ffi::c_int;
 }

@@ -95,6 +95,9 @@ pub enum Code {
     /// A state backend (Redis) could not be reached or failed, and the
     /// operation failed closed. (0.5)
     StateUnavailable,
+    /// The durable outbox refused an operation (a full or read-only file,
+    /// a lost lease); nothing was written. (0.6)
+    Outbox,
     /// A code this version of the crate does not know (a newer library).
     Other(i32),
 }
@@ -119,6 +122,7 @@ impl Code {
             sys::MULLIGAN_E_BULKHEAD_FULL => Code::BulkheadFull,
             sys::MULLIGAN_E_RATE_LIMITED => Code::RateLimited,
             sys::MULLIGAN_E_STATE_UNAVAILABLE => Code::StateUnavailable,
+            sys::MULLIGAN_E_OUTBOX => Code::Outbox,
             _ => Code::Other(status),
         })
     }
