@@ -267,7 +267,7 @@ class CircuitOpenError(MulliganError):
         if pending is not None:
             _BASE_ARGS.__set__(self, (pending.open_message(self.retry_in),))
 
-    @property  # type: ignore[override]
+    @property
     def args(self) -> tuple[Any, ...]:
         self._materialize()
         return _BASE_ARGS.__get__(self)  # type: ignore[no-any-return]
