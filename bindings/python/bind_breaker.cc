@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "bindings.h"
+#include "breaker_guard.h"
 #include "mulligan/breaker/registry.h"
 #include "mulligan/breaker/circuit_breaker.h"
 
@@ -39,70 +40,79 @@ double RetryInSeconds(Duration d) {
   return d == Duration::max() ? std::numeric_limits<double>::infinity() : DurationToSeconds(d);
 }
 
-// Sets mulligan.CircuitOpenError for a refused admission as the pending
-// Python exception. REQUIRES: the GIL.
-void SetCircuitOpen(const CircuitBreaker& breaker, const Admission& admission) {
-  try {
-    py::object errors = py::module_::import("mulligan._errors");
-    py::object exc = errors.attr("_circuit_open")(
-        Utf8(breaker.name()), RetryInSeconds(admission.retry_in),
-        Utf8(breaker.OpenStatus(admission).message()));
-    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
-  } catch (py::error_already_set& e) {
-    e.restore();
-  }
-}
-
 TimePoint SteadyNow() { return TimePoint(std::chrono::steady_clock::now()); }
 
-// ---------------------------------------------------------------------------
-// _core.Permit: a copy of a core Permit. Immutable, opaque to Python.
-
-struct PermitObject {
-  PyObject_HEAD
-  Permit permit;
+// mulligan._errors.CircuitOpenError and the attribute names a refusal sets,
+// looked up once (the module is never unloaded).
+struct OpenErrorNames {
+  PyObject* type = nullptr;
+  PyObject* empty = nullptr;
+  PyObject* name = nullptr;
+  PyObject* key = nullptr;
+  PyObject* retry_in = nullptr;
+  PyObject* attempts = nullptr;
+  PyObject* pending = nullptr;
+  PyObject* zero = nullptr;
 };
 
-PyObject* PermitIsProbe(PyObject* self, void*) {
-  return PyBool_FromLong(reinterpret_cast<PermitObject*>(self)->permit.probe);
+const OpenErrorNames* OpenNames() {
+  static OpenErrorNames names;
+  if (names.type != nullptr) return &names;
+  PyObject* errors = PyImport_ImportModule("mulligan._errors");
+  if (errors == nullptr) return nullptr;
+  PyObject* type = PyObject_GetAttrString(errors, "CircuitOpenError");
+  Py_DECREF(errors);
+  if (type == nullptr) return nullptr;
+  names.empty = PyTuple_New(0);
+  names.name = PyUnicode_InternFromString("name");
+  names.key = PyUnicode_InternFromString("key");
+  names.retry_in = PyUnicode_InternFromString("retry_in");
+  names.attempts = PyUnicode_InternFromString("attempts");
+  names.pending = PyUnicode_InternFromString("_pending");
+  names.zero = PyLong_FromLong(0);
+  if (!names.empty || !names.name || !names.key || !names.retry_in || !names.attempts ||
+      !names.pending || !names.zero) {
+    Py_DECREF(type);
+    return nullptr;
+  }
+  names.type = type;
+  return &names;
 }
 
-PyGetSetDef permit_getset[] = {
-    {"probe", PermitIsProbe, nullptr, "True for a half-open probe permit.", nullptr},
-    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+}  // namespace
 
-PyTypeObject PermitType = [] {
-  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-  t.tp_name = "mulligan._core.Permit";
-  t.tp_basicsize = sizeof(PermitObject);
-  t.tp_flags = Py_TPFLAGS_DEFAULT;
-  t.tp_doc = "A permission to make one call, from BreakerGuard.acquire().";
-  t.tp_getset = permit_getset;
-  return t;
-}();
-
-// ---------------------------------------------------------------------------
-// _core.BreakerGuard: the hot path of one breaker.
-
-struct GuardObject {
-  PyObject_HEAD
-  CircuitBreaker* breaker;  // kept alive by `owner`
-  BreakerPtr* owner;
-};
-
-void GuardDealloc(PyObject* self) {
-  delete reinterpret_cast<GuardObject*>(self)->owner;
-  Py_TYPE(self)->tp_free(self);
+// The refusal builds the exception without running CircuitOpenError.__init__
+// and without formatting its message: BaseException's tp_new, then the five
+// attributes. `_pending` (the guard) tells CircuitOpenError to format the
+// message on first read (python/mulligan/_errors.py).
+PyObject* SetCircuitOpen(GuardObject* guard, const Admission& admission) {
+  const OpenErrorNames* names = OpenNames();
+  if (names == nullptr) return nullptr;
+  auto* type = reinterpret_cast<PyTypeObject*>(names->type);
+  PyObject* exc = type->tp_new(type, names->empty, nullptr);
+  if (exc == nullptr) return nullptr;
+  PyObject* retry_in = PyFloat_FromDouble(RetryInSeconds(admission.retry_in));
+  if (retry_in == nullptr || PyObject_SetAttr(exc, names->name, guard->name) < 0 ||
+      PyObject_SetAttr(exc, names->key, guard->name) < 0 ||
+      PyObject_SetAttr(exc, names->retry_in, retry_in) < 0 ||
+      PyObject_SetAttr(exc, names->attempts, names->zero) < 0 ||
+      PyObject_SetAttr(exc, names->pending, reinterpret_cast<PyObject*>(guard)) < 0) {
+    Py_XDECREF(retry_in);
+    Py_DECREF(exc);
+    return nullptr;
+  }
+  Py_DECREF(retry_in);
+  PyErr_SetObject(names->type, exc);
+  Py_DECREF(exc);
+  return nullptr;
 }
 
-// Reads the optional `now` argument (float monotonic seconds); the steady
-// clock when absent or None. Returns false with an exception set on error.
-bool NowArg(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t index, TimePoint* now) {
-  if (nargs <= index || args[index] == Py_None) {
+bool NowFromObject(PyObject* seconds_obj, TimePoint* now) {
+  if (seconds_obj == Py_None) {
     *now = SteadyNow();
     return true;
   }
-  const double seconds = PyFloat_AsDouble(args[index]);
+  const double seconds = PyFloat_AsDouble(seconds_obj);
   if (seconds == -1.0 && PyErr_Occurred()) return false;
   try {
     *now = MonotonicToTimePoint(seconds);
@@ -113,6 +123,35 @@ bool NowArg(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t index, TimePoint
   return true;
 }
 
+namespace {
+
+// ---------------------------------------------------------------------------
+// _core.Permit (breaker_guard.h).
+
+PyObject* PermitIsProbe(PyObject* self, void*) {
+  return PyBool_FromLong(reinterpret_cast<PermitObject*>(self)->permit.probe);
+}
+
+PyGetSetDef permit_getset[] = {
+    {"probe", PermitIsProbe, nullptr, "True for a half-open probe permit.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+// ---------------------------------------------------------------------------
+// _core.BreakerGuard: the hot path of one breaker.
+
+void GuardDealloc(PyObject* self) {
+  auto* guard = reinterpret_cast<GuardObject*>(self);
+  delete guard->owner;
+  Py_XDECREF(guard->name);
+  Py_TYPE(self)->tp_free(self);
+}
+
+// Reads the optional `now` argument (float monotonic seconds); the steady
+// clock when absent or None. Returns false with an exception set on error.
+bool NowArg(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t index, TimePoint* now) {
+  return NowFromObject(nargs <= index ? Py_None : args[index], now);
+}
+
 PyObject* GuardAcquire(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs > 1) {
     PyErr_SetString(PyExc_TypeError, "acquire() takes at most one argument (now)");
@@ -120,13 +159,10 @@ PyObject* GuardAcquire(PyObject* self, PyObject* const* args, Py_ssize_t nargs) 
   }
   TimePoint now;
   if (!NowArg(args, nargs, 0, &now)) return nullptr;
-  CircuitBreaker& breaker = *reinterpret_cast<GuardObject*>(self)->breaker;
+  auto* guard = reinterpret_cast<GuardObject*>(self);
   try {
-    const Admission admission = breaker.Acquire(now);
-    if (!admission.admitted()) {
-      SetCircuitOpen(breaker, admission);
-      return nullptr;
-    }
+    const Admission admission = guard->breaker->Acquire(now);
+    if (!admission.admitted()) return SetCircuitOpen(guard, admission);
     PermitObject* permit = PyObject_New(PermitObject, &PermitType);
     if (permit == nullptr) return nullptr;
     permit->permit = admission.permit;
@@ -157,6 +193,32 @@ PyObject* GuardRecord(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
+// open_message(retry_in) -> str: the message of a refusal `retry_in` seconds
+// (math.inf: forced open) from the next probe, as the core formats it. Read
+// lazily by CircuitOpenError (SetCircuitOpen).
+PyObject* GuardOpenMessage(PyObject* self, PyObject* arg) {
+  const double seconds = PyFloat_AsDouble(arg);
+  if (seconds == -1.0 && PyErr_Occurred()) return nullptr;
+  if (std::isnan(seconds) || seconds < 0) {
+    PyErr_SetString(PyExc_ValueError, "open_message(): retry_in must be >= 0 seconds");
+    return nullptr;
+  }
+  Admission admission;
+  // retry_in was made by RetryInSeconds: rounding back gives the exact count
+  // for any period below about 100 days.
+  admission.retry_in = std::isinf(seconds) || seconds >= 9.2e9
+                           ? Duration::max()
+                           : std::chrono::round<Duration>(std::chrono::duration<double>(seconds));
+  try {
+    const Status status = reinterpret_cast<GuardObject*>(self)->breaker->OpenStatus(admission);
+    return PyUnicode_DecodeUTF8(status.message().data(),
+                                static_cast<Py_ssize_t>(status.message().size()), "replace");
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+}
+
 PyMethodDef guard_methods[] = {
     {"acquire", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(GuardAcquire)),
      METH_FASTCALL,
@@ -173,7 +235,22 @@ PyMethodDef guard_methods[] = {
      reinterpret_cast<PyCFunction>(
          reinterpret_cast<void (*)()>(GuardRecord<CallResult::kIgnored>)),
      METH_FASTCALL, "ignored(permit, now=None): records a result that is neither."},
+    {"open_message", GuardOpenMessage, METH_O,
+     "open_message(retry_in) -> str: the message of a refusal retry_in seconds (math.inf: "
+     "forced open) from the next probe, as the core formats it; ValueError for NaN or < 0."},
     {nullptr, nullptr, 0, nullptr}};
+
+}  // namespace
+
+PyTypeObject PermitType = [] {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = "mulligan._core.Permit";
+  t.tp_basicsize = sizeof(PermitObject);
+  t.tp_flags = Py_TPFLAGS_DEFAULT;
+  t.tp_doc = "A permission to make one call, from BreakerGuard.acquire().";
+  t.tp_getset = permit_getset;
+  return t;
+}();
 
 PyTypeObject GuardType = [] {
   PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
@@ -186,11 +263,15 @@ PyTypeObject GuardType = [] {
   return t;
 }();
 
+namespace {
+
 py::object MakeGuard(const BreakerPtr& breaker) {
+  py::str name = Utf8(breaker->name());
   GuardObject* guard = PyObject_New(GuardObject, &GuardType);
   if (guard == nullptr) throw py::error_already_set();
   guard->breaker = breaker.get();
   guard->owner = new BreakerPtr(breaker);
+  guard->name = name.release().ptr();
   return py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(guard));
 }
 
@@ -557,6 +638,7 @@ void BindBreaker(py::module_& m) {
   m.add_object("Permit", py::handle(reinterpret_cast<PyObject*>(&PermitType)));
   Py_INCREF(&GuardType);
   m.add_object("BreakerGuard", py::handle(reinterpret_cast<PyObject*>(&GuardType)));
+  BindBreakerBlock(m.ptr());
 
   BindCircuitBreakerClass(m);
   BindBreakerRegistryClass(m);

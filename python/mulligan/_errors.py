@@ -254,8 +254,44 @@ class CircuitOpenError(MulliganError):
         self.retry_in = retry_in
         self.attempts = attempts
 
+    # A refusal of a breaker's guard (the decorator and `with breaker:`) is
+    # raised by the native module without running __init__ and without
+    # formatting its message (issue 19: the refusal is the hot path of an
+    # outage): it sets name, key, retry_in and attempts, and `_pending`, the
+    # breaker's _core.BreakerGuard. The message is made on its first read
+    # (str(), repr(), args, pickling), from name and retry_in, exactly as the
+    # core formats it, and `_pending` leaves the instance's __dict__.
+
+    def _materialize(self) -> None:
+        pending = self.__dict__.pop("_pending", None)
+        if pending is not None:
+            _BASE_ARGS.__set__(self, (pending.open_message(self.retry_in),))
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        self._materialize()
+        return _BASE_ARGS.__get__(self)  # type: ignore[no-any-return]
+
+    @args.setter
+    def args(self, value: Any) -> None:
+        self.__dict__.pop("_pending", None)
+        _BASE_ARGS.__set__(self, value)
+
+    def __str__(self) -> str:
+        self._materialize()
+        return BaseException.__str__(self)
+
+    def __repr__(self) -> str:
+        self._materialize()
+        return BaseException.__repr__(self)
+
     def __reduce__(self) -> Any:
         return (_rebuild_circuit_open, (str(self), dict(self.__dict__)))
+
+
+# BaseException's own `args` (a getset descriptor), which CircuitOpenError's
+# lazy `args` property reads and writes.
+_BASE_ARGS: Any = BaseException.__dict__["args"]
 
 
 def _rebuild_circuit_open(message: str, state: dict[str, Any]) -> CircuitOpenError:

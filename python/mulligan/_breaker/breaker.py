@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextvars
 import functools
 import inspect
 import logging
@@ -71,19 +70,14 @@ _SUCCESS, _FAILURE, _IGNORED = 0, 1, 2
 
 _OWNER = "mulligan.CircuitBreaker"
 
-# The permits of the `with breaker:` / `async with breaker:` blocks open in
-# the current context, innermost last, as (breaker, permit) pairs. One
-# variable for every breaker: a context keeps each variable ever set in it
-# for as long as it lives (the main thread's, for ever), so a variable per
-# breaker kept every breaker's variable reachable after the registry evicted
-# the breaker (about 200 bytes each, without bound). A context variable keeps
-# the blocks of each thread and each asyncio task apart (a task starts with a
-# copy of its creator's context, and its own changes stay its own); the
-# tuple is replaced, never changed, so a copy taken by a task never sees
-# later changes. An entry lives from the block's start to its end only.
-_OPEN_BLOCKS: contextvars.ContextVar[Tuple[Tuple["CircuitBreaker", Any], ...]] = (
-    contextvars.ContextVar("mulligan_breaker_blocks", default=())
-)
+# The permits of the `with breaker:` / `async with breaker:` blocks open in a
+# thread or task are kept by the native base class, _core.BreakerBase
+# (bindings/python/bind_breaker_block.cc): one module-level context variable
+# for every breaker (a variable per breaker stayed reachable after the
+# registry evicted the breaker, about 200 bytes each, without bound), holding
+# a native stack per thread and per asyncio task, innermost block last. Its
+# __enter__/__exit__ are native, so a block costs about what the decorator
+# costs (issue 19).
 
 
 @dataclass(frozen=True)
@@ -302,7 +296,7 @@ _OPTION_NAMES = frozenset(
 )
 
 
-class CircuitBreaker:
+class CircuitBreaker(_core.BreakerBase):
     """A circuit breaker for one dependency; a decorator and a context manager.
 
     Decorate a function or a coroutine function (``@breaker``), or guard a
@@ -497,6 +491,7 @@ class CircuitBreaker:
         self._call_listeners: list[Callable[[BreakerCallEvent], Any]] = []
         self._lock = threading.Lock()
         self._sharing = None
+        self._bind(self._guard, clock)
         core.set_hook(_make_hook(self))
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -618,26 +613,12 @@ class CircuitBreaker:
 
     # -- context manager ---------------------------------------------------
 
-    def __enter__(self) -> "CircuitBreaker":
-        permit = self._acquire()
-        _OPEN_BLOCKS.set(_OPEN_BLOCKS.get() + ((self, permit),))
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
-        blocks = _OPEN_BLOCKS.get()
-        # This breaker's innermost open block (blocks of other breakers may
-        # be open inside it when __exit__ is called by hand).
-        i = len(blocks) - 1
-        while i >= 0 and blocks[i][0] is not self:
-            i -= 1
-        if i < 0:
-            raise RuntimeError(
-                f"circuit breaker {self.name!r}: __exit__ without a matching __enter__ "
-                "in this thread or task"
-            )
-        permit = blocks[i][1]
-        _OPEN_BLOCKS.set(blocks[:i] + blocks[i + 1 :])
-        self._record(permit, self._classify(exc))
+    # __enter__ and __exit__ are _core.BreakerBase's (native): __enter__
+    # acquires a permit (CircuitOpenError when refused) and returns the
+    # breaker; __exit__ records the block's result for this breaker's
+    # innermost block open in the same thread or task (a success, or
+    # _classify(exc)) and never suppresses the exception; RuntimeError when
+    # no block of this breaker is open there.
 
     async def __aenter__(self) -> "CircuitBreaker":
         return self.__enter__()
