@@ -141,10 +141,13 @@ def test_cancelled_calls_leave_no_call_in_flight(server: Any) -> None:
         return mulligan.status().by_name.get(name, (0, 0))
 
     async def main() -> None:
-        async with mulligan.AsyncClient(base_delay=5.0, max_delay=5.0) as c:
+        # No jitter: /down's waits are 5 s each. With full jitter they were
+        # drawn from 0..5 s, and two draws summing under 0.3 s (about 1 run in
+        # 550) ended /down's call before the count below.
+        async with mulligan.AsyncClient(base_delay=5.0, max_delay=5.0, jitter="none") as c:
             in_transfer = asyncio.create_task(c.get(server.url("/slow?s=2")))
             waiting = asyncio.create_task(c.get(server.url("/down"), attempts=3))
-            await asyncio.sleep(0.3)  # /down failed once and waits 0..5 s (full jitter)
+            await asyncio.sleep(0.3)  # /down failed once and waits its 5 s
             assert counts()[0] == 2
             for task in (in_transfer, waiting):
                 task.cancel()
