@@ -266,7 +266,12 @@ def test_idle_connection_closed_by_the_peer_is_handled() -> None:
     # The server counts a connection after answering it, which may be just
     # after the client saw the answer: let it finish its two.
     t.join(timeout=5)
-    assert ticks >= 10
+    # The loop kept running through the idle 0.3 s: a loop blocked for it
+    # ticks once. Not more than that is asked: a free loop ticks about 30
+    # times (10 ms sleeps), but on a loaded 2-core machine each sleep can
+    # take several times its 10 ms, and 9 ticks were seen (the former ">= 10"
+    # failed then), so a higher bound counts the scheduler, not the loop.
+    assert ticks >= 3
     assert len(served) == 2
 
 
