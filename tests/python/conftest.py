@@ -304,13 +304,18 @@ def _pings(port: int) -> bool:
         return False
 
 
+class _ExitedAtStart(RuntimeError):
+    """redis-server exited before answering PING (its port was taken, or it
+    cannot run at all)."""
+
+
 class RedisServer:
     """A real redis-server on a free loopback port, without persistence,
     started and stopped (SIGKILL, by PID) by the test."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.port = _free_port()
+        self.port = 0
         self.proc: Any = None
 
     @property
@@ -318,6 +323,27 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        """Starts the server: on its port after a stop(), else on a free one.
+
+        A free port is only free until someone binds it: another process (a
+        parallel test's server, an outgoing connection's ephemeral port) may
+        take it before redis-server does, which then exits at start. A first
+        start tries up to 8 fresh ports, as tests/nginx/nginx_server.py does;
+        a restart keeps its port (the clients' URLs name it).
+        """
+        if self.port:
+            self._start_once()
+            return
+        for tries in range(8):
+            self.port = _free_port()
+            try:
+                self._start_once()
+                return
+            except _ExitedAtStart:
+                if tries == 7:
+                    raise
+
+    def _start_once(self) -> None:
         import subprocess
 
         self.proc = subprocess.Popen(
@@ -330,7 +356,8 @@ class RedisServer:
             if _pings(self.port):
                 return
             if self.proc.poll() is not None:
-                raise RuntimeError(f"redis-server {self.path} exited at start")
+                raise _ExitedAtStart(
+                    f"redis-server {self.path} exited at start (port {self.port})")
             time.sleep(0.01)
         self.stop()
         raise RuntimeError("redis-server did not answer PING within 5 s")

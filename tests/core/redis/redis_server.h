@@ -88,12 +88,45 @@ class RedisServer {
 
   // Starts redis-server (on the previous port after a Stop, else a free one).
   // Returns "" on success, else what went wrong.
+  //
+  // A free port is only free until someone binds it: between
+  // FreeLoopbackPort() and redis-server's own bind, another process (a
+  // parallel test's server, or any outgoing connection's ephemeral port) may
+  // take it, and redis-server exits at start. A first start then tries up to
+  // 8 fresh ports, as tests/nginx/nginx_server.py does; a restart keeps its
+  // port (the clients' URLs name it).
   std::string Start(const std::vector<std::string>& extra_args = {}) {
+    if (!extra_args.empty()) extra_args_ = extra_args;
+    if (port_ != 0) return StartOnce();
+    std::string error;
+    for (int tries = 0; tries < 8; ++tries) {
+      port_ = FreeLoopbackPort();
+      error = StartOnce();
+      if (error.find("exited at start") == std::string::npos) return error;
+    }
+    return error;
+  }
+
+  // Kills the server (SIGKILL: as abrupt as a crash) and reaps it.
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  int port() const { return port_; }
+  std::string url(int db = 0) const {
+    return "redis://127.0.0.1:" + std::to_string(port_) + "/" + std::to_string(db);
+  }
+
+ private:
+  // One start on port_: spawn, then wait for PING (<= 5 s).
+  std::string StartOnce() {
     bool required = false;
     const std::string path = RedisServerPath(&required);
     if (path.empty()) return "no redis-server";
-    if (port_ == 0) port_ = FreeLoopbackPort();
-    if (!extra_args.empty()) extra_args_ = extra_args;
     std::vector<std::string> args = {path,          "--port", std::to_string(port_),
                                      "--bind",      "127.0.0.1", "--save", "",
                                      "--appendonly", "no", "--daemonize", "no",
@@ -125,21 +158,6 @@ class RedisServer {
     return "redis-server did not answer PING within 5 s";
   }
 
-  // Kills the server (SIGKILL: as abrupt as a crash) and reaps it.
-  void Stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-
-  int port() const { return port_; }
-  std::string url(int db = 0) const {
-    return "redis://127.0.0.1:" + std::to_string(port_) + "/" + std::to_string(db);
-  }
-
- private:
   pid_t pid_ = -1;
   int port_ = 0;
   std::vector<std::string> extra_args_;

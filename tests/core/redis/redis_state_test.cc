@@ -304,7 +304,14 @@ TEST_F(RedisSlowTest, CommandTimeoutIsBounded) {
       << r.status().message();
   EXPECT_LT(took, milliseconds(250));
   // Once the server is free again, the next command reconnects at once.
-  std::this_thread::sleep_for(milliseconds(300));
+  // "Free again" is awaited (a PING on a connection of the test's own, bounded
+  // by 5 s), not slept: the DEBUG SLEEP began when the server read it, which
+  // on a loaded machine can be well after `start`, so a fixed 300 ms sleep
+  // could send the PING while the server still slept.
+  const auto free_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!Ping(server_.port()) && std::chrono::steady_clock::now() < free_by) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
   Result<RedisValue> pong = state->Command({"PING"});
   ASSERT_TRUE(pong.ok()) << pong.status().ToString();
   EXPECT_EQ(state->Health().reconnects, 1u);

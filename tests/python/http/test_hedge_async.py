@@ -163,9 +163,12 @@ def test_a_pushback_delays_the_next_copy_until_retry_after_has_passed(server: An
 
 def test_a_pushback_over_retry_after_max_stops_the_copies(server: Any) -> None:
     # A hint over retry_after_max (here 0.5 s) stops new copies as it stops
-    # retries: nginx sees one request, and its 503 is the answer.
+    # retries: nginx sees one request, and its 503 is the answer. The hedging
+    # delay is 10 s, so only copy 1's answer can start copy 2 (at once, were
+    # the hint not refused): with 50 ms, a 503 slower than that on a loaded
+    # machine let the timer start copy 2 first, and its 200 won.
     async def main() -> mulligan.Response:
-        async with mulligan.AsyncClient(hedge=0.05, retry_after_max=0.5) as client:
+        async with mulligan.AsyncClient(hedge=10.0, retry_after_max=0.5) as client:
             return await client.get(server.url(f"/script?id={_id()}&steps=503:1,200"))
 
     response = asyncio.run(main())

@@ -116,11 +116,19 @@ def test_kill_9_behind_the_idempotency_middleware_applies_each_entry_once(tmp_pa
         rest = [box.enqueue("POST", base, body=f"capture {i}") for i in range(4)]
         first = _start(path, 1)
         try:
+            # Kill once the request is in the handler's 1.5 s: awaited on what
+            # the server saw (`seen` is appended before the handler runs), not
+            # slept for, since a loaded machine can hold the worker between
+            # its lease and its request for longer than any fixed sleep.
             deadline = time.monotonic() + 20
-            while box.get(slow.id).state != "leased":
-                assert time.monotonic() < deadline, "the worker never leased the first entry"
+
+            def arrived() -> bool:
+                with lock:
+                    return slow.idempotency_key in seen
+
+            while not arrived():
+                assert time.monotonic() < deadline, "the slow request never reached the server"
                 time.sleep(0.01)
-            time.sleep(0.5)  # the request is in the handler's 1.5 s
             first.send_signal(signal.SIGKILL)
             first.wait(10)
         finally:
