@@ -210,6 +210,19 @@ void BindConfig(py::module_& m) {
           },
           py::arg("policy"))
       .def(
+          "hedging",
+          [](const PolicyRegistry& r, const std::string& policy) -> py::object {
+            // (Added in 0.6.) A gRPC service config's hedgingPolicy of the
+            // policy: {"max_attempts": int, "delay": seconds}, or None.
+            std::optional<HedgingOptions> h = Unwrap(r.Hedging(policy));
+            if (!h) return py::none();
+            py::dict d;
+            d["max_attempts"] = h->max_attempts;
+            d["delay"] = DurationToSeconds(h->hedging_delay);
+            return std::move(d);
+          },
+          py::arg("policy"))
+      .def(
           "budget",
           [](const PolicyRegistry& r, const std::string& name, std::optional<double> now) {
             // Dates a ratio budget's creation on the caller's clock

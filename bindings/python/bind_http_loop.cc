@@ -135,6 +135,14 @@ class LoopDriver {
     if (!closed_) Apply();
   }
 
+  // The same for a hedged request's losing copy: the engine counts the call
+  // cancelled, neither success nor failure (HttpAsyncEngine::CancelCopy).
+  void CancelCopy(uint64_t id) {
+    waiters_.erase(id);
+    engine_->CancelCopy(id);
+    if (!closed_) Apply();
+  }
+
   // The loop's reader callback for the epoll set: runs libcurl on every
   // ready socket (at most kBatch per call; a level-triggered set that is
   // still ready makes the loop call again), then applies what changed.
@@ -463,6 +471,10 @@ void BindHttpLoop(py::module_& m) {
       .def("set_header", &LoopDriver::SetHeader, py::arg("id"), py::arg("name"), py::arg("value"))
       .def("finish", &LoopDriver::Finish, py::arg("id"))
       .def("cancel", &LoopDriver::Cancel, py::arg("id"))
+      .def("cancel_copy", &LoopDriver::CancelCopy, py::arg("id"),
+           "Cancels a hedged request's losing copy: counted cancelled in the metrics, "
+           "neither success nor failure; the breaker and the budget are not charged. "
+           "(Added in 0.6.)")
       .def("close", &LoopDriver::Close)
       .def("_on_ready", &LoopDriver::OnReady)
       .def("_on_timer", &LoopDriver::OnTimer)

@@ -52,6 +52,7 @@ py::dict SnapshotDict(const MetricsSnapshot& s) {
   d["hedges"] = s.hedges;  // (Added in 0.5.)
   d["hedges_won"] = s.hedges_won;
   d["hedge_cancelled"] = s.hedge_cancelled;
+  d["cancelled"] = s.cancelled;
   py::dict rejections;
   for (int i = 0; i < kRejectionReasonCount; ++i) {
     rejections[RejectionReasonName(static_cast<RejectionReason>(i))] = s.rejections_by_reason[i];

@@ -359,6 +359,76 @@ TEST(ConfigGrpc, MaxAttemptsAboveFiveIsCappedWithAWarning) {
   EXPECT_EQ(p.Classify(Outcome::Grpc(0)), Classification::kSuccess);
 }
 
+// gRFC A6 "Hedging Policy" (0.6): maxAttempts capped at 5 as retryPolicy's,
+// hedgingDelay, nonFatalStatusCodes; the method's RetryPolicy makes one
+// attempt and classifies the non-fatal codes retryable, the rest terminal.
+TEST(ConfigGrpc, HedgingPolicyMapsOntoHedgingOptions) {
+  constexpr const char* kService = R"({
+    "methodConfig": [
+      {"name": [{"service": "shop.Catalog", "method": "Get"}], "timeout": "2s",
+       "hedgingPolicy": {"maxAttempts": 9, "hedgingDelay": "0.05s",
+                         "nonFatalStatusCodes": ["UNAVAILABLE", 10]}},
+      {"name": [{"service": "shop.Search"}],
+       "hedgingPolicy": {"maxAttempts": 2}},
+      {"name": [{"service": "shop.Cart"}],
+       "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]
+  })";
+  PolicyRegistry registry;
+  Result<LoadReport> report = registry.LoadString(kService, "service.json", Env({}));
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->warnings,
+            (std::vector<std::string>{"service.json: methodConfig[0].hedgingPolicy.maxAttempts: 9 "
+                                      "is capped at 5, as gRPC does (gRFC A6)"}));
+  const std::optional<HedgingOptions> get = registry.Hedging("shop.Catalog/Get").value();
+  ASSERT_TRUE(get.has_value());
+  EXPECT_EQ(get->max_attempts, 5);
+  EXPECT_EQ(get->hedging_delay, milliseconds(50));
+  EXPECT_FALSE(get->delay_quantile.has_value());
+  const RetryPolicy& p = *registry.Policy("shop.Catalog/Get").value();
+  EXPECT_EQ(p.options().max_attempts, 1);
+  EXPECT_EQ(p.options().deadline, std::optional<Duration>(seconds(2)));
+  EXPECT_EQ(p.Classify(Outcome::Grpc(14)), Classification::kRetryable);
+  EXPECT_EQ(p.Classify(Outcome::Grpc(10)), Classification::kRetryable);
+  EXPECT_EQ(p.Classify(Outcome::Grpc(5)), Classification::kTerminal);
+  // No nonFatalStatusCodes: every non-OK code is fatal; hedgingDelay 0.
+  const std::optional<HedgingOptions> search = registry.Hedging("shop.Search").value();
+  ASSERT_TRUE(search.has_value());
+  EXPECT_EQ(search->max_attempts, 2);
+  EXPECT_EQ(search->hedging_delay, Duration::zero());
+  EXPECT_EQ(registry.Policy("shop.Search").value()->Classify(Outcome::Grpc(14)),
+            Classification::kTerminal);
+  // A retryPolicy method has no hedging; an unknown name is an error.
+  EXPECT_FALSE(registry.Hedging("shop.Cart").value().has_value());
+  EXPECT_EQ(registry.Hedging("shop.Nope").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ConfigGrpc, HedgingPolicyErrorsNameTheFieldAndBothPoliciesNameTheMethod) {
+  EXPECT_EQ(
+      ErrorOf(R"({"methodConfig": [{"name": [{"service": "s", "method": "M"}, {"service": "t"}],
+        "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                        "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]},
+        "hedgingPolicy": {"maxAttempts": 2}}]})",
+              "svc.json"),
+      "svc.json: methodConfig[0]: has both retryPolicy and hedgingPolicy for \"s/M\", \"t\"; "
+      "gRFC A6 allows one or the other for a method");
+  EXPECT_EQ(ErrorOf(R"({"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 1}}]})",
+                    "svc.json"),
+            "svc.json: methodConfig[0].hedgingPolicy.maxAttempts: expected an integer > 1, got 1");
+  EXPECT_EQ(ErrorOf(R"({"methodConfig": [{"name": [{}], "hedgingPolicy": {}}]})", "svc.json"),
+            "svc.json: methodConfig[0].hedgingPolicy.maxAttempts: missing (required by gRFC A6)");
+  EXPECT_EQ(ErrorOf(R"({"methodConfig": [{"name": [{}],
+        "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "-1s"}}]})",
+                    "svc.json"),
+            "svc.json: methodConfig[0].hedgingPolicy.hedgingDelay: expected a duration string "
+            "such as \"0.1s\", got \"-1s\"");
+  EXPECT_EQ(ErrorOf(R"({"methodConfig": [{"name": [{}],
+        "hedgingPolicy": {"maxAttempts": 2, "delay": "1s"}}]})",
+                    "svc.json"),
+            "svc.json: methodConfig[0].hedgingPolicy.delay: unknown field; expected one of: "
+            "maxAttempts, hedgingDelay, nonFatalStatusCodes");
+}
+
 TEST(ConfigGrpc, DefaultPolicyRetriesOnlyUnavailable) {
   const RetryPolicy p = RetryPolicy::Default();
   EXPECT_EQ(p.Classify(Outcome::Grpc(14)), Classification::kRetryable);

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "mulligan/budget/budget.h"
 #include "mulligan/telemetry/metrics.h"
 
 namespace mulligan {
@@ -188,6 +189,72 @@ TEST(PipelineTest, AbandonDuringAWaitEndsTheWait) {
   EXPECT_EQ(f.Metrics().failures, 1u);
   call.Abandon(f.clock.Now());  // once only
   EXPECT_EQ(f.Metrics().failures, 1u);
+}
+
+// Issue 18: a hedged request's losing copy is cancelled, not abandoned: it
+// counts neither as a success nor as a failure, frees a half-open probe
+// unjudged, and the retry budget is not told (A6 token bucket 10, ratio 1:
+// one failure takes 1 token, a success adds 1, a cancel neither).
+TEST(PipelineTest, CancelCountsNeitherSuccessNorFailureAndChargesNothing) {
+  auto breaker = Breaker(1, seconds(1));
+  BudgetOptions budget_options;
+  budget_options.token_bucket.max_tokens = 10;
+  budget_options.token_bucket.token_ratio = 1;
+  std::shared_ptr<RetryBudget> budget = std::move(RetryBudget::Create(budget_options)).value();
+  RetryPolicy policy = Policy(3);
+  Pipeline::Parts parts;
+  MetricsRegistry registry;
+  FakeClock clock;
+  parts.policy = &policy;
+  parts.breaker = breaker.get();
+  parts.budget = budget.get();
+  parts.metrics = registry.Get("svc");
+  parts.clock = &clock;
+  Pipeline pipeline(parts);
+
+  CallOptions one;
+  one.max_attempts = 1;
+  Call failed = pipeline.Begin(clock.Now(), one);
+  failed.Admit(clock.Now());
+  failed.Record(kRetryable, clock.Now());  // opens the breaker; tokens 10 -> 9
+  EXPECT_DOUBLE_EQ(budget->Tokens(clock.Now()), 9.0);
+  clock.Advance(seconds(1));
+  Call probe = pipeline.Begin(clock.Now());
+  ASSERT_TRUE(probe.Admit(clock.Now()).go());
+  ASSERT_EQ(breaker->state(clock.Now()), BreakerState::kHalfOpen);
+  probe.Cancel(clock.Now(), 1);  // the losing copy: its probe slot is freed, unjudged
+  EXPECT_TRUE(probe.finished());
+  EXPECT_EQ(breaker->state(clock.Now()), BreakerState::kHalfOpen);
+  EXPECT_DOUBLE_EQ(budget->Tokens(clock.Now()), 9.0);
+  probe.Cancel(clock.Now(), 1);   // once only
+  probe.Abandon(clock.Now(), 1);  // and an Abandon after it does nothing
+  Call winner = pipeline.Begin(clock.Now());
+  ASSERT_TRUE(winner.Admit(clock.Now()).go());  // the freed probe slot
+  winner.Record(Outcome::Success(), clock.Now());
+  EXPECT_EQ(breaker->state(clock.Now()), BreakerState::kClosed);
+  EXPECT_DOUBLE_EQ(budget->Tokens(clock.Now()), 10.0);
+
+  // A call cancelled while it waits for a retry ends the wait, and counts
+  // its one recorded attempt.
+  Call waiting = pipeline.Begin(clock.Now());
+  waiting.Admit(clock.Now());
+  ASSERT_TRUE(waiting.Record(kRetryable, clock.Now()).retry());  // tokens 10 -> 9
+  waiting.Cancel(clock.Now());
+
+  const MetricsSnapshot m = registry.Get("svc")->Snapshot();
+  EXPECT_EQ(m.calls, 4u);
+  EXPECT_EQ(m.successes, 1u);
+  EXPECT_EQ(m.failures, 1u);   // `failed` only
+  EXPECT_EQ(m.cancelled, 2u);  // the probe and the waiting call
+  // failed 1 + probe 0 recorded + 1 in flight + winner 1 + waiting 1.
+  EXPECT_EQ(m.attempts, 4u);
+  EXPECT_EQ(m.in_flight, 0);
+  EXPECT_EQ(m.waiting_to_retry, 0);
+  EXPECT_EQ(m.attempts_per_call.count, 4u);
+  // Cancelled calls are not timed: two durations (failed, winner).
+  EXPECT_EQ(m.call_duration_seconds.count, 2u);
+  EXPECT_NE(registry.ToPrometheus().find("mulligan_cancelled_total{name=\"svc\"} 2\n"),
+            std::string::npos);
 }
 
 TEST(PipelineTest, DestroyingOrMovingACallAbandonsItOnce) {

@@ -315,6 +315,16 @@ Result<PolicyLimits> PolicyRegistry::Limits(std::string_view policy) const {
   return it == s->policy_limits.end() ? PolicyLimits{} : it->second;
 }
 
+Result<std::optional<HedgingOptions>> PolicyRegistry::Hedging(std::string_view policy) const {
+  std::shared_ptr<const ConfigSnapshot> s = Snapshot();
+  if (s->policies.find(policy) == s->policies.end()) {
+    return NotFound(*s, s->policies, "retry policy", policy);
+  }
+  auto it = s->hedging.find(policy);
+  if (it == s->hedging.end()) return std::optional<HedgingOptions>();
+  return std::optional<HedgingOptions>(it->second);
+}
+
 namespace {
 
 // Returns the part `name` of `section` (the snapshot's options) from

@@ -11,6 +11,10 @@
 //                                      "retryableStatusCodes": ["UNAVAILABLE"]}}],
 //    "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}
 //
+// A methodConfig's hedgingPolicy (0.6; 0.5 ignored it with a warning) becomes
+// ConfigSnapshot::hedging of each of its names, beside a one-attempt policy
+// (see ParseGrpcHedgingPolicy); one with a retryPolicy too is an error.
+//
 // retryThrottling (gRFC A6 "Throttling Retry Attempts and Hedged RPCs")
 // becomes the token-bucket budget kGrpcThrottlingBudget of the snapshot's
 // "budgets", and every policy of the file names it (PolicyLimits::budget),
@@ -170,6 +174,42 @@ void ParseGrpcRetryPolicy(Context& ctx, const std::string& path, const json::obj
   }
 }
 
+// Reads a hedgingPolicy object (gRFC A6 "Hedging Policy"): maxAttempts
+// (required, an integer > 1, capped at 5 with a warning), hedgingDelay (a
+// Duration, default 0: every copy at once) and nonFatalStatusCodes (the
+// codes after which the next copy starts at once; every other non-OK code
+// is fatal and ends the call; default none). The codes become the policy's
+// retryable codes: the hedged call classifies outcomes with the policy.
+void ParseGrpcHedgingPolicy(Context& ctx, const std::string& path, const json::object& o,
+                            HedgingOptions& hedging, RetryOptions& options) {
+  for (const auto& kv : o) {
+    const std::string p = Join(path, kv.key());
+    const std::string_view key = kv.key();
+    const json::value& v = kv.value();
+    if (key == "maxAttempts") {
+      RetryOptions copies;
+      ReadGrpcMaxAttempts(ctx, p, v, copies);
+      hedging.max_attempts = copies.max_attempts;
+    } else if (key == "hedgingDelay") {
+      ReadGrpcDuration(ctx, p, v, false, hedging.hedging_delay);
+    } else if (key == "nonFatalStatusCodes") {
+      std::vector<int> codes;
+      const bool ok = ForEachElement(ctx, p, v, "an array of status codes",
+                                     [&](const std::string& ep, const json::value& e) {
+                                       int code = 0;
+                                       if (!ReadGrpcCode(ctx, ep, e, code)) return false;
+                                       codes.push_back(code);
+                                       return true;
+                                     });
+      if (ok) options.retryable_grpc_codes = std::move(codes);
+    } else {
+      ctx.Error(p, "unknown field; expected one of: maxAttempts, hedgingDelay, "
+                   "nonFatalStatusCodes");
+    }
+  }
+  if (!o.contains("maxAttempts")) ctx.Error(Join(path, "maxAttempts"), "missing (required by gRFC A6)");
+}
+
 // The name of the budget a service config's retryThrottling becomes.
 constexpr const char* kGrpcThrottlingBudget = "retryThrottling";
 
@@ -192,9 +232,11 @@ void CheckGrpcTopLevel(Context& ctx, const json::object& root) {
 }
 
 // Reads the fields of the methodConfig `mc` at `path`: its names into
-// `names`, its retryPolicy and timeout into `options`.
+// `names`, its retryPolicy and timeout into `options`, its hedgingPolicy
+// into `hedging` (and its nonFatalStatusCodes into `options`).
 void ReadMethodConfigFields(Context& ctx, const std::string& path, const json::object& mc,
-                            RetryOptions& options, NamesAndPaths& names) {
+                            RetryOptions& options, std::optional<HedgingOptions>& hedging,
+                            NamesAndPaths& names) {
   for (const auto& kv : mc) {
     const std::string p = Join(path, kv.key());
     const std::string_view key = kv.key();
@@ -216,8 +258,10 @@ void ReadMethodConfigFields(Context& ctx, const std::string& path, const json::o
                key == "maxResponseMessageBytes") {
       // Transport settings with no retry meaning.
     } else if (key == "hedgingPolicy") {
-      ctx.Warn(p, "ignored (the config loader does not map hedgingPolicy yet; hedge with "
-                  "mulligan::HedgingPolicy or @mulligan.hedge)");
+      if (const json::object* hp = AsObject(ctx, p, kv.value(), "an object")) {
+        hedging.emplace();
+        ParseGrpcHedgingPolicy(ctx, p, *hp, *hedging, options);
+      }
     } else {
       ctx.Error(p, "unknown field; expected one of: name, retryPolicy, timeout, "
                    "waitForReady, maxRequestMessageBytes, maxResponseMessageBytes, "
@@ -231,8 +275,8 @@ void ReadMethodConfigFields(Context& ctx, const std::string& path, const json::o
 // earlier in this one) is an error; `first_seen` maps each name to the path
 // that first gave it.
 void AddGrpcPolicies(Context& ctx, const std::string& path, const RetryOptions& options,
-                     const NamesAndPaths& names, std::map<std::string, std::string>& first_seen,
-                     ConfigSnapshot& out) {
+                     const std::optional<HedgingOptions>& hedging, const NamesAndPaths& names,
+                     std::map<std::string, std::string>& first_seen, ConfigSnapshot& out) {
   for (const auto& [name, name_path] : names) {
     auto [it, inserted] = first_seen.emplace(name, name_path);
     if (!inserted) {
@@ -249,7 +293,18 @@ void AddGrpcPolicies(Context& ctx, const std::string& path, const RetryOptions& 
       continue;
     }
     out.policies[name] = std::make_shared<const RetryPolicy>(std::move(policy).value());
+    if (hedging) out.hedging[name] = *hedging;
   }
+}
+
+// Joins the names of a methodConfig for a message: "pkg.Svc/Get", "pkg.Svc".
+std::string NameList(const NamesAndPaths& names) {
+  std::string out;
+  for (const auto& entry : names) {
+    if (!out.empty()) out += ", ";
+    out += Quote(entry.first);
+  }
+  return out;
 }
 
 // Reads one methodConfig element; returns false when it had errors (its
@@ -264,10 +319,20 @@ bool ReadMethodConfig(Context& ctx, const std::string& path, const json::value& 
   options.retryable_grpc_codes.clear();
   const size_t before = ctx.error_count();
   NamesAndPaths names;
-  ReadMethodConfigFields(ctx, path, *mc, options, names);
+  std::optional<HedgingOptions> hedging;
+  ReadMethodConfigFields(ctx, path, *mc, options, hedging, names);
   if (!mc->contains("name")) ctx.Error(Join(path, "name"), "missing");
+  if (mc->contains("retryPolicy") && mc->contains("hedgingPolicy")) {
+    // gRFC A6: "at most one of retryPolicy or hedgingPolicy may be set".
+    ctx.Error(path, "has both retryPolicy and hedgingPolicy for " + NameList(names) +
+                        "; gRFC A6 allows one or the other for a method");
+  }
+  if (hedging && ctx.error_count() == before) {
+    const Status valid = ValidateHedgingOptions(*hedging);
+    if (!valid.ok()) ctx.Error(Join(path, "hedgingPolicy"), valid.message());
+  }
   if (ctx.error_count() != before) return false;
-  AddGrpcPolicies(ctx, path, options, names, first_seen, out);
+  AddGrpcPolicies(ctx, path, options, hedging, names, first_seen, out);
   return true;
 }
 

@@ -329,6 +329,17 @@ void HttpAsyncEngine::Cancel(uint64_t id) {
   impl.LaunchWaiting();  // a slot may have freed
 }
 
+void HttpAsyncEngine::CancelCopy(uint64_t id) {
+  Impl& impl = *impl_;
+  auto it = impl.calls.find(id);
+  if (it == impl.calls.end()) return;
+  const bool in_flight = it->second->in_flight;
+  impl.Release(*it->second);
+  it->second->call.Abandon(it->second->call.clock().Now(), in_flight, /*cancelled=*/true);
+  impl.calls.erase(it);
+  impl.LaunchWaiting();  // a slot may have freed
+}
+
 size_t HttpAsyncEngine::size() const { return impl_->calls.size(); }
 
 std::shared_ptr<RetryBudget> HttpAsyncEngine::BudgetFor(std::string_view url) const {

@@ -597,9 +597,10 @@ void Exchange::FailToStart(TimePoint now) {
   call_->Abandon(now);
 }
 
-void Exchange::Abandon(TimePoint now, bool in_transfer) {
+void Exchange::Abandon(TimePoint now, bool in_transfer, bool cancelled) {
   aborted_ = true;
   aborted_in_transfer_ = in_transfer;
+  if (cancelled && call_ && !call_->finished()) call_->Cancel(now, in_transfer ? 1 : 0);
   (void)Finish(now, nullptr);
 }
 

@@ -180,8 +180,11 @@ class Exchange {
   void FailToStart(TimePoint now);
   // Ends a call its caller gave up (HttpAsyncEngine::Cancel, or the engine
   // destroyed with calls pending), as an aborted call ends. `in_transfer`:
-  // an attempt was running (it counts as made).
-  void Abandon(TimePoint now, bool in_transfer);
+  // an attempt was running (it counts as made). `cancelled`: the caller no
+  // longer wants the answer (a hedged request's losing copy,
+  // HttpAsyncEngine::CancelCopy): the call is ended with Call::Cancel, so
+  // the metrics count it cancelled, not failed. (cancelled: added in 0.6.)
+  void Abandon(TimePoint now, bool in_transfer, bool cancelled = false);
 
   // The call's result once it stopped. `info`, when non-null, is filled in
   // either way.

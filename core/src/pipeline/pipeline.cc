@@ -338,6 +338,16 @@ void Call::Abandon(TimePoint now, int attempts_in_flight) {
          false);
 }
 
+void Call::Cancel(TimePoint now, int attempts_in_flight) {
+  if (phase_ == Phase::kFinished) return;
+  last_step_ = now;
+  if (phase_ == Phase::kWaiting && metrics_ != nullptr) metrics_->RetryWaitEnded();
+  const int count = pipeline_->strategy_count_;
+  for (int i = count - 1; i >= 0; --i) pipeline_->strategies_[i]->Release(state_, now);
+  phase_ = Phase::kFinished;
+  if (metrics_ != nullptr) metrics_->CallCancelled(session_.attempts() + std::max(attempts_in_flight, 0));
+}
+
 void Call::Finish(bool succeeded, StopReason reason, int attempts, TimePoint now, bool fallback) {
   phase_ = Phase::kFinished;
   if (metrics_ == nullptr) return;

@@ -108,6 +108,7 @@ struct Metrics::Shard {
   std::atomic<uint64_t> hedges{0};
   std::atomic<uint64_t> hedges_won{0};
   std::atomic<uint64_t> hedge_cancelled{0};
+  std::atomic<uint64_t> cancelled{0};
   std::array<std::atomic<uint64_t>, kSecondsBounds.size() + 1> duration_buckets{};
   std::atomic<uint64_t> duration_sum_ns{0};
   std::array<std::atomic<uint64_t>, kSecondsBounds.size() + 1> delay_buckets{};
@@ -239,6 +240,13 @@ void Metrics::CallFailed(int attempts, Duration elapsed, StopReason stop_reason)
   Emit(event);
 }
 
+void Metrics::CallCancelled(int attempts) {
+  Shard& shard = LocalShard();
+  Bump(shard.cancelled);
+  Bump(shard.attempts, static_cast<uint64_t>(std::max(attempts, 0)));
+  Bump(shard.attempt_buckets[AttemptsBucket(attempts)]);
+}
+
 void Metrics::UntimedFirstAttemptSuccesses(uint64_t count) {
   Shard& shard = LocalShard();
   Bump(shard.calls, count);
@@ -313,6 +321,7 @@ MetricsSnapshot Metrics::Snapshot() const {
     s.hedges += shard->hedges.load(r);
     s.hedges_won += shard->hedges_won.load(r);
     s.hedge_cancelled += shard->hedge_cancelled.load(r);
+    s.cancelled += shard->cancelled.load(r);
     for (int i = 0; i < kRejectionReasonCount; ++i) {
       s.rejections_by_reason[i] += shard->rejections[i].load(r);
     }
@@ -333,7 +342,7 @@ MetricsSnapshot Metrics::Snapshot() const {
       if (t == static_cast<size_t>(BreakerState::kOpen)) s.circuit_opens += s.transitions[f][t];
     }
   }
-  const uint64_t finished = s.successes + s.failures;
+  const uint64_t finished = s.successes + s.failures + s.cancelled;
   s.in_flight = static_cast<int64_t>(s.calls) - static_cast<int64_t>(finished);
   s.waiting_to_retry = static_cast<int64_t>(s.retries) - static_cast<int64_t>(waits_ended);
   for (uint64_t n : s.call_duration_seconds.counts) s.call_duration_seconds.count += n;
@@ -554,6 +563,10 @@ std::string MetricsRegistry::ToPrometheus(TimePoint now, std::optional<WallTime>
           [](auto& s) { return s.successes; });
   counter("mulligan_failures_total", "Calls that gave up or were refused.",
           [](auto& s) { return s.failures; });
+  counter("mulligan_cancelled_total",
+          "Calls cancelled by their caller (a hedged request's losing copy): neither "
+          "successes nor failures.",
+          [](auto& s) { return s.cancelled; });
   counter("mulligan_fallbacks_total", "Failed calls answered by a fallback.",
           [](auto& s) { return s.fallbacks; });
   counter("mulligan_short_circuits_total", "Attempts refused by an open circuit breaker.",

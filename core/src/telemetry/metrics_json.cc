@@ -137,6 +137,7 @@ std::string MetricsRegistry::ToJson(TimePoint now, std::optional<WallTime> wall_
     o["hedges"] = s.hedges;
     o["hedges_won"] = s.hedges_won;
     o["hedge_cancelled"] = s.hedge_cancelled;
+    o["cancelled"] = s.cancelled;
     boost::json::object rejected;
     for (int i = 0; i < kRejectionReasonCount; ++i) {
       rejected[RejectionReasonName(static_cast<RejectionReason>(i))] = s.rejections_by_reason[i];

@@ -58,7 +58,7 @@ from .._telemetry import metrics as _metrics
 from .._telemetry import tracing as _tracing
 from .._validate import UNSET
 
-__all__ = ["CODES", "GrpcCall", "GrpcConfig", "PREVIOUS_ATTEMPTS", "PUSHBACK", "pushback"]
+__all__ = ["CODES", "GrpcCall", "GrpcConfig", "PREVIOUS_ATTEMPTS", "PUSHBACK", "outcome_of", "pushback"]
 
 #: gRPC status codes by name (grpc/grpc doc/statuscodes.md).
 CODES: dict[str, int] = {
@@ -142,14 +142,37 @@ def _codes(owner: str, codes: Any) -> list[int]:
     return out
 
 
+def outcome_of(policy: Any, code: int, trailers: Optional[Iterable[Any]], by_attempt: bool) -> Any:
+    """The engine outcome of an attempt (or a hedged copy) that ended with
+    status ``code`` and ``trailers`` under ``policy``: OK a success; a
+    DEADLINE_EXCEEDED of the attempt's own bound (``by_attempt``) a timeout;
+    the server's pushback carried as a Retry-After hint, or, when it says
+    "do not retry", a retryable code recorded as terminal (gRFC A6)."""
+    if code == 0:
+        return _OK
+    if code == _DEADLINE_EXCEEDED and by_attempt:
+        return _TIMED_OUT
+    delay = pushback(trailers)
+    if delay is None:
+        return _core.Outcome.grpc(code)
+    if delay == REFUSE:
+        outcome = _core.Outcome.grpc(code)
+        if policy.classify(outcome) == _core.Classification.RETRYABLE:
+            outcome = _TERMINAL  # the server said: do not retry
+        return outcome
+    return _core.Outcome.grpc(code, delay)
+
+
 class _Route:
-    """The pipeline of one RPC method (immutable, shared by threads)."""
+    """The pipeline of one RPC method (immutable, shared by threads), and
+    its hedging policy (a service config's hedgingPolicy) or None."""
 
-    __slots__ = ("method", "policy", "pipeline", "_parts", "_timed", "_lock")
+    __slots__ = ("method", "policy", "pipeline", "hedging", "_parts", "_timed", "_lock")
 
-    def __init__(self, method: str, policy: Any, parts: tuple[Any, ...]) -> None:
+    def __init__(self, method: str, policy: Any, parts: tuple[Any, ...], hedging: Any = None) -> None:
         self.method = method
         self.policy = policy
+        self.hedging = hedging
         self._parts = parts  # breaker core, per_attempt, metrics, budget core, throttle core
         self.pipeline = _core.Pipeline(policy, *parts)
         self._timed: dict[float, Any] = {}
@@ -297,12 +320,17 @@ class GrpcConfig:
         self.budget = budget
         self.throttle = throttle
 
-    def _named(self, name: str) -> tuple[Any, Any]:
-        """The engine policy and the budget (or None) of policy ``name``."""
+    def _named(self, name: str) -> tuple[Any, Any, Any]:
+        """The engine policy, the budget (or None) and the engine hedging
+        policy (a gRPC service config's hedgingPolicy, or None) of policy
+        ``name``."""
         p = _config.policy(name)
-        return p._native, p.retry_kwargs().get("budget")
+        hedging = None
+        if p.hedging is not None:
+            hedging = _core.HedgingPolicy(max_attempts=p.hedging["max_attempts"], delay=p.hedging["delay"])
+        return p._native, p.retry_kwargs().get("budget"), hedging
 
-    def _service_config(self, method: str) -> tuple[Any, Any]:
+    def _service_config(self, method: str) -> tuple[Any, Any, Any]:
         """gRFC A6 / service config name matching for ``/pkg.Service/Method``:
         the entry naming the method, else the one naming its service, else
         the default entry (``{}``); a method none names is not retried."""
@@ -313,7 +341,7 @@ class GrpcConfig:
                 return self._named(name)
             except ValueError:  # no such policy (or nothing loaded)
                 continue
-        return self.own_policy.replace(attempts=1), None
+        return self.own_policy.replace(attempts=1), None, None
 
     def route(self, method: str) -> _Route:
         """The pipeline of RPC ``method`` (built on first use; rebuilt after
@@ -335,11 +363,11 @@ class GrpcConfig:
     def _build(self, method: str) -> _Route:
         budget = self.budget
         if self.policy_name is not None:
-            policy, named_budget = self._named(self.policy_name)
+            policy, named_budget, hedging = self._named(self.policy_name)
         elif self.service_config:
-            policy, named_budget = self._service_config(method)
+            policy, named_budget, hedging = self._service_config(method)
         else:
-            policy, named_budget = self.own_policy, None
+            policy, named_budget, hedging = self.own_policy, None, None
         if budget is None:
             budget = named_budget
         breaker = self._channel_breaker
@@ -352,7 +380,7 @@ class GrpcConfig:
             budget._core if budget is not None else None,
             self.throttle._core if self.throttle is not None else None,
         )
-        return _Route(method, policy, parts)
+        return _Route(method, policy, parts, hedging)
 
     def begin(self, method: str, timeout: Optional[float]) -> GrpcCall:
         """Begins one logical RPC of ``method`` whose own timeout is
@@ -430,20 +458,7 @@ class GrpcCall:
         return decision
 
     def _record(self, code: int, trailers: Optional[Iterable[Any]]) -> Any:
-        now = STATE.now()
-        if code == 0:
-            return self.core.record(_OK, now)
-        if code == _DEADLINE_EXCEEDED and self.by_attempt:
-            return self.core.record(_TIMED_OUT, now)
-        delay = pushback(trailers)
-        if delay is None:
-            return self.core.record(_core.Outcome.grpc(code), now)
-        if delay == REFUSE:
-            outcome = _core.Outcome.grpc(code)
-            if self.route.policy.classify(outcome) == _core.Classification.RETRYABLE:
-                outcome = _TERMINAL  # the server said: do not retry
-            return self.core.record(outcome, now)
-        return self.core.record(_core.Outcome.grpc(code, delay), now)
+        return self.core.record(outcome_of(self.route.policy, code, trailers, self.by_attempt), STATE.now())
 
     def committed(self) -> None:
         """Records the success of a stream whose first message arrived

@@ -147,6 +147,12 @@ class Policy:
     #: The shared :class:`mulligan.AdaptiveRate` of the file's
     #: ``adaptive_rates`` entry the policy names (0.5), or None.
     adaptive_rate: Any = None
+    #: A gRPC service config's ``hedgingPolicy`` for this method (0.6):
+    #: ``{"max_attempts": int, "delay": seconds}`` (the shape of
+    #: ``AsyncClient(hedge=...)``), or None. Such a policy makes one attempt
+    #: (gRFC A6: a retryPolicy or a hedgingPolicy, not both); its
+    #: ``retryable_grpc_codes`` are the non-fatal codes.
+    hedging: Optional[dict[str, Any]] = field(default=None, compare=False)
     # The engine's own policy (a copy taken at lookup): sessions begun from it
     # decide exactly as the C++ and C front doors do.
     _native: Any = field(default=None, repr=False, compare=False)
@@ -393,6 +399,7 @@ def policy(name: str) -> Policy:
         bulkhead=_part("bulkhead", limits["bulkhead"]),
         rate_limiter=_part("rate_limiter", limits["rate_limiter"]),
         adaptive_rate=_part("adaptive_rate", limits["adaptive_rate"]),
+        hedging=_REGISTRY.hedging(name),
         _native=native,
     )
 

@@ -18,7 +18,11 @@ is therefore begun with ``gate_only=True`` (HedgeAccounting::kGateOnly):
 it asks the same budget (the driver's for the origin) before each extra
 copy and counts only the hedge metrics (``mulligan_hedges_total`` and
 friends, by origin), so nothing is recorded twice. A cancelled loser is
-released without judging the origin.
+released without judging the origin and without charging the budget, and
+its call is counted ``cancelled`` in the origin's metrics, neither a
+success nor a failure (``driver.cancel_copy``; issue 18). A copy ended
+because the whole request was cancelled or the client closed is abandoned
+as any request is.
 
 .. versionadded:: 0.6.0
 """
@@ -130,10 +134,13 @@ async def _copy(
     fallback: bool,
     no_wait: bool,
     clock: Any,
+    loser: list[bool],
 ) -> tuple[Any, ...]:
     """Runs one copy: a one-attempt call on the driver. Returns the native
     response tuple, or raises its TransportError / CircuitOpenError.
-    Cancelling the task removes its transfer (driver.cancel)."""
+    Cancelling the task removes its transfer: with ``loser[0]`` set (the
+    hedged call named it a loser) through driver.cancel_copy (counted
+    cancelled), else through driver.cancel (abandoned)."""
     method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict = args
     loop = driver.loop
     fut = loop.create_future()
@@ -155,7 +162,10 @@ async def _copy(
         return driver.finish(done)  # type: ignore[no-any-return]
     finally:
         if call is not None:  # cancelled (a loser), or the client closed
-            driver.cancel(call)
+            if loser[0]:
+                driver.cancel_copy(call)
+            else:
+                driver.cancel(call)
 
 
 async def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
@@ -204,6 +214,7 @@ async def run_hedged(
     call = hedging.begin(gate, now(), cap != 1, True)
     start = now()
     tasks: dict[int, asyncio.Task[Any]] = {}
+    losers: dict[int, list[bool]] = {}
     last: Optional[tuple[Any, ...]] = None
     last_exc: Optional[BaseException] = None
     winner = 0
@@ -211,8 +222,9 @@ async def run_hedged(
         while not call.finished:
             action, copy, next_start, _reason = call.admit(now())
             if action == "start":
+                losers[copy] = [False]
                 tasks[copy] = loop.create_task(
-                    _copy(client, driver, args, fallback, no_wait, native_clock)
+                    _copy(client, driver, args, fallback, no_wait, native_clock, losers[copy])
                 )
                 continue
             running = [t for t in tasks.values() if not t.done()]
@@ -246,6 +258,8 @@ async def run_hedged(
                 else:
                     raise exc
                 finished, won, _reason, cancel = call.record(copy, outcome, now())
+                for c in cancel:
+                    losers[c][0] = True
                 await _cancel([tasks[c] for c in cancel])
                 if won == copy:
                     winner = copy

@@ -158,7 +158,9 @@ def metrics_snapshot() -> list[dict[str, Any]]:
     Keys: ``name``, ``calls``, ``attempts``, ``retries``, ``retries_by_reason``
     (status, transport, timeout, retry_after, exception), ``successes``,
     ``failures``, ``fallbacks``, ``short_circuits``, ``hedges``, ``hedges_won``,
-    ``hedge_cancelled`` (0.5), ``circuit_opens``,
+    ``hedge_cancelled`` (0.5), ``cancelled`` (0.6: calls ended because they
+    were no longer wanted, a hedged request's losing copies; neither
+    successes nor failures, their attempts counted), ``circuit_opens``,
     ``breaker_transitions`` (list of (from, to, count)), ``breaker_state``
     (str or None), ``in_flight``, ``waiting_to_retry``, and the histograms
     ``call_duration_seconds``, ``attempts_per_call``, ``retry_delay_seconds``

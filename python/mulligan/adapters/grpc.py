@@ -60,9 +60,24 @@ its next probe) without sending anything, or returns the fallback's answer
 (:class:`mulligan.ThrottledError` when the adaptive throttle rejects). A
 sync unary-stream call raises them from its first ``next()``.
 
+Hedging (0.6): a method whose service config entry has a ``hedgingPolicy``
+(gRFC A6: ``maxAttempts`` capped at 5, ``hedgingDelay``,
+``nonFatalStatusCodes``; an entry with a ``retryPolicy`` too is refused at
+load, naming the method) is hedged by :class:`RetryInterceptor` for
+unary-unary calls: a copy is sent every ``hedgingDelay`` (at once after a
+non-fatal code) up to ``maxAttempts``, the first OK answer wins and the
+other copies' RPCs are cancelled, and a fatal code ends the call with that
+answer. The breaker and the retry budget gate every extra copy; the
+metrics count the call once, with ``mulligan_hedges_total`` (gRPC A96
+``grpc.client.call.hedges``), ``mulligan_hedges_won_total`` and
+``mulligan_hedge_cancelled_total``; a cancelled copy is neither a success
+nor a failure. :class:`AsyncRetryInterceptor` (grpc.aio) hedges them too,
+each copy a task on the caller's loop. Unary-stream calls of such a method
+are sent once (one attempt, as its policy says).
+
 Not done as gRPC does: the backoff after a pushback is not reset to
 ``initialBackoff``; transparent retries are grpcio's own (below the
-interceptor); hedging is not applied.
+interceptor).
 
 .. versionadded:: 0.4.0
 """
@@ -85,6 +100,10 @@ except ImportError:  # pragma: no cover - a grpcio without the module
 
 from .._adapter.flow import sleep
 from .._adapter.grpc_flow import GrpcCall, GrpcConfig
+from .._adapter.grpc_hedge import future_starter, run_hedged, run_hedged_aio
+from .._errors import CircuitOpenError
+from .._retry.fallback import call_fallback
+from .._validate import UNSET as _UNSET
 from .._retry.async_driver import sleep as async_sleep
 
 __all__ = ["AsyncRetryInterceptor", "AsyncStreamRetryInterceptor", "RetryInterceptor", "aio_interceptors"]
@@ -265,6 +284,11 @@ class RetryInterceptor(
         Raises:
             mulligan.CircuitOpenError: the breaker refused (nothing sent).
         """
+        route = self._cfg.route(_method(client_call_details))
+        if route.hedging is not None:
+            start = future_starter(continuation)
+            if start is not None:
+                return self._hedged(route, start, client_call_details, request)
         call = self._cfg.begin(_method(client_call_details), client_call_details.timeout)
         in_flight = 0
         try:
@@ -290,6 +314,33 @@ class RetryInterceptor(
         except BaseException:
             call.abandon(in_flight)  # nothing once the call has ended
             raise
+
+    def _hedged(self, route: Any, start: Any, details: Any, request: Any) -> Any:
+        """Runs a unary-unary call of a method with a hedgingPolicy (see the
+        module and mulligan/_adapter/grpc_hedge.py): the winning copy's
+        future, or the one whose answer ended the call; the fallback's
+        answer instead of a failure or a refusal when there is one."""
+        timeout = details.timeout
+        own = route.policy.deadline
+        deadline = own if timeout is None else (timeout if own is None else min(own, timeout))
+
+        def make(left: Optional[float], pairs: Any) -> _Details:
+            return _Details(
+                details.method, left, pairs, getattr(details, "credentials", None),
+                getattr(details, "wait_for_ready", None), getattr(details, "compression", None),
+            )
+
+        try:
+            outcome, reason = run_hedged(route, route.for_timeout(timeout), deadline, start, make,
+                                         details.metadata, request, self._cfg.send_attempt_count)
+        except CircuitOpenError as refused:
+            if self._cfg.fallback is _UNSET:
+                raise
+            return _Answer(call_fallback(self._cfg.fallback, refused))
+        # As for retries: a fallback answers a give-up, not a fatal (terminal) answer.
+        if self._cfg.fallback is not _UNSET and reason not in ("succeeded", "terminal"):
+            return _Answer(call_fallback(self._cfg.fallback, outcome))
+        return outcome
 
     def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
         """Starts one unary-stream call (grpcio calls it): returns a
@@ -444,6 +495,9 @@ class AsyncRetryInterceptor(_Options, grpc.aio.UnaryUnaryClientInterceptor):  # 
         Raises:
             mulligan.CircuitOpenError: the breaker refused (nothing sent).
         """
+        route = self._cfg.route(_method(client_call_details))
+        if route.hedging is not None:
+            return await self._hedged(route, continuation, client_call_details, request)
         call = self._cfg.begin(_method(client_call_details), client_call_details.timeout)
         in_flight = 0
         try:
@@ -467,6 +521,29 @@ class AsyncRetryInterceptor(_Options, grpc.aio.UnaryUnaryClientInterceptor):  # 
         except BaseException:
             call.abandon(in_flight)  # nothing once the call has ended
             raise
+
+    async def _hedged(self, route: Any, continuation: Any, details: Any, request: Any) -> Any:
+        """RetryInterceptor._hedged for grpc.aio (copies as tasks)."""
+        timeout = details.timeout
+        own = route.policy.deadline
+        deadline = own if timeout is None else (timeout if own is None else min(own, timeout))
+
+        def make(left: Optional[float], pairs: Any) -> Any:
+            return grpc.aio.ClientCallDetails(
+                details.method, left, grpc.aio.Metadata(*(pairs or ())),
+                details.credentials, details.wait_for_ready,
+            )
+
+        try:
+            rpc, reason = await run_hedged_aio(route, route.for_timeout(timeout), deadline, continuation,
+                                               make, details.metadata, request, self._cfg.send_attempt_count)
+        except CircuitOpenError as refused:
+            if self._cfg.fallback is _UNSET:
+                raise
+            return call_fallback(self._cfg.fallback, refused)
+        if self._cfg.fallback is not _UNSET and reason not in ("succeeded", "terminal"):
+            return call_fallback(self._cfg.fallback, await _error_of(rpc))
+        return rpc
 
 
 class AsyncStreamRetryInterceptor(_Options, grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]

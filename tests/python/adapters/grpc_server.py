@@ -9,7 +9,8 @@ records every attempt's metadata, so a test asserts what the server saw.
 A step is ``Step(code=..., pushback=..., messages=..., hold=...)``: ``code``
 the status to end with (None: OK), ``pushback`` a ``grpc-retry-pushback-ms``
 trailing value, ``messages`` the stream messages sent before the end,
-``hold`` seconds to wait before answering (an Event wait, cut short at stop).
+``hold`` seconds to wait before answering (an Event wait, cut short when
+the RPC ends first: a cancelled call, recorded as ``Seen.cancelled``).
 """
 
 from __future__ import annotations
@@ -36,12 +37,17 @@ class Step:
     pushback: Optional[str] = None
     messages: tuple[bytes, ...] = ()
     hold: float = 0.0
+    # The unary answer instead of b"ok:" + request (tells copies apart).
+    reply: Optional[bytes] = None
 
 
 @dataclass
 class Seen:
     method: str
     metadata: dict[str, str] = field(default_factory=dict)
+    # A held call whose RPC ended (the client cancelled it) before its hold
+    # was over: grpcio ran the context's callback, and is_active() is false.
+    cancelled: bool = False
 
 
 class ScriptedServer:
@@ -78,12 +84,18 @@ class ScriptedServer:
 
     def _take(self, method: str, context: Any) -> Step:
         md = {k: v for k, v in context.invocation_metadata() if isinstance(v, str)}
+        seen = Seen(method, md)
         with self._lock:
-            self.seen.append(Seen(method, md))
+            self.seen.append(seen)
             steps = self._steps[method]
             step = steps.popleft() if steps else Step()
         if step.hold:
-            self._stop.wait(step.hold)
+            # grpcio runs the callback when the RPC terminates: here, before
+            # the answer, only when the client cancelled (or the server stops).
+            ended = threading.Event()
+            context.add_callback(ended.set)
+            ended.wait(step.hold)
+            seen.cancelled = ended.is_set() and not context.is_active()
         return step
 
     @staticmethod
@@ -97,7 +109,7 @@ class ScriptedServer:
     def _unary(self, method: str, request: bytes, context: Any) -> bytes:
         step = self._take(method, context)
         self._end(step, context)
-        return b"ok:" + request
+        return b"ok:" + request if step.reply is None else step.reply
 
     def _stream(self, request: bytes, context: Any) -> Iterator[bytes]:
         step = self._take(STREAM, context)

@@ -82,6 +82,7 @@
 #include "mulligan/base/clock.h"
 #include "mulligan/budget/budget.h"
 #include "mulligan/budget/throttle.h"
+#include "mulligan/hedging/hedging.h"
 #include "mulligan/limits/adaptive_rate.h"
 #include "mulligan/limits/bulkhead.h"
 #include "mulligan/limits/rate_limiter.h"
@@ -181,6 +182,15 @@ struct ConfigSnapshot {
   std::map<std::string, PolicyLimits, std::less<>> policy_limits;
   // Adaptive client rates by name (each `name` equals its key). (Added in 0.5.)
   std::map<std::string, AdaptiveRateOptions, std::less<>> adaptive_rates;
+  // The hedging of the policies that have one, by policy name: a gRPC
+  // service config's methodConfig[].hedgingPolicy (gRFC A6: maxAttempts,
+  // capped at 5, hedgingDelay, nonFatalStatusCodes). Such a policy's
+  // RetryPolicy makes one attempt (A6: a method has a retryPolicy or a
+  // hedgingPolicy, never both) and classifies the nonFatalStatusCodes as
+  // retryable, every other non-OK code as terminal (fatal); its timeout is
+  // the deadline. The options are validated (HedgingPolicy::Create accepts
+  // them). (Added in 0.6.)
+  std::map<std::string, HedgingOptions, std::less<>> hedging;
   // Notes that did not stop the load (a gRPC maxAttempts capped at 5, an
   // ignored gRPC field, an environment override applied). Each names the
   // source and the JSON path or variable.
@@ -273,6 +283,10 @@ class PolicyRegistry {
   // Returns what policy `name` names (all empty when it names no part).
   // Errors: as Policy. (Added in 0.4.)
   Result<PolicyLimits> Limits(std::string_view policy) const;
+  // Returns policy `name`'s hedging (ConfigSnapshot::hedging), or nullopt
+  // when it has none. Errors: as Policy. Thread-safety: as Policy.
+  // (Added in 0.6.)
+  Result<std::optional<HedgingOptions>> Hedging(std::string_view policy) const;
 
   // Return the part `name` of its section ("budgets", "throttles",
   // "bulkheads", "rate_limiters") of the current configuration, built on

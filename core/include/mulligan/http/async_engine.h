@@ -120,6 +120,16 @@ class HttpAsyncEngine {
   // probe permit without judging the origin and is reported as failed in
   // the metrics. Destroying the engine does the same for pending calls.
   void Cancel(uint64_t id);
+  // Cancels call `id` because its answer is no longer wanted: a hedged
+  // request's losing copy (another copy won, or one failed fatally). As
+  // Cancel, the transfer in flight is removed (its connection is closed,
+  // never reused mid-request) and a half-open probe permit is freed without
+  // judging the origin, and the retry budget is not told; but the metrics
+  // count the call as cancelled (MetricsSnapshot::cancelled, with its
+  // attempt in flight in attempts), neither success nor failure, as issue
+  // 18 and hedging/hedging.h require of a losing copy. No-op when unknown.
+  // Thread-safety: as the engine's. (Added in 0.6.)
+  void CancelCopy(uint64_t id);
   // Calls begun and not yet finished or cancelled.
   size_t size() const;
   // The retry budget the calls to `url`'s origin (HttpOrigin) are charged

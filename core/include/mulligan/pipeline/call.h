@@ -171,6 +171,16 @@ class Call {
   // (1 when an attempt was running). Does nothing once finished.
   void Abandon(TimePoint now, int attempts_in_flight = 0);
 
+  // Ends a call its caller cancelled because it is no longer wanted: a
+  // hedged request's losing copy (hedging/hedging.h: "a cancelled copy is
+  // recorded neither as a success nor as a failure"). Frees what strategies
+  // hold as Abandon does (the breaker permit is released as kIgnored, which
+  // frees a half-open slot without judging the dependency; the retry budget
+  // is not told), but the metrics count the call as `cancelled`, not as a
+  // failure, with `attempts_in_flight` more attempts than were recorded
+  // (Metrics::CallCancelled). Does nothing once finished. (Added in 0.6.)
+  void Cancel(TimePoint now, int attempts_in_flight = 0);
+
   // The kCircuitOpen status after a breaker refusal ("circuit breaker 'db'
   // is open; next probe in 12.500 s"), kBulkheadFull or kRateLimited after
   // a bulkhead's or limiter's; OK otherwise. Built on demand.

@@ -20,6 +20,10 @@
 //                success, never a failure
 //   failures     calls that gave up (or were refused by an open breaker)
 //   fallbacks    failed calls answered by a fallback (also counted in failures)
+//   cancelled    calls ended because their caller cancelled them (Call::Cancel:
+//                a hedged request's losing copy): neither successes nor
+//                failures; their attempts count in attempts (they were sent)
+//                and they leave the in-flight gauge. (Added in 0.6.)
 //   short_circuits  attempts refused by an open circuit breaker
 //   rejections   calls ended by an overload refusal, by reason: budget (a
 //                retry the retry budget refused), throttled (adaptive
@@ -177,6 +181,9 @@ struct MetricsSnapshot {
   uint64_t hedges = 0;
   uint64_t hedges_won = 0;
   uint64_t hedge_cancelled = 0;
+  // Calls ended by Call::Cancel (neither successes nor failures). (Added in
+  // 0.6.)
+  uint64_t cancelled = 0;
   // transitions[from][to], indexed by BreakerState values.
   std::array<std::array<uint64_t, 6>, 6> transitions{};
   // Transitions into kOpen from any state.
@@ -328,6 +335,12 @@ class Metrics {
   // `attempts` attempts, `elapsed` after its first attempt started.
   void CallSucceeded(int attempts, Duration elapsed);
   void CallFailed(int attempts, Duration elapsed, StopReason stop_reason);
+  // The call was cancelled by its caller after `attempts` attempts (the one
+  // in flight included): counted in `cancelled` and in attempts and the
+  // attempts-per-call histogram, not in successes, failures or the
+  // call-duration histogram (a losing hedge's time is not a call's latency).
+  // No event is emitted. (Added in 0.6.)
+  void CallCancelled(int attempts);
   // Records `count` calls that started and succeeded on their first attempt
   // without being timed (front ends that count successes on their hot path
   // and flush them in bulk). They add to calls, attempts, successes and the

@@ -1,0 +1,247 @@
+"""Hedged unary-unary RPCs for :mod:`mulligan.adapters.grpc` (issue 18, 0.6).
+
+A method whose service config entry has a ``hedgingPolicy`` (gRFC A6
+"Hedging Policy", mapped by the config loader: maxAttempts capped at 5,
+hedgingDelay, nonFatalStatusCodes) is hedged: the engine's ``HedgedCall``
+(hedging/hedging.h) decides, this module acts. Copy k+1 is sent
+``hedgingDelay`` after copy k, or at once after copy k failed with a
+non-fatal code (a server's ``grpc-retry-pushback-ms`` delays it, A6
+"Pushback"); the first OK answer wins and every other copy's RPC is
+cancelled (``grpc.Future.cancel``: the server sees the RPC end, its
+``context.is_active()`` turns false); a fatal code ends the call with that
+answer and cancels the rest. The hedged call runs through the method's
+pipeline with full accounting: its breaker is asked before every copy and
+told after each, its retry budget before every extra copy, and its metrics
+count one call, its hedges (``mulligan_hedges_total``, gRPC A96's
+``grpc.client.call.hedges``), the hedges that won and the cancelled copies;
+a cancelled copy is recorded neither as a success nor as a failure.
+
+Every copy carries the caller's metadata and, after the first,
+``grpc-previous-rpc-attempts`` (the copies sent before it, A6 "Exposed
+Retry Metadata"), and is bounded by the time left before the call's
+deadline (its own ``timeout=`` or the service config's ``timeout``).
+
+The grpc.aio interceptor runs its copies as tasks on the caller's event loop
+(run_hedged_aio); a losing copy's RPC is cancelled (``call.cancel()``) and
+its task with it. The sync interceptor's copies are grpcio futures, so no
+thread is spent per copy. A blocking call
+(``stub(request)``, ``with_call``) gives the interceptor a continuation that
+blocks; the copies are then sent through the same multicallable's
+``future()`` (found in grpcio's interceptor closure; when it cannot be
+found, the call is sent as one copy).
+
+.. versionadded:: 0.6.0
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from typing import Any, Callable, Optional
+
+from .._errors import _circuit_open
+from .._retry.state import STATE
+from .grpc_flow import PREVIOUS_ATTEMPTS, outcome_of
+
+__all__ = ["future_starter", "run_hedged", "run_hedged_aio"]
+
+
+def future_starter(continuation: Any) -> Optional[Callable[[Any, Any], Any]]:
+    """A function ``(details, request) -> grpc.Future`` that sends one copy
+    without blocking, for the ``continuation`` grpcio gave the interceptor:
+    the continuation itself for a ``.future()`` call; for a blocking call,
+    the next multicallable's ``future`` (grpcio's ``_with_call`` closure
+    holds it as ``self._thunk``); None when neither is found."""
+    qualname = getattr(continuation, "__qualname__", "")
+    if qualname.endswith("future.<locals>.continuation"):
+        return continuation  # type: ignore[no-any-return]
+    code = getattr(continuation, "__code__", None)
+    closure = getattr(continuation, "__closure__", None)
+    if not qualname.endswith("_with_call.<locals>.continuation") or code is None or not closure:
+        return None
+    cells = dict(zip(code.co_freevars, (c.cell_contents for c in closure)))
+    thunk = getattr(cells.get("self"), "_thunk", None)
+    if not callable(thunk):
+        return None
+
+    def start(details: Any, request: Any) -> Any:
+        return thunk(details.method).future(
+            request, timeout=details.timeout, metadata=details.metadata,
+            credentials=details.credentials, wait_for_ready=details.wait_for_ready,
+            compression=details.compression,
+        )
+
+    return start
+
+
+def _code(future: Any) -> int:
+    status = future.code()
+    return 2 if status is None else int(status.value[0])
+
+
+def run_hedged(
+    route: Any,
+    pipeline: Any,
+    deadline: Optional[float],
+    start: Callable[[Any, Any], Any],
+    make_details: Callable[[Optional[float], Any], Any],
+    metadata: Any,
+    request: Any,
+    send_attempt_count: bool,
+) -> tuple[Any, str]:
+    """Runs one hedged unary-unary RPC of ``route`` (its hedging policy and
+    retry policy) through ``pipeline`` (the route's, for the call's
+    deadline). ``deadline``: seconds the call may take (None: none);
+    ``start(details, request)`` sends one copy and returns its grpc.Future;
+    ``make_details(timeout, metadata)`` builds a copy's call details.
+
+    Returns (the winning copy's future (an OK answer), else the future of
+    the copy whose answer ended the call (a fatal code, or the last
+    non-fatal one when no copy may start), grpcio raising its RpcError from
+    ``result()``; the hedged call's stop reason: "succeeded", "terminal" (a
+    fatal code), "attempts_exhausted", "budget", "deadline" ...). Raises mulligan.CircuitOpenError when the breaker refused
+    the first copy (nothing was sent). Not thread-safe: one call."""
+    clock = STATE.clock  # mulligan.testing's FakeClock: the delays pass on it at once
+    call = route.hedging.begin(pipeline, STATE.now(), True, False)
+    began = STATE.now()
+    done: queue.SimpleQueue[int] = queue.SimpleQueue()
+    futures: dict[int, Any] = {}
+    last: Any = None
+    try:
+        while not call.finished:
+            now = STATE.now()
+            action, copy, next_start, _reason = call.admit(now)
+            if action == "start":
+                left = None if deadline is None else max(deadline - (now - began), 0.0)
+                future = start(make_details(left, _copy_metadata(metadata, copy, send_attempt_count)), request)
+                futures[copy] = future
+                future.add_done_callback(lambda _f, c=copy: done.put(c))
+                continue
+            if call.started == 0:
+                break  # the breaker refused the first copy
+            wait = max(next_start - now, 0.0) if action == "wait" else None
+            if call.running == 0 and wait is None:
+                break
+            if clock is not None and wait is not None:
+                clock.sleep(wait)  # the hedging delay passes at once on a fake clock
+                wait = 0.0
+            try:
+                ended = done.get(timeout=wait)
+            except queue.Empty:
+                continue
+            future = futures[ended]
+            if future.cancelled():
+                continue
+            code = _code(future)
+            trailers = future.trailing_metadata() if code else None
+            outcome = outcome_of(route.policy, code, trailers, False)
+            finished, winner, _reason, cancel = call.record(ended, outcome, STATE.now())
+            for loser in cancel:
+                futures[loser].cancel()
+            last = future  # the call's answer when it ends here
+    finally:
+        for future in futures.values():
+            if not future.done():
+                future.cancel()
+        call.abandon(STATE.now())
+    if last is None:
+        if call.started == 0:
+            raise _circuit_open(call.breaker_name, call.retry_in, call.refusal_message)
+        # Every copy still running was cancelled (no more may start): the
+        # latest copy's outcome is the call's.
+        last = futures[max(futures)]
+    return last, call.stop_reason
+
+
+
+def _copy_metadata(metadata: Any, copy: int, send_attempt_count: bool) -> Optional[list[tuple[str, Any]]]:
+    pairs = [(k, v) for k, v in (metadata or ()) if k != PREVIOUS_ATTEMPTS]
+    if copy > 1 and send_attempt_count:
+        pairs.append((PREVIOUS_ATTEMPTS, str(copy - 1)))
+    return pairs or None
+
+
+async def run_hedged_aio(
+    route: Any,
+    pipeline: Any,
+    deadline: Optional[float],
+    continuation: Any,
+    make_details: Callable[[Optional[float], Any], Any],
+    metadata: Any,
+    request: Any,
+    send_attempt_count: bool,
+) -> tuple[Any, str]:
+    """run_hedged for grpc.aio: ``continuation(details, request)`` (grpcio's)
+    sends one copy; each copy runs as a task on the running loop. Returns
+    (the call object of the winning copy, or of the copy whose answer ended
+    the call: awaiting it raises its AioRpcError; the stop reason). Raises
+    mulligan.CircuitOpenError when the breaker refused the first copy.
+    Cancelling the caller's task cancels every copy's RPC."""
+    loop = asyncio.get_running_loop()
+    clock = STATE.clock
+    call = route.hedging.begin(pipeline, STATE.now(), True, False)
+    began = STATE.now()
+    rpcs: dict[int, Any] = {}
+    tasks: dict[int, asyncio.Task[tuple[Any, int, Any]]] = {}
+    handled: set[int] = set()
+    last: Any = None
+
+    async def one(copy: int, details: Any) -> tuple[Any, int, Any]:
+        rpc = await continuation(details, request)
+        rpcs[copy] = rpc
+        status = await rpc.code()
+        code = 2 if status is None else int(status.value[0])
+        return rpc, code, (await rpc.trailing_metadata()) if code else None
+
+    def cancel(copy: int) -> None:
+        rpc = rpcs.get(copy)
+        if rpc is not None:
+            rpc.cancel()
+        tasks[copy].cancel()
+
+    try:
+        while not call.finished:
+            now = STATE.now()
+            action, copy, next_start, _reason = call.admit(now)
+            if action == "start":
+                left = None if deadline is None else max(deadline - (now - began), 0.0)
+                details = make_details(left, _copy_metadata(metadata, copy, send_attempt_count))
+                tasks[copy] = loop.create_task(one(copy, details))
+                continue
+            if call.started == 0:
+                break  # the breaker refused the first copy
+            wait = max(next_start - now, 0.0) if action == "wait" else None
+            running = [t for t in tasks.values() if not t.done()]
+            if not running and wait is None:
+                break
+            if clock is not None and wait is not None:
+                clock.sleep(wait)  # the hedging delay passes at once on a fake clock
+                wait = 0.0
+            if not running:
+                await asyncio.sleep(wait or 0.0)  # a pushback is being waited out
+                continue
+            await asyncio.wait(running, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            for ended, task in sorted(tasks.items()):
+                if ended in handled or not task.done() or call.finished:
+                    continue
+                handled.add(ended)
+                if task.cancelled():
+                    continue
+                rpc, code, trailers = task.result()
+                outcome = outcome_of(route.policy, code, trailers, False)
+                _finished, _winner, _why, losers = call.record(ended, outcome, STATE.now())
+                for loser in losers:
+                    cancel(loser)
+                last = rpc
+    finally:
+        for copy, task in tasks.items():
+            if not task.done():
+                cancel(copy)
+        if tasks:
+            await asyncio.gather(*tasks.values(), return_exceptions=True)
+        call.abandon(STATE.now())
+    if last is None:
+        if call.started == 0:
+            raise _circuit_open(call.breaker_name, call.retry_in, call.refusal_message)
+        last = rpcs[max(rpcs)]
+    return last, call.stop_reason
