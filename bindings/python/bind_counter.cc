@@ -59,7 +59,10 @@ PyGetSetDef counter_getset[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyTypeObject CounterType = [] {
-  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  // Value-initialised, then what PyVarObject_HEAD_INIT(nullptr, 0) sets
+  // (a partial aggregate initialiser would trip -Wmissing-field-initializers).
+  PyTypeObject t{};
+  Py_SET_REFCNT(reinterpret_cast<PyObject*>(&t), 1);
   t.tp_name = "mulligan._core.Counter";
   t.tp_basicsize = sizeof(CounterObject);
   t.tp_flags = Py_TPFLAGS_DEFAULT;
