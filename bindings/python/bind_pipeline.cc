@@ -141,6 +141,19 @@ void BindCallClass(py::module_& m) {
           py::arg("outcome"), py::arg("now"),
           "Records the attempt's outcome; returns the Decision (retry after delay, or stop).")
       .def(
+          "decide",
+          [](PyCall& c, const Outcome& outcome, double now) {
+            const Decision d = c.call.Record(outcome, MonotonicToTimePoint(now));
+            return py::make_tuple(d.retry(), DurationToSeconds(d.delay),
+                                  d.retry() ? py::object(py::none())
+                                            : py::object(py::str(StopReasonName(d.reason))),
+                                  d.use_fallback);
+          },
+          py::arg("outcome"), py::arg("now"),
+          "record() for the retry drivers' failure path, in one crossing (Added in 0.6.): "
+          "(retry: bool, delay: float seconds, reason: str, or None when retrying, "
+          "use_fallback: bool), the fields of record()'s Decision, without building one.")
+      .def(
           "abandon",
           [](PyCall& c, double now, int in_flight) {
             c.call.Abandon(MonotonicToTimePoint(now), in_flight);

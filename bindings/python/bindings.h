@@ -54,6 +54,7 @@ void BindOutbox(py::module_& m);  // bind_outbox.cc (Added in 0.5.)
 void BindHedging(py::module_& m);  // bind_hedging.cc (Added in 0.5.)
 void BindRedisBreaker(py::module_& m);  // bind_redis_breaker.cc (Added in 0.6.)
 void BindSimulate(py::module_& m);  // bind_simulate.cc (Added in 0.6.)
+void BindCounter(py::module_& m);  // bind_counter.cc (Added in 0.6.)
 
 // The one Status -> Python exception helper. Builds the exception with
 // mulligan._errors._from_status (imported at call time, so _errors never needs

@@ -28,4 +28,5 @@ PYBIND11_MODULE(_core, m) {
   mulligan::python::BindOutbox(m);  // (Added in 0.5.)
   mulligan::python::BindRedisBreaker(m);  // (Added in 0.6.)
   mulligan::python::BindSimulate(m);  // (Added in 0.6.)
+  mulligan::python::BindCounter(m);  // (Added in 0.6.)
 }

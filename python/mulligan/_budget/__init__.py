@@ -6,8 +6,8 @@ name makes it process-wide: a constructor called again with a name in use
 and the same kind and options returns the first object, and with other
 options raises ValueError naming them (as ``mulligan.circuit_breaker`` does
 for breakers; since 0.4, before which the first options silently won). Successes that needed no retry
-are counted on the hot path without a native call (the bound ``__next__``
-of an :class:`itertools.count`, atomic under the GIL) and handed to the
+are counted on the hot path without a call into the engine (``tick()`` of a
+``_core.Counter``, a raw C method, atomic under the GIL) and handed to the
 engine when the budget is next asked (a failure, :meth:`RetryBudget.tokens`):
 the ordering approximation of DESIGN.md section 2, documented in
 ``core/include/mulligan/budget/budget.h``.
@@ -17,7 +17,6 @@ the ordering approximation of DESIGN.md section 2, documented in
 
 from __future__ import annotations
 
-import itertools
 import threading
 from typing import Any, Callable, Optional
 
@@ -84,13 +83,14 @@ class RetryBudget:
     .. versionadded:: 0.3.0
     """
 
-    __slots__ = ("_core", "_tick", "_reads", "_flushed", "__weakref__")
+    __slots__ = ("_core", "_successes", "_flushed", "__weakref__")
 
     def __init__(self, core: Any) -> None:
         """Private: use a constructor per kind."""
         self._core = core
-        self._tick: Callable[[], int] = itertools.count().__next__
-        self._reads = 0
+        # The hot-path successes (the retry decorator's first-attempt
+        # successes tick it), handed to the engine by _flush.
+        self._successes = _core.Counter()
         self._flushed = 0
         # Exported by the metrics (0.4); their reads flush the hot-path ticks.
         _core.metrics_track(core)
@@ -177,8 +177,7 @@ class RetryBudget:
 
     def _flush(self) -> None:
         """Hands the successes counted since the last flush to the engine."""
-        total = self._tick() - self._reads
-        self._reads += 1
+        total = self._successes.value
         if total > self._flushed:
             self._core.add_successes(total - self._flushed)
             self._flushed = total

@@ -102,7 +102,7 @@ def wrap_async(fn: Callable[..., Any], cfg: _Config, switch: Any = _tracing.SWIT
         return _wrap_async_with_breaker(fn, cfg, switch, traced)
     if cfg.check is None and cfg.on_result is None and not cfg.timed:
 
-        tick = cfg.tick
+        successes = cfg.successes
 
         @functools.wraps(fn)
         async def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -113,7 +113,7 @@ def wrap_async(fn: Callable[..., Any], cfg: _Config, switch: Any = _tracing.SWIT
             except catch as e:
                 exc = e
             else:
-                tick()
+                successes.tick()  # a method call: CPython 3.11 calls the C method directly
                 return result
             return await _run_async(cfg, fn, args, kwargs, exc, None, None)
 
@@ -123,7 +123,7 @@ def wrap_async(fn: Callable[..., Any], cfg: _Config, switch: Any = _tracing.SWIT
     on_result = cfg.on_result
     timed = cfg.timed
     state = STATE
-    tick = cfg.tick
+    successes = cfg.successes
 
     @functools.wraps(fn)
     async def general_wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -138,7 +138,7 @@ def wrap_async(fn: Callable[..., Any], cfg: _Config, switch: Any = _tracing.SWIT
             exc = e
         else:
             if on_result is None or not on_result(result):
-                tick()
+                successes.tick()
                 return result
             return await _run_async(cfg, fn, args, kwargs, None, result, start)
         return await _run_async(cfg, fn, args, kwargs, exc, None, start)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import math
+from logging import WARNING as _WARNING
 from typing import Any, Optional
 
 from .. import _core
@@ -26,7 +27,7 @@ from .._telemetry import tracing as _tracing
 from .._errors import AttemptOutcome, CircuitOpenError, RetriesExhausted, ThrottledError, _circuit_open
 from .._text import format_seconds
 from .fallback import call_fallback
-from .hooks import RetryDetails, RetryStatistics, log_give_up, log_retry
+from .hooks import LOGGER as _LOGGER, RetryDetails, RetryStatistics, log_give_up, log_retry
 from .options import _MISSING, _Config, _never_retried
 from .state import STATE
 
@@ -213,26 +214,31 @@ class _Call:
             outcome = _RETRYABLE_FAILURE
         else:
             outcome = _core.Outcome.failure(True, hint, bits, overload)
-        decision: _core.Decision = self.core.record(outcome, now)
-        retry = decision.retry
-        delay = decision.delay
-        reason: Optional[str] = None if retry else decision.reason
-        details = RetryDetails(
-            name=cfg.name,
-            attempt=self.attempt,
-            delay=delay,
-            exception=exc,
-            result=result,
-            elapsed=now - self.start,
-            time_left=self.core.time_left(now) if cfg.timed else None,
-            waited=self.waited,
-            stop_reason=reason,
-            from_delay_hint=hint is not None and (retry or reason == "retry_after_too_long"),
-        )
+        # One crossing: the Decision's fields as a tuple (no Decision built).
+        decided: tuple[bool, float, Optional[str], bool] = self.core.decide(outcome, now)
+        retry, delay, reason, use_fallback = decided
+        hooks = cfg.on_retry if retry else cfg.on_give_up
+        # The details are built only for someone to read them: a hook, or
+        # the mulligan logger at WARNING (log_retry/log_give_up ask the same).
+        details: Optional[RetryDetails] = None
+        if hooks or _LOGGER.isEnabledFor(_WARNING):
+            details = RetryDetails(
+                name=cfg.name,
+                attempt=self.attempt,
+                delay=delay,
+                exception=exc,
+                result=result,
+                elapsed=now - self.start,
+                time_left=self.core.time_left(now) if cfg.timed else None,
+                waited=self.waited,
+                stop_reason=reason,
+                from_delay_hint=hint is not None and (retry or reason == "retry_after_too_long"),
+            )
         if retry:
-            log_retry(details)
-            for hook in cfg.on_retry:
-                hook(details)
+            if details is not None:
+                log_retry(details)
+                for hook in hooks:
+                    hook(details)
             self.waited += delay
             self.attempt += 1
             if self.trace is not None:
@@ -240,11 +246,13 @@ class _Call:
             return delay
         assert reason is not None
         self.reason = reason
-        self.use_fallback = decision.use_fallback
-        log_give_up(details)
+        self.use_fallback = use_fallback
+        if details is not None:
+            log_give_up(details)
         self.finish(reason)
-        for hook in cfg.on_give_up:
-            hook(details)
+        if details is not None:
+            for hook in hooks:
+                hook(details)
         return None
 
     def give_up(self, exc: Optional[BaseException], result: Any) -> Any:

@@ -53,23 +53,49 @@ _MISSING: Any = object()
 _OWNER = "mulligan.retry"
 
 
+# _never_retried's answer per exception type (the failure path asks it once or
+# twice per attempt): True or False for a type whose instances all answer
+# alike. Exception groups are judged per instance (by what they carry) and
+# never cached; the cache stops growing at _NEVER_CACHE_MAX types (a program
+# that makes exception classes on the fly then pays the full test).
+_NEVER_BY_TYPE: dict[type, bool] = {}
+_NEVER_CACHE_MAX = 1024
+
+
 def _never_retried(exc: BaseException) -> bool:
-    if isinstance(exc, _NEVER_RETRIED):
+    """Whether ``exc`` means "stop now": KeyboardInterrupt, SystemExit,
+    GeneratorExit, asyncio.CancelledError, a bulkhead's or rate limiter's
+    refusal, or an exception group carrying one of them. Thread-safe (the
+    cache is a dict, changed under the GIL)."""
+    known = _NEVER_BY_TYPE.get(type(exc))
+    if known is not None:
+        return known
+    kind = type(exc)
+    group_type = getattr(builtins, "BaseExceptionGroup", None)
+    answer = _never_retried_type(kind)
+    if group_type is not None and issubclass(kind, group_type):
+        # A group (TaskGroup, ExceptionGroup; Python 3.11+) that carries one
+        # of them, e.g. a KeyboardInterrupt next to a task's failure, stops too.
+        group = getattr(exc, "exceptions", None)
+        return answer or (isinstance(group, tuple) and any(_never_retried(inner) for inner in group))
+    # A type's bases are fixed when it is made, and a subclass of
+    # asyncio.CancelledError can only be made once asyncio is imported, so
+    # the answer for a type never changes.
+    if len(_NEVER_BY_TYPE) < _NEVER_CACHE_MAX:
+        _NEVER_BY_TYPE[kind] = answer
+    return answer
+
+
+def _never_retried_type(kind: type) -> bool:
+    if issubclass(kind, _NEVER_RETRIED):
         return True
     # A bulkhead's or rate limiter's refusal is never retried (0.3).
-    if isinstance(exc, _LIMIT_REFUSALS):
+    if issubclass(kind, _LIMIT_REFUSALS):
         return True
     # asyncio.CancelledError is a BaseException; it can only exist if asyncio
     # was imported, so don't import asyncio here just to test for it.
     asyncio = sys.modules.get("asyncio")
-    if asyncio is not None and isinstance(exc, asyncio.CancelledError):
-        return True
-    # A group (TaskGroup, ExceptionGroup; Python 3.11+) that carries one of
-    # them, e.g. a KeyboardInterrupt next to a task's failure, stops too.
-    group = getattr(exc, "exceptions", None)
-    if isinstance(group, tuple) and isinstance(exc, getattr(builtins, "BaseExceptionGroup", ())):
-        return any(_never_retried(inner) for inner in group)
-    return False
+    return asyncio is not None and issubclass(kind, asyncio.CancelledError)
 
 
 class RetryOptions(TypedDict, total=False):
@@ -218,6 +244,21 @@ def _compile_policy(
     return policy, policy.deadline, retry_after_max, predicates
 
 
+class _TwoCounters:
+    """The success counter of a policy with ``budget=``: ``tick()`` counts
+    one in the metrics' and in the budget's ``_core.Counter``."""
+
+    __slots__ = ("_metrics", "_budget")
+
+    def __init__(self, metrics: Any, budget: Any) -> None:
+        self._metrics = metrics
+        self._budget = budget
+
+    def tick(self) -> None:
+        self._metrics.tick()
+        self._budget.tick()
+
+
 class _Config:
     """A validated retry configuration; immutable and shared by every call."""
 
@@ -237,6 +278,7 @@ class _Config:
         "name",
         "metrics",
         "tick",
+        "successes",
         "given",
         "policy_name",
         "generation",
@@ -316,17 +358,13 @@ class _Config:
         # the pipeline, which counts it once.
         if report:
             self.metrics = _metrics._metrics_for(name)
-            self.tick = _metrics._success_ticker(name)
-            if self.budget is not None:
-                # A first-attempt success also earns for the budget: a
-                # second Python counter, still no native call.
-                metrics_tick, budget_tick = self.tick, self.budget._tick
-
-                def tick() -> int:
-                    budget_tick()
-                    return metrics_tick()
-
-                self.tick = tick
+            counter = _metrics._success_counter(name)
+            # A first-attempt success also earns for the budget: a second
+            # counter, still no engine call.
+            self.successes: Any = (
+                counter if self.budget is None else _TwoCounters(counter, self.budget._successes)
+            )
+            self.tick: Callable[[], None] = self.successes.tick
         self.pipeline = self._make_pipeline(report)
         self.statistics: contextvars.ContextVar[Optional[RetryStatistics]] = contextvars.ContextVar(
             f"mulligan.statistics:{name}", default=None

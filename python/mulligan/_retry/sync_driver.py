@@ -93,7 +93,7 @@ def wrap_sync(fn: Callable[..., Any], cfg: _Config, switch: Any = _tracing.SWITC
         return _wrap_sync_with_breaker(fn, cfg, switch, traced)
     if cfg.check is None and cfg.on_result is None and not cfg.timed:
         # The common case, kept minimal: exception types, no deadline.
-        tick = cfg.tick
+        successes = cfg.successes
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -104,14 +104,14 @@ def wrap_sync(fn: Callable[..., Any], cfg: _Config, switch: Any = _tracing.SWITC
             except catch as e:
                 exc = e
             else:
-                tick()
+                successes.tick()  # a method call: CPython 3.11 calls the C method directly
                 return result
             return _run_sync(cfg, fn, args, kwargs, exc, None, None)
 
         return wrapper
 
     state = STATE
-    tick = cfg.tick
+    successes = cfg.successes
     if cfg.check is None and cfg.on_result is None:
         # Exception types with a deadline: one clock read per call.
         @functools.wraps(fn)
@@ -124,7 +124,7 @@ def wrap_sync(fn: Callable[..., Any], cfg: _Config, switch: Any = _tracing.SWITC
             except catch as e:
                 exc = e
             else:
-                tick()
+                successes.tick()
                 return result
             return _run_sync(cfg, fn, args, kwargs, exc, None, start)
 
@@ -149,7 +149,7 @@ def wrap_sync(fn: Callable[..., Any], cfg: _Config, switch: Any = _tracing.SWITC
             exc = e
         else:
             if on_result is None or not on_result(result):
-                tick()
+                successes.tick()
                 return result
             return _run_sync(cfg, fn, args, kwargs, None, result, start)
         return _run_sync(cfg, fn, args, kwargs, exc, None, start)
