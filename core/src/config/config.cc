@@ -376,13 +376,15 @@ Result<std::shared_ptr<RateLimiter>> PolicyRegistry::RateLimiterNamed(
   std::shared_ptr<RateLimiterBackend> backend;
   {
     std::lock_guard<std::mutex> lock(parts_mu_);
-    // A reload that turned "shared" on or off with the same options: the
-    // limiter built before is the wrong kind; build the other one.
+    if (shared) backend = shared_rate_backend_;
+    // A reload that turned "shared" on or off with the same options, or a
+    // shared limiter built on another backend: build it again.
     auto found = built_rate_limiters_.find(name);
-    if (found != built_rate_limiters_.end() && found->second.part->shared() != shared) {
+    if (found != built_rate_limiters_.end() &&
+        (found->second.part->shared() != shared ||
+         (shared && found->second.part->options().backend != backend))) {
       built_rate_limiters_.erase(found);
     }
-    if (shared) backend = shared_rate_backend_;
   }
   if (shared) {
     if (backend == nullptr) {

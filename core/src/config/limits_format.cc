@@ -295,9 +295,7 @@ void ReadSection(Context& ctx, const json::object& root, const char* section,
     Options options;
     const size_t before = ctx.error_count();
     // "shared" (0.6, rate_limiters only) is read by `finish`.
-    json::object fields = *o;
-    if (allow_shared) fields.erase("shared");
-    ApplyObject(ctx, path, fields, table, options);
+    ApplyObject(ctx, path, *o, allow_shared ? WithSharedField(table) : table, options);
     env(ctx, std::string(kv.key()), options);
     if (!required.empty() && !o->contains(required)) {
       ctx.Error(Join(path, required), "missing: this field is required");

@@ -180,9 +180,7 @@ void ReadBreakers(Context& ctx, const json::object& root, const CircuitBreakerOp
                  // "shared" (0.6) is the entry's, not a breaker option.
                  bool shared = false;
                  ReadSharedFlag(ctx, root, path, name, o, shared);
-                 json::object fields = o;
-                 fields.erase("shared");
-                 ApplyObject(ctx, path, fields, BreakerFields(), options);
+                 ApplyObject(ctx, path, o, WithSharedField(BreakerFields()), options);
                  ApplyBreakerEnv(ctx, name, options);
                  if (ctx.error_count() != before) return;
                  options.name = name;

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "fields.h"
 #include "mulligan/config/config.h"
 #include "reader.h"
 
@@ -32,6 +33,21 @@ void ReadStateSection(Context& ctx, const json::object& root, ConfigSnapshot& ou
 // for the name) and returns false.
 bool ReadSharedFlag(Context& ctx, const json::object& root, const std::string& path,
                     const std::string& name, const json::object& entry, bool& shared);
+
+// Returns `table` with a "shared" field that reads nothing (ReadSharedFlag
+// reads it), so an entry's messages list "shared" among its fields.
+// REQUIRES: `table` is the one field table of T (the result is a
+// function-local static per T).
+template <typename T>
+const FieldTable<T>& WithSharedField(const FieldTable<T>& table) {
+  static const FieldTable<T> with = [&] {
+    FieldTable<T> t = table;
+    t.emplace_back("shared",
+                   [](Context&, const std::string&, const json::value&, T&) { return true; });
+    return t;
+  }();
+  return with;
+}
 
 }  // namespace internal
 }  // namespace v0

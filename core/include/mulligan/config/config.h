@@ -339,8 +339,9 @@ class PolicyRegistry {
   Result<std::shared_ptr<RateLimiter>> RateLimiterNamed(std::string_view name) const;
   // Sets the backend of the shared "rate_limiters" entries (a front door
   // builds it from the "state" section: CreateRedisRateLimiterBackend,
-  // limits/redis_rate_limiter.h); null clears it. Limiters already built
-  // keep the backend they were built with. Thread-safety: thread-safe.
+  // limits/redis_rate_limiter.h); null clears it. A shared limiter built on
+  // another backend is built again at its next lookup (holders of the old
+  // one keep it). Thread-safety: thread-safe.
   // (Added in 0.6.)
   void SetSharedRateLimiterBackend(std::shared_ptr<RateLimiterBackend> backend);
   // The "adaptive_rates" entry `name`, built and shared like the parts above.
