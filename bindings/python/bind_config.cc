@@ -13,6 +13,7 @@
 #include "bindings.h"
 #include "mulligan/base/clock.h"
 #include "mulligan/config/config.h"
+#include "mulligan/limits/redis_rate_limiter.h"
 
 namespace mulligan {
 namespace python {
@@ -30,6 +31,9 @@ py::dict ReportDict(const LoadReport& report) {
   d["bulkheads"] = report.bulkheads;
   d["rate_limiters"] = report.rate_limiters;
   d["adaptive_rates"] = report.adaptive_rates;  // (Added in 0.5.)
+  d["state"] = report.state;                    // (Added in 0.6.)
+  d["shared_breakers"] = report.shared_breakers;
+  d["shared_rate_limiters"] = report.shared_rate_limiters;
   return d;
 }
 
@@ -250,6 +254,34 @@ void BindConfig(py::module_& m) {
             return Unwrap(r.RateLimiterNamed(name));
           },
           py::arg("name"))
+      .def(
+          "state",
+          // (Added in 0.6.) The "state" section, or None: {"redis": URL (may
+          // hold a password: never print it), "prefix", "timeout",
+          // "connect_timeout" (seconds or None)}.
+          [](const PolicyRegistry& r) -> py::object {
+            std::shared_ptr<const ConfigSnapshot> s = r.Snapshot();
+            if (!s->state) return py::none();
+            py::dict d;
+            d["redis"] = Utf8(s->state->redis);
+            d["prefix"] = Utf8(s->state->prefix);
+            d["timeout"] = DurationToSeconds(s->state->timeout);
+            d["connect_timeout"] = OptionalSeconds(s->state->connect_timeout);
+            return d;
+          })
+      .def(
+          "set_shared_state",
+          // (Added in 0.6.) The _core.RedisState of the shared rate limiters
+          // (PolicyRegistry::SetSharedRateLimiterBackend), or None.
+          [](PolicyRegistry& r, const py::object& state) {
+            std::shared_ptr<RedisState> redis = StateFromPython(state);
+            if (redis == nullptr) {
+              r.SetSharedRateLimiterBackend(nullptr);
+              return;
+            }
+            r.SetSharedRateLimiterBackend(Unwrap(CreateRedisRateLimiterBackend(std::move(redis))));
+          },
+          py::arg("state"))
       .def(
           "adaptive_rate",
           [](const PolicyRegistry& r, const std::string& name, std::optional<double> now) {

@@ -88,6 +88,7 @@ from ._config.policies import (
     load_config,
     policy,
     reload_config,
+    shared_breaker,
 )
 from ._version import __version__
 # Overload protection (Added in 0.3.)
@@ -178,6 +179,7 @@ __all__ = [
     "retry",
     "retrying",
     "set_redaction",
+    "shared_breaker",
     "start_dashboard",
     "status",
     "stop",

@@ -125,7 +125,8 @@ TEST(ConfigErrors, UnknownField) {
             "failure_threshold, window, window_size, window_duration, window_buckets, "
             "failure_rate_threshold, minimum_calls, slow_call_duration, "
             "slow_call_rate_threshold, reset_timeout, reset_timeout_multiplier, "
-            "max_reset_timeout, half_open_max_calls, max_half_open_duration, permit_timeout");
+            "max_reset_timeout, half_open_max_calls, max_half_open_duration, permit_timeout, "
+            "shared");  // "shared": an entry's field (0.6)
   EXPECT_EQ(ErrorOf(R"({"policy": {}})"),
             "payments.json: policy: unknown field, did you mean \"policies\"?");
 }

@@ -115,6 +115,7 @@ PUBLIC_NAMES = [
     "OutboxJob",  # (0.6)
     # Added in 0.5 (shared state):
     "RedisState", "StateBackendUnavailable",
+    "shared_breaker",  # (0.6: a config file's shared breakers)
 ]
 
 # Public modules besides the package itself.

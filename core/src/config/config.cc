@@ -194,6 +194,11 @@ LoadReport MakeLoadReport(const ConfigSnapshot& snapshot) {
   report.bulkheads = KeysOf(snapshot.bulkheads);
   report.rate_limiters = KeysOf(snapshot.rate_limiters);
   report.adaptive_rates = KeysOf(snapshot.adaptive_rates);
+  report.state = snapshot.state.has_value();
+  report.shared_breakers = snapshot.shared_breakers;
+  report.shared_rate_limiters = snapshot.shared_rate_limiters;
+  std::sort(report.shared_breakers.begin(), report.shared_breakers.end());
+  std::sort(report.shared_rate_limiters.begin(), report.shared_rate_limiters.end());
   return report;
 }
 
@@ -376,8 +381,40 @@ Result<std::shared_ptr<Bulkhead>> PolicyRegistry::BulkheadNamed(std::string_view
 Result<std::shared_ptr<RateLimiter>> PolicyRegistry::RateLimiterNamed(
     std::string_view name) const {
   std::shared_ptr<const ConfigSnapshot> s = Snapshot();
+  const bool shared = std::find(s->shared_rate_limiters.begin(), s->shared_rate_limiters.end(),
+                                name) != s->shared_rate_limiters.end();
+  std::shared_ptr<RateLimiterBackend> backend;
+  {
+    std::lock_guard<std::mutex> lock(parts_mu_);
+    if (shared) backend = shared_rate_backend_;
+    // A reload that turned "shared" on or off with the same options, or a
+    // shared limiter built on another backend: build it again.
+    auto found = built_rate_limiters_.find(name);
+    if (found != built_rate_limiters_.end() &&
+        (found->second.part->shared() != shared ||
+         (shared && found->second.part->options().backend != backend))) {
+      built_rate_limiters_.erase(found);
+    }
+  }
+  if (shared) {
+    if (backend == nullptr) {
+      return InvalidArgumentError("rate limiter \"" + std::string(name) +
+                                  "\" is shared (\"shared\": true) but no state backend was "
+                                  "given");
+    }
+  }
   return BuildPart(*s, s->rate_limiters, "rate limiter", name, parts_mu_, built_rate_limiters_,
-                   [](const RateLimiterOptions& o) { return RateLimiter::Create(o); });
+                   [backend](const RateLimiterOptions& o) {
+                     if (backend == nullptr) return RateLimiter::Create(o);
+                     RateLimiterOptions with = o;
+                     with.backend = backend;
+                     return RateLimiter::Create(with);
+                   });
+}
+
+void PolicyRegistry::SetSharedRateLimiterBackend(std::shared_ptr<RateLimiterBackend> backend) {
+  std::lock_guard<std::mutex> lock(parts_mu_);
+  shared_rate_backend_ = std::move(backend);
 }
 
 Result<std::shared_ptr<AdaptiveRate>> PolicyRegistry::AdaptiveRateNamed(std::string_view name,

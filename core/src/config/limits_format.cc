@@ -13,6 +13,7 @@
 
 #include "environment.h"
 #include "fields.h"
+#include "state_format.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -274,7 +275,8 @@ void CheckBudgetKind(Context& ctx, const std::string& path, const json::object& 
 template <typename Options, typename Finish>
 void ReadSection(Context& ctx, const json::object& root, const char* section,
                  const FieldTable<Options>& table, std::string_view required,
-                 std::map<std::string, Options, std::less<>>& out, Finish finish) {
+                 std::map<std::string, Options, std::less<>>& out, Finish finish,
+                 bool allow_shared = false) {
   // The environment overrides of the entry (environment.h), after its fields.
   void (*const env)(Context&, const std::string&, Options&) = &ApplyLimitEnv;
   const json::value* v = root.if_contains(section);
@@ -292,7 +294,8 @@ void ReadSection(Context& ctx, const json::object& root, const char* section,
     if (o == nullptr) continue;
     Options options;
     const size_t before = ctx.error_count();
-    ApplyObject(ctx, path, *o, table, options);
+    // "shared" (0.6, rate_limiters only) is read by `finish`.
+    ApplyObject(ctx, path, *o, allow_shared ? WithSharedField(table) : table, options);
     env(ctx, std::string(kv.key()), options);
     if (!required.empty() && !o->contains(required)) {
       ctx.Error(Join(path, required), "missing: this field is required");
@@ -328,10 +331,16 @@ void ReadLimitSections(Context& ctx, const json::object& root, ConfigSnapshot& o
               [&](const std::string& path, const json::object&, BulkheadOptions& options) {
                 return Valid(ctx, path, Bulkhead::Validate(options));
               });
-  ReadSection(ctx, root, "rate_limiters", RateLimiterFields(), "rate", out.rate_limiters,
-              [&](const std::string& path, const json::object&, RateLimiterOptions& options) {
-                return Valid(ctx, path, RateLimiter::Validate(options));
-              });
+  ReadSection(
+      ctx, root, "rate_limiters", RateLimiterFields(), "rate", out.rate_limiters,
+      [&](const std::string& path, const json::object& o, RateLimiterOptions& options) {
+        bool shared = false;
+        if (!ReadSharedFlag(ctx, root, path, options.name, o, shared)) return false;
+        if (!Valid(ctx, path, RateLimiter::Validate(options))) return false;
+        if (shared) out.shared_rate_limiters.push_back(options.name);
+        return true;
+      },
+      /*allow_shared=*/true);
   ReadSection(ctx, root, "adaptive_rates", AdaptiveRateFields(), "", out.adaptive_rates,
               [&](const std::string& path, const json::object&, AdaptiveRateOptions& options) {
                 return Valid(ctx, path, AdaptiveRate::Validate(options));

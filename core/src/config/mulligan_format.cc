@@ -26,6 +26,7 @@
 #include "fields.h"
 #include "formats.h"
 #include "limits_format.h"
+#include "state_format.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -45,7 +46,8 @@ struct Defaults {
 void CheckTopLevel(Context& ctx, const json::object& root) {
   static const std::vector<std::string_view> kTopLevel = {
       "$schema", "version",  "defaults",  "policies",  "breakers",
-      "clients", "budgets", "throttles", "bulkheads", "rate_limiters", "adaptive_rates"};
+      "clients", "budgets", "throttles", "bulkheads", "rate_limiters", "adaptive_rates",
+      "state"};
   for (const auto& kv : root) {
     const std::string_view key = kv.key();
     if (std::find(kTopLevel.begin(), kTopLevel.end(), key) == kTopLevel.end()) {
@@ -53,8 +55,8 @@ void CheckTopLevel(Context& ctx, const json::object& root) {
       ctx.Error(Join("", key), best.empty()
                                    ? "unknown field; expected one of: $schema, version, "
                                      "defaults, policies, breakers, clients, budgets, "
-                                     "throttles, bulkheads, rate_limiters, adaptive_rates (or "
-                                     "methodConfig for a gRPC service config)"
+                                     "throttles, bulkheads, rate_limiters, adaptive_rates, "
+                                     "state (or methodConfig for a gRPC service config)"
                                    : "unknown field, did you mean " + Quote(best) + "?");
     }
   }
@@ -175,7 +177,10 @@ void ReadBreakers(Context& ctx, const json::object& root, const CircuitBreakerOp
                [&](const std::string& name, const std::string& path, const json::object& o) {
                  CircuitBreakerOptions options = base;
                  const size_t before = ctx.error_count();
-                 ApplyObject(ctx, path, o, BreakerFields(), options);
+                 // "shared" (0.6) is the entry's, not a breaker option.
+                 bool shared = false;
+                 ReadSharedFlag(ctx, root, path, name, o, shared);
+                 ApplyObject(ctx, path, o, WithSharedField(BreakerFields()), options);
                  ApplyBreakerEnv(ctx, name, options);
                  if (ctx.error_count() != before) return;
                  options.name = name;
@@ -185,6 +190,7 @@ void ReadBreakers(Context& ctx, const json::object& root, const CircuitBreakerOp
                    return;
                  }
                  out.breakers[name] = options;
+                 if (shared) out.shared_breakers.push_back(name);
                });
 }
 
@@ -233,6 +239,7 @@ void ReadClients(Context& ctx, const json::object& root, const ClientSettings& b
 
 void ParseMulligan(Context& ctx, const json::object& root, ConfigSnapshot& out) {
   CheckTopLevel(ctx, root);
+  ReadStateSection(ctx, root, out);
   Defaults defaults;
   ReadDefaults(ctx, root, defaults);
   ReadLimitSections(ctx, root, out);

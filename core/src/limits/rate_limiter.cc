@@ -75,6 +75,11 @@ Status RateLimiter::Validate(const RateLimiterOptions& options) {
         "rate limiter fallback_rate must be > 0 and finite (calls per second), got " +
         internal::FormatDouble(*options.fallback_rate));
   }
+  if (options.fallback_rate && !options.backend) {
+    return InvalidArgumentError(
+        "rate limiter fallback_rate needs a shared backend (state): it is the rate while the "
+        "shared state is unreachable");
+  }
   if (options.backend && options.name.empty()) {
     return InvalidArgumentError(
         "rate limiter name must not be empty when the limiter is shared (it names the shared "
@@ -137,6 +142,7 @@ RateDecision RateLimiter::Acquire(std::string_view key, TimePoint now, Duration 
     request.tolerance_ns = tau_ns_;
     request.max_wait_ns = bound;
     Result<RateDecision> shared = options_.backend->Acquire(request);
+    NoteBackend(shared.ok());
     if (shared.ok()) {
       decision = shared.value();
       decision.fallback = false;
@@ -186,11 +192,24 @@ void RateLimiter::Count(const RateDecision& decision) {
   }
 }
 
+void RateLimiter::NoteBackend(bool ok) {
+  // A load first: the common case (no change) writes nothing.
+  if (falling_back_.load(std::memory_order_relaxed) == ok) {
+    if (ok) {
+      falling_back_.store(false, std::memory_order_relaxed);
+    } else if (!falling_back_.exchange(true, std::memory_order_relaxed)) {
+      fallback_periods_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
 void RateLimiter::Penalize(std::string_view key, TimePoint until) {
   const int64_t until_ns = NowNs(until);
   int64_t tau = tau_ns_;
   if (options_.backend) {
-    if (options_.backend->Penalize(options_.name, key, until, tau_ns_).ok()) return;
+    const bool ok = options_.backend->Penalize(options_.name, key, until, tau_ns_).ok();
+    NoteBackend(ok);
+    if (ok) return;
     fallbacks_.fetch_add(1, std::memory_order_relaxed);
     tau = fallback_tau_ns_;
   }

@@ -161,9 +161,16 @@ std::string RedisRateLimiterKey(const RedisState& state, std::string_view name,
   return state.Key("limiter", CellName(name, key));
 }
 
+Result<std::shared_ptr<RateLimiterBackend>> CreateRedisRateLimiterBackend(
+    std::shared_ptr<RedisState> state) {
+  if (state == nullptr) return InvalidArgumentError("rate limiter state must not be null");
+  return std::shared_ptr<RateLimiterBackend>(std::make_shared<RedisRateCells>(std::move(state)));
+}
+
 Result<std::shared_ptr<RateLimiter>> CreateRedisRateLimiter(std::shared_ptr<RedisState> state,
                                                             RateLimiterOptions options) {
   if (state == nullptr) return InvalidArgumentError("rate limiter state must not be null");
+  if (Status s = ValidateSharedName(options.name); !s.ok()) return s;
   options.backend = std::make_shared<RedisRateCells>(std::move(state));
   return RateLimiter::Create(options);
 }

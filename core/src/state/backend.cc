@@ -23,6 +23,32 @@ Status ValidateStatePrefix(std::string_view prefix) {
   return OkStatus();
 }
 
+Status ValidateSharedName(std::string_view name) {
+  if (name.empty()) {
+    return InvalidArgumentError(
+        "a shared object's name must not be empty (it names the Redis key {prefix:kind:name})");
+  }
+  if (name.size() > kMaxSharedNameBytes) {
+    return InvalidArgumentError("a shared object's name must be at most " +
+                                std::to_string(kMaxSharedNameBytes) + " bytes, got " +
+                                std::to_string(name.size()));
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c > 0x7e || c == '{' || c == '}') {
+      static const char kHex[] = "0123456789abcdef";
+      std::string byte = "0x";
+      byte.push_back(kHex[c >> 4]);
+      byte.push_back(kHex[c & 0xf]);
+      return InvalidArgumentError(
+          "a shared object's name must be printable ASCII without '{' or '}' (a brace would end "
+          "the Redis Cluster hash tag {prefix:kind:name}): byte " +
+          std::to_string(i) + " is " + byte);
+    }
+  }
+  return OkStatus();
+}
+
 std::string StateObjectKey(std::string_view prefix, std::string_view kind, std::string_view name) {
   std::string key;
   key.reserve(prefix.size() + kind.size() + name.size() + 4);

@@ -23,6 +23,7 @@
 
 #include "mulligan/base/random.h"
 #include "mulligan/retry/backoff.h"
+#include "mulligan/telemetry/metrics.h"
 #include "state/sigpipe_guard.h"
 
 namespace mulligan {
@@ -139,6 +140,29 @@ std::string RandomWriterId() {
   return buf;
 }
 
+// What the metrics read of one shared breaker (MetricsRegistry tracks it
+// weakly; the Impl owns it).
+class SharingMetrics final : public SharedStateMetricsSource {
+ public:
+  explicit SharingMetrics(std::string name) : name_(std::move(name)) {}
+  const char* shared_part() const override { return "breaker"; }
+  const std::string& metrics_name() const override { return name_; }
+  bool falling_back() const override { return falling_back_.load(std::memory_order_relaxed); }
+  uint64_t fallback_periods() const override {
+    return periods_.load(std::memory_order_relaxed);
+  }
+  // Called with every report to on_sharing (serialised by the caller).
+  void Note(bool shared) {
+    falling_back_.store(!shared, std::memory_order_relaxed);
+    if (!shared) periods_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+ private:
+  const std::string name_;
+  std::atomic<bool> falling_back_{false};
+  std::atomic<uint64_t> periods_{0};
+};
+
 }  // namespace
 
 struct RedisSharedBreaker::Impl {
@@ -177,9 +201,16 @@ struct RedisSharedBreaker::Impl {
 
   std::mutex sharing_mu;     // serialises on_sharing
   bool reported_shared = false;  // guarded by sharing_mu
+  bool reported_once = false;    // guarded by sharing_mu
+  std::shared_ptr<SharingMetrics> metrics;  // set by Create, then constant
+  MetricsRegistry* metrics_registry = nullptr;
 
-  // Tells on_sharing when health.shared changed. REQUIRES: mu not held.
-  void UpdateShared() {
+  // Tells on_sharing (and the metrics) when health.shared changed; before
+  // the first report, a false is told only after a failed subscription
+  // attempt (`failed_attempt`), so a Redis unreachable from the start is
+  // reported once and the start-up itself (not yet subscribed) is not.
+  // REQUIRES: mu not held.
+  void UpdateShared(bool failed_attempt = false) {
     std::lock_guard<std::mutex> serial(sharing_mu);
     bool shared;
     std::string cause;
@@ -189,8 +220,10 @@ struct RedisSharedBreaker::Impl {
       shared = health.shared;
       cause = health.last_error;
     }
-    if (shared == reported_shared) return;
+    if (reported_once ? shared == reported_shared : !shared && !failed_attempt) return;
+    reported_once = true;
     reported_shared = shared;
+    if (metrics) metrics->Note(shared);
     if (on_sharing) {
       try {
         on_sharing(shared, shared ? std::string() : cause);
@@ -461,7 +494,7 @@ struct RedisSharedBreaker::Impl {
         health.subscribed = false;
         health.last_error = error;
       }
-      UpdateShared();
+      UpdateShared(/*failed_attempt=*/true);
       // Down: poll the key every poll_interval until the next subscription
       // attempt, which follows RedisState's reconnect backoff.
       Duration delay = backoff.ok() ? backoff->Delay(failures, previous, random)
@@ -484,9 +517,7 @@ Result<std::unique_ptr<RedisSharedBreaker>> RedisSharedBreaker::Create(
     const RedisSharedBreakerOptions& options, SharingListener on_sharing) {
   if (state == nullptr) return InvalidArgumentError("state must not be null");
   if (breaker == nullptr) return InvalidArgumentError("breaker must not be null");
-  if (breaker->name().empty()) {
-    return InvalidArgumentError("a shared breaker needs a name (it names the Redis key)");
-  }
+  if (Status s = ValidateSharedName(breaker->name()); !s.ok()) return s;
   if (options.poll_interval < milliseconds(10) || options.poll_interval > std::chrono::hours(1)) {
     return InvalidArgumentError(
         "poll_interval must be in [10 ms, 1 h], got " +
@@ -512,6 +543,10 @@ Result<std::unique_ptr<RedisSharedBreaker>> RedisSharedBreaker::Create(
   impl->url = std::move(url).value();
   impl->queue->limit = o.queue_limit;
   impl->health.writer_id = o.writer_id;
+  impl->metrics = std::make_shared<SharingMetrics>(impl->breaker->name());
+  impl->metrics_registry = o.metrics != nullptr ? o.metrics : &MetricsRegistry::Default();
+  impl->metrics_registry->Track(
+      std::static_pointer_cast<SharedStateMetricsSource>(impl->metrics));
   impl->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (impl->wake_fd < 0) return InternalError("eventfd failed");
 

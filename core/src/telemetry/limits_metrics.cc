@@ -27,6 +27,7 @@ namespace {
 template <typename T>
 std::string NameOf(const T& primitive) { return primitive.name(); }
 std::string NameOf(const OutboxMetricsSource& outbox) { return outbox.metrics_name(); }
+std::string NameOf(const SharedStateMetricsSource& part) { return part.metrics_name(); }
 
 // Adds `ptr` to `list` under a unique reported name; prunes dead entries.
 template <typename T>
@@ -93,6 +94,11 @@ void MetricsRegistry::Track(const std::shared_ptr<OutboxMetricsSource>& outbox) 
   TrackIn(tracked_->outboxes, outbox, max_names_);
 }
 
+void MetricsRegistry::Track(const std::shared_ptr<SharedStateMetricsSource>& part) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TrackIn(tracked_->shared_parts, part, max_names_);
+}
+
 LimitsSnapshot MetricsRegistry::SnapshotLimits(TimePoint now,
                                                std::optional<WallTime> wall_now) const {
   std::vector<std::pair<std::string, std::shared_ptr<RetryBudget>>> budgets;
@@ -101,6 +107,7 @@ LimitsSnapshot MetricsRegistry::SnapshotLimits(TimePoint now,
   std::vector<std::pair<std::string, std::shared_ptr<RateLimiter>>> limiters;
   std::vector<std::pair<std::string, std::shared_ptr<AdaptiveRate>>> adaptives;
   std::vector<std::pair<std::string, std::shared_ptr<OutboxMetricsSource>>> outboxes;
+  std::vector<std::pair<std::string, std::shared_ptr<SharedStateMetricsSource>>> shared_parts;
   {
     std::lock_guard<std::mutex> lock(mu_);
     budgets = Live(tracked_->budgets);
@@ -109,6 +116,7 @@ LimitsSnapshot MetricsRegistry::SnapshotLimits(TimePoint now,
     limiters = Live(tracked_->limiters);
     adaptives = Live(tracked_->adaptive_rates);
     outboxes = Live(tracked_->outboxes);
+    shared_parts = Live(tracked_->shared_parts);
   }
   // Read without the registry mutex: Tokens and Probability fold pending
   // successes and may take the primitives' own locks.
@@ -154,6 +162,16 @@ LimitsSnapshot MetricsRegistry::SnapshotLimits(TimePoint now,
     s.wait_seconds = l->wait_histogram();
     out.rate_limiters.push_back(std::move(s));
   }
+  for (auto& [name, p] : shared_parts) {
+    out.shared_states.push_back({p->shared_part(), name, p->falling_back(), p->fallback_periods()});
+  }
+  for (auto& [name, l] : limiters) {
+    if (!l->shared()) continue;
+    out.shared_states.push_back({"rate_limiter", name, l->falling_back(), l->fallback_periods()});
+  }
+  std::sort(out.shared_states.begin(), out.shared_states.end(), [](const auto& a, const auto& b) {
+    return a.part != b.part ? a.part < b.part : a.name < b.name;
+  });
   for (auto& [name, a] : adaptives) {
     const AdaptiveRateState state = a->State(now);
     LimitsSnapshot::Adaptive s;
@@ -283,6 +301,27 @@ void AppendLimitsPrometheus(std::string& out, const LimitsSnapshot& limits) {
          "Attempts an adaptive client rate refused.", adaptive,
          [](const auto& s) { return Int(s.refused); });
   AppendOutboxPrometheus(out, limits.outboxes);
+  AppendSharedStatePrometheus(out, limits.shared_states);
+}
+
+void AppendSharedStatePrometheus(std::string& out,
+                                 const std::vector<LimitsSnapshot::SharedState>& parts) {
+  if (parts.empty()) return;
+  auto label = [](const LimitsSnapshot::SharedState& s) {
+    return "{part=\"" + LabelValue(s.part) + "\",name=\"" + LabelValue(s.name) + "\"} ";
+  };
+  out += "# HELP mulligan_shared_state_fallback 1 while a part shared through a state backend "
+         "serves from its local state alone (the backend unreachable), else 0.\n";
+  out += "# TYPE mulligan_shared_state_fallback gauge\n";
+  for (const auto& s : parts) {
+    out += "mulligan_shared_state_fallback" + label(s) + (s.fallback ? "1" : "0") + "\n";
+  }
+  out += "# HELP mulligan_shared_state_fallbacks_total Times a part shared through a state "
+         "backend began serving from its local state alone.\n";
+  out += "# TYPE mulligan_shared_state_fallbacks_total counter\n";
+  for (const auto& s : parts) {
+    out += "mulligan_shared_state_fallbacks_total" + label(s) + Int(s.fallback_periods) + "\n";
+  }
 }
 
 void AppendOutboxPrometheus(std::string& out, const std::vector<LimitsSnapshot::Outbox>& boxes) {

@@ -32,6 +32,7 @@ struct MetricsRegistry::Tracked {
   std::vector<internal::TrackedEntry<RateLimiter>> limiters;
   std::vector<internal::TrackedEntry<AdaptiveRate>> adaptive_rates;
   std::vector<internal::TrackedEntry<OutboxMetricsSource>> outboxes;  // (0.6)
+  std::vector<internal::TrackedEntry<SharedStateMetricsSource>> shared_parts;  // (0.6)
 };
 
 namespace internal {
@@ -48,6 +49,9 @@ void AppendHistogram(std::string& out, const std::string& metric, const std::str
 void AppendLimitsPrometheus(std::string& out, const LimitsSnapshot& limits);
 // Appends the mulligan_outbox_* families (limits_metrics.cc; Added in 0.6.).
 void AppendOutboxPrometheus(std::string& out, const std::vector<LimitsSnapshot::Outbox>& boxes);
+// Appends the mulligan_shared_state_* families (limits_metrics.cc; Added in 0.6.).
+void AppendSharedStatePrometheus(std::string& out,
+                                 const std::vector<LimitsSnapshot::SharedState>& parts);
 
 }  // namespace internal
 }  // namespace v0

@@ -47,6 +47,7 @@ from typing import (
 )
 
 from .. import _core, _validate
+from .._state.redis import LOGGER as STATE_LOGGER
 from .._state.redis import RedisState, _core_state
 from .._validate import Seconds
 from .events import BreakerCallEvent, BreakerTrip
@@ -253,18 +254,19 @@ def _make_call_hook(owner: "CircuitBreaker") -> Callable[[str, str, str, float, 
 
 
 def _make_sharing_hook(name: str) -> Callable[[bool, str], None]:
-    """The on_sharing callable of a shared breaker: one log line when sharing
-    stops (WARNING, with the cause, which holds no secret) or resumes (INFO)."""
+    """The on_sharing callable of a shared breaker: one log line on the
+    ``mulligan.state`` logger when sharing stops or cannot start (WARNING,
+    with the cause, which holds no secret) or starts or resumes (INFO)."""
 
     def hook(shared: bool, cause: str) -> None:
         if shared:
-            LOGGER.info(
+            STATE_LOGGER.info(
                 "mulligan: circuit breaker %r is shared through Redis", name,
                 extra={"mulligan_event": "breaker_sharing", "mulligan_breaker": name,
                        "mulligan_shared": True},
             )
         else:
-            LOGGER.warning(
+            STATE_LOGGER.warning(
                 "mulligan: circuit breaker %r serves from local state alone: %s", name, cause,
                 extra={"mulligan_event": "breaker_sharing", "mulligan_breaker": name,
                        "mulligan_shared": False, "mulligan_cause": cause},
@@ -361,14 +363,19 @@ class CircuitBreaker(_core.BreakerBase):
             round trip per call); transitions are written and received by
             two background threads, typically within a millisecond on one
             host. While Redis is unreachable the breaker serves from its own
-            state alone, logs a warning (``mulligan_event``
-            ``"breaker_sharing"``) and catches up when Redis is back. Open
+            state alone, logs a warning on the ``mulligan.state`` logger
+            (``mulligan_event`` ``"breaker_sharing"``; also when Redis is
+            unreachable from the start), sets the gauge
+            ``mulligan_shared_state_fallback{part="breaker"}`` to 1, and
+            catches up when Redis is back (an INFO line, the gauge 0). Open
             periods cross processes as Unix milliseconds (hosts' clocks
             must agree). Not combinable with ``clock``. Default None: a
             breaker of this process only. See :meth:`sharing_health`.
         poll_interval: with ``state``: seconds between reads of the shared
             key while the subscription is down (the staleness bound then),
-            in [0.01, 3600]. Default 1.0.
+            in [0.01, 3600]. Default None: 1.0 with ``state``. Given
+            without ``state`` it raises ValueError (changed in 0.6: it was
+            silently ignored).
 
     Raises:
         ValueError: an option is out of range (the message names it).
@@ -419,7 +426,7 @@ class CircuitBreaker(_core.BreakerBase):
         ignore_on: Optional[ExceptionFilter] = None,
         clock: Optional[Callable[[], float]] = None,
         state: Optional["RedisState"] = None,
-        poll_interval: Seconds = 1.0,
+        poll_interval: Optional[Seconds] = None,
     ) -> None:
         _validate.name(_OWNER, "name", name)
         if not name:
@@ -445,7 +452,17 @@ class CircuitBreaker(_core.BreakerBase):
             max_half_open_duration=max_half_open_duration,
         )
         core_state = _core_state(state, _OWNER)
-        poll = _validate.seconds(_OWNER, "poll_interval", poll_interval, positive=True)
+        if poll_interval is not None and core_state is None:
+            # Config errors raise at construction: without state= the option
+            # would be silently ignored.
+            raise ValueError(
+                f"{_OWNER}: poll_interval needs state= (it is the read interval of the "
+                "shared key while the Redis subscription is down)"
+            )
+        poll = _validate.seconds(
+            _OWNER, "poll_interval", 1.0 if poll_interval is None else poll_interval,
+            positive=True,
+        )
         if core_state is not None and clock is not None:
             raise ValueError(
                 f"{_OWNER}: state and clock cannot be combined: shared open periods are "

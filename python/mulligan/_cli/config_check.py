@@ -3,6 +3,8 @@
 .. versionadded:: 0.1.0
 .. versionchanged:: 0.5.0
    The line names the ``adaptive_rates`` too.
+.. versionchanged:: 0.6.0
+   And the ``"state"`` section with the shared entries, without connecting.
 """
 
 from __future__ import annotations
@@ -16,6 +18,19 @@ from .._config.policies import _report
 __all__ = ["check_main"]
 
 
+def _without_secret(url: str) -> str:
+    """``url`` with its user information (user name and password) shown as
+    ``***``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, tail = rest.partition("/")
+    at = authority.rfind("@")
+    if at < 0:
+        return url
+    return f"{scheme}://***{authority[at:]}{slash}{tail}"
+
+
 def check_main(
     argv: Sequence[str], stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None
 ) -> int:
@@ -25,7 +40,10 @@ def check_main(
     touched), with the environment overrides applied as a service would see
     them. Prints ``OK <file>: policies: a, b; breakers: c; clients: d;
     budgets: ...; throttles: ...; bulkheads: ...; rate_limiters: ...;
-    adaptive_rates: ...`` (and
+    adaptive_rates: ...`` (since 0.6, for a file with a ``"state"``
+    section, also ``; state: redis://***@host:6379/0 prefix orders; shared:
+    breaker payments, rate_limiter api``: checked, never connected to, no
+    password printed) (and
     each warning, prefixed ``warning:``) to stdout, or the errors, one per
     line, to stderr.
 
@@ -63,6 +81,15 @@ def check_main(
                 ("adaptive_rates", report.adaptive_rates),
             )
         ]
+        if report.state:
+            # (0.6) Checked, never connected to; no password printed.
+            settings = registry.state()
+            assert settings is not None
+            parts.append(f"state: {_without_secret(settings['redis'])} prefix "
+                         f"{settings['prefix']}")
+            shared = [f"breaker {n}" for n in report.shared_breakers] + [
+                f"rate_limiter {n}" for n in report.shared_rate_limiters]
+            parts.append(f"shared: {', '.join(shared) if shared else '(none)'}")
         print(f"OK {path}: " + "; ".join(parts), file=out)
         for warning in report.warnings:
             print(f"warning: {warning}", file=out)

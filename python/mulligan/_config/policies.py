@@ -33,8 +33,10 @@ from typing import Any, Callable, Optional, Union
 
 from .. import _core, _validate
 from .. import stop as _stop, wait as _wait
+from .._breaker.breaker import CircuitBreaker
 from .._budget import AdaptiveThrottle, RetryBudget
 from .._retry.state import STATE
+from .._state.redis import RedisState
 
 __all__ = [
     "BreakerConfig",
@@ -46,6 +48,7 @@ __all__ = [
     "load_config",
     "policy",
     "reload_config",
+    "shared_breaker",
 ]
 
 # The process-wide registry (thread-safe in C++; loads release the GIL).
@@ -54,6 +57,14 @@ _REGISTRY = _core.PolicyRegistry()
 # (`@mulligan.retry(policy="payments")`) pick the new values up on their next
 # failure path; a call already retrying keeps the session it started with.
 _generation = 0
+
+# The "state" section's RedisState (0.6), with the settings it was made
+# from, and the shared breakers load_config built on it, with the options
+# each was built from: kept across loads that leave them unchanged, so a
+# reload does not drop a breaker's open period or its Redis connection.
+_shared_lock = threading.Lock()
+_state: Optional[tuple[tuple[Any, ...], RedisState]] = None
+_shared_breakers: dict[str, tuple["BreakerConfig", RedisState, CircuitBreaker]] = {}
 
 # The parts a configuration names (issue 14), wrapped once per engine object:
 # (section, name) -> (engine object, Python wrapper). The engine registry
@@ -64,7 +75,7 @@ _parts: dict[tuple[str, str], tuple[Any, Any]] = {}
 _parts_lock = threading.Lock()
 # How engine bulkheads and limiters become mulligan.Bulkhead / RateLimiter:
 # registered by mulligan._limits (which imports this module, not the reverse).
-_PART_WRAPPERS: dict[str, Callable[[Any], Any]] = {}
+_PART_WRAPPERS: dict[str, Callable[..., Any]] = {}
 
 
 @dataclass(frozen=True)
@@ -86,6 +97,10 @@ class ConfigReport:
        ``budgets``, ``throttles``, ``bulkheads``, ``rate_limiters``.
     .. versionchanged:: 0.5.0
        ``adaptive_rates``.
+    .. versionchanged:: 0.6.0
+       ``state`` (the file has a ``"state"`` section), ``shared_breakers``
+       and ``shared_rate_limiters`` (the entries with ``"shared": true``,
+       sorted).
     """
 
     source: str
@@ -98,6 +113,9 @@ class ConfigReport:
     bulkheads: tuple[str, ...] = ()
     rate_limiters: tuple[str, ...] = ()
     adaptive_rates: tuple[str, ...] = ()
+    state: bool = False
+    shared_breakers: tuple[str, ...] = ()
+    shared_rate_limiters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -274,6 +292,9 @@ def _report(d: dict[str, Any]) -> ConfigReport:
         bulkheads=tuple(d["bulkheads"]),
         rate_limiters=tuple(d["rate_limiters"]),
         adaptive_rates=tuple(d["adaptive_rates"]),
+        state=bool(d["state"]),
+        shared_breakers=tuple(d["shared_breakers"]),
+        shared_rate_limiters=tuple(d["shared_rate_limiters"]),
     )
 
 
@@ -308,9 +329,82 @@ def _part(section: str, name: Optional[str]) -> Any:
         # Dated by the installed clock (a FakeClock's in tests), when built.
         rate = _REGISTRY.adaptive_rate(name, STATE.now())
         return _wrap(section, name, rate, _PART_WRAPPERS[section])
-    core = _REGISTRY.bulkhead(name) if section == "bulkhead" else _REGISTRY.rate_limiter(name)
-    return _wrap(section, name, core, _PART_WRAPPERS[section])
+    if section == "bulkhead":
+        return _wrap(section, name, _REGISTRY.bulkhead(name), _PART_WRAPPERS[section])
+    core = _REGISTRY.rate_limiter(name)
+    # A shared entry's wrapper knows its RedisState (0.6): see RateLimiter._from_core.
+    with _shared_lock:
+        state = None if _state is None else _state[1]
+    return _wrap(section, name, core, lambda c: _PART_WRAPPERS[section](c, state))
 
+
+
+def _install_state(report: ConfigReport) -> None:
+    """Builds what the "state" section shares (0.6): the RedisState (one per
+    distinct settings, kept across loads), handed to the registry for the
+    shared rate limiters, and the shared breakers. Raises ValueError naming
+    the JSON path for what only building can find."""
+    global _state
+    settings = _REGISTRY.state()
+    with _shared_lock:
+        if settings is None:
+            _REGISTRY.set_shared_state(None)
+            _state = None
+        else:
+            key = (settings["redis"], settings["prefix"], settings["timeout"],
+                   settings["connect_timeout"])
+            if _state is None or _state[0] != key:
+                try:
+                    state = RedisState(settings["redis"], prefix=settings["prefix"],
+                                       timeout=settings["timeout"],
+                                       connect_timeout=settings["connect_timeout"])
+                except ValueError as e:
+                    raise ValueError(f"{report.source}: state: {e}") from None
+                _state = (key, state)
+                # A new backend: the shared limiters are built on it at their
+                # next lookup (an unchanged state keeps them).
+                _REGISTRY.set_shared_state(state._state)
+        wanted = set(report.shared_breakers)
+        for name in list(_shared_breakers):
+            config, on, breaker = _shared_breakers[name]
+            if (name not in wanted or _state is None or on is not _state[1]
+                    or config != breaker_config(name)):
+                breaker.close_sharing()
+                del _shared_breakers[name]
+        for name in report.shared_breakers:
+            if name in _shared_breakers:
+                continue
+            assert _state is not None  # the core refuses "shared" without "state"
+            config = breaker_config(name)
+            breaker = CircuitBreaker(name, **config.breaker_kwargs(), state=_state[1])
+            _shared_breakers[name] = (config, _state[1], breaker)
+
+
+def shared_breaker(name: str) -> CircuitBreaker:
+    """Returns the :class:`mulligan.CircuitBreaker` that :func:`load_config`
+    built for the ``"breakers"`` entry ``name`` with ``"shared": true``, on
+    the file's ``"state"`` Redis: every process that loads the same file
+    shares its trips (see ``CircuitBreaker(state=...)``). One object per
+    name, kept by reloads that leave the entry and the ``"state"`` section
+    unchanged; a reload that changes either builds a new one (the old one
+    stops sharing).
+
+    Raises:
+        ValueError: no loaded breaker entry of that name says
+            ``"shared": true`` (the message says which exist).
+
+    Thread-safety: thread-safe.
+
+    .. versionadded:: 0.6.0
+    """
+    _validate.name("mulligan.shared_breaker", "name", name)
+    with _shared_lock:
+        found = _shared_breakers.get(name)
+        if found is not None:
+            return found[2]
+        known = ", ".join(sorted(_shared_breakers)) or "none"
+    raise ValueError(f"mulligan.shared_breaker: no shared breaker named {name!r} in the loaded "
+                     f"configuration (shared: {known})")
 
 
 def load_config(path: Optional[str] = None) -> ConfigReport:
@@ -343,6 +437,7 @@ def load_config(path: Optional[str] = None) -> ConfigReport:
             if not isinstance(path, str):
                 raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         report = _report(_REGISTRY.load_file(path))
+    _install_state(report)
     _generation += 1
     return report
 
@@ -358,6 +453,7 @@ def reload_config() -> ConfigReport:
     """
     global _generation
     report = _report(_REGISTRY.reload())
+    _install_state(report)
     _generation += 1
     return report
 
@@ -515,6 +611,13 @@ def _resolve_client_kwargs(name: str) -> dict[str, Any]:
             kwargs["allowed_methods"] = list(c.allowed_methods)
         policy_name = c.policy
         if c.breaker is not None:
+            if c.breaker in snapshot["shared_breakers"]:
+                # Config errors raise at construction: the clients' per-origin
+                # breakers would silently be local.
+                raise ValueError(
+                    f"client {name!r} names breaker {c.breaker!r}, which is shared "
+                    "(\"shared\": true): the HTTP clients' per-origin breakers are not shared "
+                    "through Redis yet; name a breaker without \"shared\"")
             kwargs["breaker"] = _resolve_breaker_kwargs(c.breaker)
         if c.budget_off:
             kwargs["budget"] = None

@@ -19,7 +19,6 @@ import asyncio
 import datetime
 import functools
 import inspect
-import logging
 import math
 from typing import Any, Callable, Optional, TypeVar, Union
 
@@ -28,12 +27,12 @@ from .._config import policies as _config_policies
 from .._errors import BulkheadFullError, RateLimitedError
 from .._retry.async_driver import sleep as _async_sleep
 from .._retry.state import STATE
+from .._state.redis import LOGGER as _STATE_LOG
 from .._state.redis import RedisState, _core_state
 
 __all__ = ["Bulkhead", "RateLimiter"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-_LOG = logging.getLogger("mulligan")
 Seconds = Union[float, int, datetime.timedelta]
 
 
@@ -276,8 +275,9 @@ class RateLimiter:
 
     Raises:
         ValueError: ``rate <= 0``, ``burst < 1``, a negative ``max_wait``,
-            ``fallback_rate <= 0``, an empty ``name`` with ``state``, naming
-            the field.
+            ``fallback_rate <= 0``, ``fallback_rate`` without ``state``
+            (changed in 0.6: refused, it would be ignored), an empty
+            ``name`` with ``state``, naming the field.
         TypeError: ``state`` is not a :class:`mulligan.RedisState`.
 
     Thread-safety: one limiter may be shared by any threads and event loops.
@@ -305,8 +305,8 @@ class RateLimiter:
                 raise TypeError(f"{field} must be a number, got {value!r}")
         core_state = _core_state(state, "mulligan.RateLimiter")
         if fallback_rate is not None and core_state is None:
-            raise ValueError("fallback_rate needs state= (it is the rate while the shared "
-                             "state is unreachable)")
+            raise ValueError("mulligan.RateLimiter: fallback_rate needs state= (it is the "
+                             "rate while the shared state is unreachable)")
         self._core = _core.RateLimiter(
             name, float(rate), float(burst), _seconds(max_wait, "max_wait"),
             bool(penalize_retry_after), state=core_state,
@@ -317,13 +317,15 @@ class RateLimiter:
         _core.metrics_track(self._core)  # exported by the metrics (0.4)
 
     @classmethod
-    def _from_core(cls, core: Any) -> "RateLimiter":
+    def _from_core(cls, core: Any, state: Optional[RedisState] = None) -> "RateLimiter":
         """Private: wraps an engine object the configuration registry built
-        (shared by name, mulligan.load_config's "rate_limiters" section;
-        local: config files do not share limiters yet)."""
+        (shared by name, mulligan.load_config's "rate_limiters" section);
+        ``state`` is the RedisState of its cells for an entry with
+        ``"shared": true`` (0.6), so its Redis calls leave the event loop and
+        its fallbacks are logged as for ``RateLimiter(state=...)``."""
         self = cls.__new__(cls)
         self._core = core
-        self._state = None
+        self._state = state if core.shared else None
         self._falling_back = False
         return self
 
@@ -371,14 +373,20 @@ class RateLimiter:
         self._falling_back = fallback
         assert self._state is not None
         if fallback:
-            _LOG.warning(
+            _STATE_LOG.warning(
                 "mulligan.RateLimiter %r: %s is unreachable (%s); deciding locally at %g/s "
                 "until it answers", self.name, self._state.endpoint,
                 self._state.health()["last_error"] or "no reply", self._fallback_rate(),
+                extra={"mulligan_event": "rate_limiter_sharing", "mulligan_rate_limiter": self.name,
+                       "mulligan_shared": False},
             )
         else:
-            _LOG.info("mulligan.RateLimiter %r: %s answers again; the limit is shared again",
-                      self.name, self._state.endpoint)
+            _STATE_LOG.info(
+                "mulligan.RateLimiter %r: %s answers again; the limit is shared again",
+                self.name, self._state.endpoint,
+                extra={"mulligan_event": "rate_limiter_sharing", "mulligan_rate_limiter": self.name,
+                       "mulligan_shared": True},
+            )
 
     def _fallback_rate(self) -> float:
         fallback = self._core.fallback_rate

@@ -8,12 +8,19 @@ that the processes of a service share (idempotency records, through
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Optional
 
 from .. import _core, _validate
 from .._validate import Seconds
 
 _OWNER = "mulligan.RedisState"
+
+# The logger of every part shared through Redis (0.6): a WARNING when a part
+# falls back to its local state, an INFO when it shares again. A child of
+# "mulligan", so handlers set there see these lines too. No line holds a
+# secret: endpoints are rendered without user name or password.
+LOGGER = logging.getLogger("mulligan.state")
 
 
 class RedisState:

@@ -18,6 +18,7 @@
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/state/redis.h"
 #include "mulligan/state/redis_breaker.h"
+#include "mulligan/telemetry/metrics.h"
 #include "redis/redis_test_base.h"
 
 namespace mulligan {
@@ -62,7 +63,8 @@ struct Process {
 
 class RedisBreakerTest : public RedisTest {
  protected:
-  std::unique_ptr<Process> Start(const std::string& writer) {
+  std::unique_ptr<Process> Start(const std::string& writer, MetricsRegistry* metrics = nullptr,
+                                 bool await_shared = true) {
     auto p = std::make_unique<Process>();
     p->state = Connect(Options());
     CircuitBreakerOptions o;
@@ -79,6 +81,7 @@ class RedisBreakerTest : public RedisTest {
     RedisSharedBreakerOptions so;
     so.poll_interval = milliseconds(50);
     so.writer_id = writer;
+    so.metrics = metrics;
     auto shared = RedisSharedBreaker::Create(p->state, p->breaker, so,
                                              [raw](bool shared, const std::string&) {
                                                std::lock_guard<std::mutex> lock(raw->mu);
@@ -86,7 +89,9 @@ class RedisBreakerTest : public RedisTest {
                                              });
     EXPECT_TRUE(shared.ok()) << shared.status().ToString();
     p->shared = std::move(shared).value();
-    EXPECT_TRUE(WaitFor([&] { return raw->shared->Health().shared; }));
+    if (await_shared) {
+      EXPECT_TRUE(WaitFor([&] { return raw->shared->Health().shared; }));
+    }
     return p;
   }
 
@@ -229,6 +234,77 @@ TEST_F(RedisBreakerTest, RedisDownBothServeLocallyThenSharingResumes) {
   }
 }
 
+// The value of `family`{part="breaker",name="payments"} in `registry`'s
+// Prometheus text, or "absent".
+std::string BreakerLine(const MetricsRegistry& registry, const std::string& family) {
+  const std::string text = registry.ToPrometheus();
+  const std::string head = family + "{part=\"breaker\",name=\"payments\"} ";
+  const size_t at = text.find(head);
+  if (at == std::string::npos) return "absent";
+  return text.substr(at + head.size(), text.find('\n', at) - at - head.size());
+}
+
+TEST_F(RedisBreakerTest, FallbackIsInTheMetricsAndOnSharing) {
+  MetricsRegistry registry;
+  auto a = Start("proc-a", &registry);
+  EXPECT_EQ(BreakerLine(registry, "mulligan_shared_state_fallback"), "0");
+  EXPECT_EQ(BreakerLine(registry, "mulligan_shared_state_fallbacks_total"), "0");
+  server_.Stop();
+  // on_sharing is told after the metrics: both awaited through it.
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(a->mu);
+    return a->sharing.size() == 2;
+  }));
+  EXPECT_EQ(BreakerLine(registry, "mulligan_shared_state_fallback"), "1");
+  EXPECT_EQ(BreakerLine(registry, "mulligan_shared_state_fallbacks_total"), "1");
+  LimitsSnapshot snap = registry.SnapshotLimits(clock_.Now());
+  ASSERT_EQ(snap.shared_states.size(), 1u);
+  EXPECT_EQ(snap.shared_states[0].part, "breaker");
+  EXPECT_EQ(snap.shared_states[0].name, "payments");
+  EXPECT_TRUE(snap.shared_states[0].fallback);
+  EXPECT_EQ(snap.shared_states[0].fallback_periods, 1u);
+  ASSERT_EQ(server_.Start(), "");
+  clock_.Advance(seconds(2));
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(a->mu);
+    return a->sharing.size() == 3;
+  }));
+  EXPECT_EQ(BreakerLine(registry, "mulligan_shared_state_fallback"), "0");
+  EXPECT_EQ(BreakerLine(registry, "mulligan_shared_state_fallbacks_total"), "1");
+  // Tracked weakly: gone with the shared breaker.
+  a.reset();
+  EXPECT_EQ(BreakerLine(registry, "mulligan_shared_state_fallback"), "absent");
+  EXPECT_TRUE(registry.SnapshotLimits(clock_.Now()).shared_states.empty());
+}
+
+TEST_F(RedisBreakerTest, ARedisUnreachableFromTheStartIsReportedOnce) {
+  MetricsRegistry registry;
+  server_.Stop();
+  auto a = Start("proc-a", &registry, /*await_shared=*/false);
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(a->mu);
+    return a->sharing.size() == 1;
+  }));
+  {
+    std::lock_guard<std::mutex> lock(a->mu);
+    EXPECT_EQ(a->sharing, std::vector<bool>({false}));
+  }
+  EXPECT_EQ(BreakerLine(registry, "mulligan_shared_state_fallback"), "1");
+  EXPECT_EQ(BreakerLine(registry, "mulligan_shared_state_fallbacks_total"), "1");
+  ASSERT_EQ(server_.Start(), "");
+  clock_.Advance(seconds(2));
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(a->mu);
+    return a->sharing.size() == 2;
+  }));
+  {
+    std::lock_guard<std::mutex> lock(a->mu);
+    EXPECT_EQ(a->sharing, std::vector<bool>({false, true}));
+  }
+  EXPECT_EQ(BreakerLine(registry, "mulligan_shared_state_fallback"), "0");
+  EXPECT_EQ(BreakerLine(registry, "mulligan_shared_state_fallbacks_total"), "1");
+}
+
 TEST_F(RedisBreakerTest, OnlyANewerEpochIsApplied) {
   auto a = Start("proc-a");
   auto b = Start("proc-b");
@@ -280,6 +356,19 @@ TEST_F(RedisBreakerTest, ConfigErrorsNameTheField) {
   std::shared_ptr<CircuitBreaker> unnamed(CircuitBreaker::Create(o).value());
   r = RedisSharedBreaker::Create(state, unnamed);
   EXPECT_TRUE(IsInvalidArgument(r.status()));
+  EXPECT_EQ(r.status().message(), ValidateSharedName("").message());
+  // The shared-name rule (backend.h), the same text as the shared limiter's.
+  o.name = "a{b}";
+  std::shared_ptr<CircuitBreaker> braced(CircuitBreaker::Create(o).value());
+  r = RedisSharedBreaker::Create(state, braced);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "a shared object's name must be printable ASCII without '{' or '}' (a brace would end "
+            "the Redis Cluster hash tag {prefix:kind:name}): byte 1 is 0x7b");
+  o.name = std::string(201, 'n');
+  std::shared_ptr<CircuitBreaker> longer(CircuitBreaker::Create(o).value());
+  r = RedisSharedBreaker::Create(state, longer);
+  EXPECT_EQ(r.status().message(), "a shared object's name must be at most 200 bytes, got 201");
 }
 
 TEST(CircuitBreakerApplySharedTest, OpensAsATripWithoutGrowthAndClosesKeepingCounts) {

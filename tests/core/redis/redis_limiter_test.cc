@@ -11,6 +11,7 @@
 #include <string>
 
 #include "mulligan/limits/redis_rate_limiter.h"
+#include "mulligan/telemetry/metrics.h"
 #include "redis/redis_test_base.h"
 
 namespace mulligan {
@@ -202,6 +203,62 @@ TEST_F(RedisLimiterTest, RedisKilledFallsBackLocallyThenRecovers) {
   EXPECT_TRUE(state->Health().reachable);
 }
 
+TEST_F(RedisLimiterTest, AFallbackPeriodIsInTheMetrics) {
+  auto state = Connect(Options());
+  MetricsRegistry registry;
+  RateLimiterOptions o;
+  o.name = "api";
+  o.rate = 10;
+  o.burst = 1;
+  o.fallback_rate = 1;
+  auto l = CreateRedisRateLimiter(state, o).value();
+  registry.Track(l);
+  RateLimiterOptions lo;
+  lo.name = "local";
+  lo.rate = 1;
+  auto local = RateLimiter::Create(lo).value();
+  registry.Track(local);  // a local limiter is not a shared part: not listed
+  auto shared_states = [&] { return registry.SnapshotLimits(clock_.Now()).shared_states; };
+  auto line = [&](const std::string& family) {
+    const std::string text = registry.ToPrometheus(clock_.Now());
+    const std::string head = family + "{part=\"rate_limiter\",name=\"api\"} ";
+    const size_t at = text.find(head);
+    return at == std::string::npos ? std::string("absent")
+                                   : text.substr(at + head.size(), text.find('\n', at) - at -
+                                                                       head.size());
+  };
+  const TimePoint t0 = clock_.Now();
+  ASSERT_TRUE(l->Acquire("", t0, Duration::zero()).admitted);
+  ASSERT_EQ(shared_states().size(), 1u);
+  EXPECT_EQ(shared_states()[0].part, "rate_limiter");
+  EXPECT_FALSE(l->falling_back());
+  EXPECT_EQ(line("mulligan_shared_state_fallback"), "0");
+  EXPECT_EQ(line("mulligan_shared_state_fallbacks_total"), "0");
+  server_.Stop();
+  // Two calls decided locally: one fallback period.
+  EXPECT_TRUE(l->Acquire("", t0 + milliseconds(100), Duration::zero()).fallback);
+  EXPECT_TRUE(l->Acquire("", t0 + milliseconds(200), Duration::zero()).fallback);
+  EXPECT_TRUE(l->falling_back());
+  EXPECT_EQ(l->fallback_periods(), 1u);
+  EXPECT_TRUE(shared_states()[0].fallback);
+  EXPECT_EQ(line("mulligan_shared_state_fallback"), "1");
+  EXPECT_EQ(line("mulligan_shared_state_fallbacks_total"), "1");
+  // Back: the gauge drops to 0, the period count stays.
+  ASSERT_EQ(server_.Start(), "");
+  clock_.Advance(milliseconds(100));
+  EXPECT_FALSE(l->Acquire("", clock_.Now(), Duration::zero()).fallback);
+  EXPECT_FALSE(l->falling_back());
+  EXPECT_EQ(line("mulligan_shared_state_fallback"), "0");
+  EXPECT_EQ(line("mulligan_shared_state_fallbacks_total"), "1");
+  // A second outage is a second period.
+  server_.Stop();
+  clock_.Advance(seconds(1));
+  EXPECT_TRUE(l->Acquire("", clock_.Now(), Duration::zero()).fallback);
+  EXPECT_EQ(line("mulligan_shared_state_fallbacks_total"), "2");
+  EXPECT_EQ(l->fallbacks(), 3u);
+  EXPECT_FALSE(local->falling_back());
+}
+
 TEST_F(RedisLimiterTest, BadOptionsNameTheField) {
   auto state = Connect(Options());
   RateLimiterOptions o;
@@ -215,7 +272,23 @@ TEST_F(RedisLimiterTest, BadOptionsNameTheField) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("fallback_rate must be > 0"), std::string::npos)
       << r.status().message();
+  // fallback_rate without a shared backend would be ignored: refused.
+  o.fallback_rate = 2;
+  r = RateLimiter::Create(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "rate limiter fallback_rate needs a shared backend (state): it is the rate while the "
+            "shared state is unreachable");
   o.fallback_rate.reset();
+  // The shared-name rule (backend.h), the same text as the shared breaker's.
+  o.name = "a{b}";
+  r = CreateRedisRateLimiter(state, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), ValidateSharedName("a{b}").message());
+  EXPECT_EQ(r.status().message(),
+            "a shared object's name must be printable ASCII without '{' or '}' (a brace would end "
+            "the Redis Cluster hash tag {prefix:kind:name}): byte 1 is 0x7b");
+  o.name = "api";
   r = CreateRedisRateLimiter(nullptr, o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "rate limiter state must not be null");

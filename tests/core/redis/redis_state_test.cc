@@ -120,6 +120,27 @@ TEST(StateKeyTest, OneHashTagPerObjectEscaped) {
             "prefix must be 1 to 64 bytes, got 65");
 }
 
+TEST(SharedNameTest, OneRuleForEveryNamedSharedObject) {
+  EXPECT_TRUE(ValidateSharedName("payments").ok());
+  EXPECT_TRUE(ValidateSharedName("https://api.example.com:443").ok());
+  EXPECT_TRUE(ValidateSharedName("a b%:/[]~ !").ok());
+  EXPECT_TRUE(ValidateSharedName(std::string(200, 'x')).ok());
+  EXPECT_EQ(ValidateSharedName("").message(),
+            "a shared object's name must not be empty (it names the Redis key "
+            "{prefix:kind:name})");
+  EXPECT_EQ(ValidateSharedName(std::string(201, 'x')).message(),
+            "a shared object's name must be at most 200 bytes, got 201");
+  const std::string bad =
+      "a shared object's name must be printable ASCII without '{' or '}' (a brace would end the "
+      "Redis Cluster hash tag {prefix:kind:name}): byte ";
+  EXPECT_EQ(ValidateSharedName("ab{c").message(), bad + "2 is 0x7b");
+  EXPECT_EQ(ValidateSharedName("}").message(), bad + "0 is 0x7d");
+  EXPECT_EQ(ValidateSharedName("tab\t").message(), bad + "3 is 0x09");
+  EXPECT_EQ(ValidateSharedName("caf\xc3\xa9").message(), bad + "3 is 0xc3");
+  EXPECT_EQ(ValidateSharedName(std::string("a\0b", 3)).message(), bad + "1 is 0x00");
+  EXPECT_EQ(ValidateSharedName("del\x7f").message(), bad + "3 is 0x7f");
+}
+
 TEST(RedisStateOptionsTest, ErrorsNameTheField) {
   RedisStateOptions o;
   o.url = "redis://127.0.0.1:1/0";

@@ -815,6 +815,13 @@ from test_config_limits import LIMIT_FIELD_TESTS  # noqa: E402
 for _kind, _tests in LIMIT_FIELD_TESTS.items():
     FIELD_TESTS.setdefault(_kind, {}).update(_tests)
 
+# The "state" section and the "shared" fields (issue 16, 0.6): their tests
+# are in test_config_state.py (they need a redis-server).
+from test_config_state import STATE_FIELD_TESTS  # noqa: E402
+
+for _kind, _tests in STATE_FIELD_TESTS.items():
+    FIELD_TESTS.setdefault(_kind, {}).update(_tests)
+
 
 def test_every_schema_field_has_a_behaviour_test() -> None:
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))

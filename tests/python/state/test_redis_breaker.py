@@ -172,3 +172,7 @@ def test_shared_breaker_front_door(redis_server: Any) -> None:
         mulligan.CircuitBreaker("db", state=state, poll_interval=0.005)
     with pytest.raises(TypeError, match="state must be a mulligan.RedisState or None"):
         mulligan.CircuitBreaker("db", state="redis://127.0.0.1")  # type: ignore[arg-type]
+    # Without state= the option would be ignored: refused at construction.
+    with pytest.raises(ValueError, match=r"^mulligan.CircuitBreaker: poll_interval needs state="):
+        mulligan.CircuitBreaker("db", poll_interval=0.5)
+    assert mulligan.CircuitBreaker("db", poll_interval=None).sharing_health() is None

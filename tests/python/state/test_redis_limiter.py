@@ -93,11 +93,12 @@ def test_async_acquire_runs_off_the_loop(redis_server: Any) -> None:
 
 def test_bad_arguments_name_the_field(redis_server: Any) -> None:
     state = mulligan.RedisState(redis_server.url)
-    with pytest.raises(ValueError, match="name must not be empty when the limiter is shared"):
+    with pytest.raises(ValueError, match=r"^a shared object's name must not be empty \(it names "
+                                         r"the Redis key \{prefix:kind:name\}\)$"):
         mulligan.RateLimiter(5, state=state)
     with pytest.raises(ValueError, match="fallback_rate must be > 0 and finite"):
         mulligan.RateLimiter(5, name="x", state=state, fallback_rate=0)
-    with pytest.raises(ValueError, match="fallback_rate needs state="):
+    with pytest.raises(ValueError, match="^mulligan.RateLimiter: fallback_rate needs state="):
         mulligan.RateLimiter(5, name="x", fallback_rate=1)
     with pytest.raises(TypeError, match="state must be a mulligan.RedisState or None"):
         mulligan.RateLimiter(5, name="x", state="redis://127.0.0.1/0")  # type: ignore[arg-type]
@@ -147,3 +148,35 @@ def test_redis_down_falls_back_locally_logs_and_recovers(
         with pytest.raises(mulligan.RateLimitedError) as e:
             limiter.reserve()
         assert e.value.retry_in == pytest.approx(0.1, abs=US)
+
+
+BRACE = ("a shared object's name must be printable ASCII without '{' or '}' (a brace would end "
+         "the Redis Cluster hash tag {prefix:kind:name}): byte 3 is 0x7b")
+
+
+def test_one_name_rule_for_shared_limiters_and_breakers(redis_server: Any) -> None:
+    """core/include/mulligan/state/backend.h's ValidateSharedName: 1 to 200
+    printable ASCII bytes without braces, the same text for both parts."""
+    state = mulligan.RedisState(redis_server.url, prefix="rl")
+    with pytest.raises(ValueError) as limiter_error:
+        mulligan.RateLimiter(5, name="api{x}", state=state)
+    assert str(limiter_error.value) == BRACE
+    with pytest.raises(ValueError) as breaker_error:
+        mulligan.CircuitBreaker("api{x}", state=state)
+    assert str(breaker_error.value) == "mulligan.CircuitBreaker: " + BRACE
+    with pytest.raises(ValueError, match="^a shared object's name must be at most 200 bytes, "
+                                         "got 201$"):
+        mulligan.RateLimiter(5, name="n" * 201, state=state)
+    with pytest.raises(ValueError, match="name must be at most 200 bytes, got 201$"):
+        mulligan.CircuitBreaker("n" * 201, state=state)
+    with pytest.raises(ValueError, match=r"byte 3 is 0xc3$"):
+        mulligan.RateLimiter(5, name="caf\u00e9", state=state)
+    # The widest accepted name: 200 bytes, with every allowed punctuation.
+    name = ("https://api.example.com:443/a b%[]~" * 6)[:200]
+    limiter = mulligan.RateLimiter(5, name=name, state=state, max_wait=0)
+    assert limiter.reserve() == 0.0
+    breaker = mulligan.CircuitBreaker(name, state=state)
+    breaker.close_sharing()
+    # Local objects keep their own rules: a brace is fine without state=.
+    assert mulligan.RateLimiter(5, name="api{x}").name == "api{x}"
+    assert mulligan.CircuitBreaker("api{x}").name == "api{x}"

@@ -21,8 +21,13 @@
 //     "throttles": {"api": {"k": 2, "window": "2m"}},
 //     "bulkheads": {"db": {"max_concurrent": 8, "max_queue": 16, "max_wait": "1s"}},
 //     "rate_limiters": {"api": {"rate": 50, "burst": 10}},
-//     "adaptive_rates": {"aws": {"beta": 0.7, "max_wait": "2s"}}
+//     "adaptive_rates": {"aws": {"beta": 0.7, "max_wait": "2s"}},
+//     "state": {"redis": "redis://127.0.0.1:6379/0", "prefix": "orders"}
 //   }
+//
+// (0.6) A "breakers" or "rate_limiters" entry with "shared": true lives in
+// the "state" section's Redis (StateSettings); the entry's name must pass
+// ValidateSharedName (state/backend.h).
 //
 // A policy may name a "budget", "throttle", "bulkhead", "rate_limiter" and
 // "adaptive_rate" of the same file; a client may name a "budget" (or set it null: no retry
@@ -162,6 +167,28 @@ struct PolicyLimits {
   }
 };
 
+// The top-level "state" section: where the parts marked "shared": true live
+// (issue 16; docs/configuration.md "Shared state"). The configuration core
+// only reads and checks it (it links no hiredis and never connects); the
+// front doors build the state (RedisState, state/redis.h) and the shared
+// parts on it. (Added in 0.6.)
+//
+//   "state": {"redis": "redis://127.0.0.1:6379/0", "prefix": "orders",
+//             "timeout": "250ms", "connect_timeout": "1s"}
+struct StateSettings {
+  // JSON "redis" (required): a redis:// URL (RedisUrl's grammar, checked
+  // with ParseRedisUrl; errors never quote a password).
+  std::string redis;
+  // JSON "prefix": the key namespace, ValidateStatePrefix's rule.
+  // Default "mulligan".
+  std::string prefix = "mulligan";
+  // JSON "timeout": the bound on one command, in [1 ms, 1 h]. Default 250 ms.
+  Duration timeout = std::chrono::milliseconds(250);
+  // JSON "connect_timeout": the bound on connecting, in [1 ms, 1 h];
+  // nullopt (default): `timeout`.
+  std::optional<Duration> connect_timeout;
+};
+
 // One loaded configuration: immutable, shared by every reader that took it.
 //
 // Thread-safety: immutable after construction; safe to share.
@@ -191,6 +218,14 @@ struct ConfigSnapshot {
   // the deadline. The options are validated (HedgingPolicy::Create accepts
   // them). (Added in 0.6.)
   std::map<std::string, HedgingOptions, std::less<>> hedging;
+  // The "state" section, when the document has one. (Added in 0.6.)
+  std::optional<StateSettings> state;
+  // The names of the "breakers" and "rate_limiters" entries that say
+  // "shared": true: a front door builds them on `state` (which is then
+  // present), one object per name shared by every process with the same
+  // state and prefix. Each name passes ValidateSharedName. (Added in 0.6.)
+  std::vector<std::string> shared_breakers;
+  std::vector<std::string> shared_rate_limiters;
   // Notes that did not stop the load (a gRPC maxAttempts capped at 5, an
   // ignored gRPC field, an environment override applied). Each names the
   // source and the JSON path or variable.
@@ -211,6 +246,11 @@ struct LoadReport {
   std::vector<std::string> rate_limiters;
   // Sorted names of the "adaptive_rates" section. (Added in 0.5.)
   std::vector<std::string> adaptive_rates;
+  // Whether the document has a "state" section, and the sorted names of the
+  // shared breakers and rate limiters (ConfigSnapshot). (Added in 0.6.)
+  bool state = false;
+  std::vector<std::string> shared_breakers;
+  std::vector<std::string> shared_rate_limiters;
 };
 
 // Looks up an environment variable; nullopt when unset.
@@ -306,7 +346,18 @@ class PolicyRegistry {
                                               Clock* clock = nullptr) const;
   Result<std::shared_ptr<AdaptiveThrottle>> ThrottleNamed(std::string_view name) const;
   Result<std::shared_ptr<Bulkhead>> BulkheadNamed(std::string_view name) const;
+  // (0.6) An entry that says "shared": true is built with options.backend =
+  // the backend given to SetSharedRateLimiterBackend; without one it is
+  // kInvalidArgument `rate limiter "x" is shared ("shared": true) but no
+  // state backend was given` (never a silently local limiter).
   Result<std::shared_ptr<RateLimiter>> RateLimiterNamed(std::string_view name) const;
+  // Sets the backend of the shared "rate_limiters" entries (a front door
+  // builds it from the "state" section: CreateRedisRateLimiterBackend,
+  // limits/redis_rate_limiter.h); null clears it. A shared limiter built on
+  // another backend is built again at its next lookup (holders of the old
+  // one keep it). Thread-safety: thread-safe.
+  // (Added in 0.6.)
+  void SetSharedRateLimiterBackend(std::shared_ptr<RateLimiterBackend> backend);
   // The "adaptive_rates" entry `name`, built and shared like the parts above.
   // `clock` dates its start (AdaptiveRate::Create's `now`: the first
   // measuring bucket and the last throttle time); null means
@@ -342,6 +393,7 @@ class PolicyRegistry {
       built_rate_limiters_;
   mutable std::map<std::string, Built<AdaptiveRateOptions, mulligan::AdaptiveRate>, std::less<>>
       built_adaptive_rates_;
+  std::shared_ptr<RateLimiterBackend> shared_rate_backend_;  // guarded by parts_mu_ (0.6)
 };
 
 // Whether two option sets configure the same part (every field but

@@ -99,7 +99,8 @@ struct RateLimiterOptions {
   std::shared_ptr<RateLimiterBackend> backend;
   // Calls per second per key that this object admits on its own while the
   // backend is unreachable; nullopt (the default) means `rate`. Must be > 0
-  // and finite, and is only used with a backend. The default keeps each
+  // and finite, and needs a backend (Changed in 0.6: without one it is
+  // kInvalidArgument instead of silently ignored). The default keeps each
   // process at the full rate: without the backend a process cannot know how
   // many others run (N), and a guess of N too high throttles a healthy
   // service while Redis is down; the cost is that N processes may admit up
@@ -203,6 +204,13 @@ class RateLimiter {
   // Acquires and Penalizes decided locally because the backend failed
   // (each is also counted in admitted/waited/refused). (Added in 0.6.)
   uint64_t fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
+  // True while a shared limiter decides locally: its last backend call (an
+  // Acquire or a Penalize) failed; false again after the next one that
+  // works. Always false without a backend. (Added in 0.6.)
+  bool falling_back() const { return falling_back_.load(std::memory_order_relaxed); }
+  // Fallback periods begun: how many times falling_back() turned true
+  // (metrics' mulligan_shared_state_fallbacks_total). (Added in 0.6.)
+  uint64_t fallback_periods() const { return fallback_periods_.load(std::memory_order_relaxed); }
 
  private:
   explicit RateLimiter(const RateLimiterOptions& options);
@@ -213,6 +221,8 @@ class RateLimiter {
                             int64_t interval_ns, int64_t tau_ns);
   // Counts an admission or a refusal in the counters above.
   void Count(const RateDecision& decision);
+  // Notes whether a backend call worked (falling_back_, fallback_periods_).
+  void NoteBackend(bool ok);
 
   const RateLimiterOptions options_;
   const int64_t interval_ns_;
@@ -231,6 +241,8 @@ class RateLimiter {
   std::atomic<uint64_t> refused_{0};
   std::atomic<uint64_t> wait_ns_{0};
   std::atomic<uint64_t> fallbacks_{0};
+  std::atomic<bool> falling_back_{false};
+  std::atomic<uint64_t> fallback_periods_{0};
   SecondsHistogram wait_histogram_;
 };
 

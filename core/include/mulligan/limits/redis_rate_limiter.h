@@ -62,12 +62,25 @@ inline namespace v0 {
 
 // Returns a RateLimiter whose cells live in `state` (options.backend is set
 // here; one given in `options` is replaced). kInvalidArgument as
-// RateLimiter::Create, plus "state must not be null" and an empty name
-// (the name is the shared identity: every process that uses the same
-// prefix and name shares one budget, so they must agree on rate and burst).
+// RateLimiter::Create, plus "state must not be null" and a name outside
+// the shared-name rule (ValidateSharedName, state/backend.h: 1 to 200
+// printable ASCII bytes without '{' or '}'; changed in 0.6 from "not
+// empty"). The name is the shared identity: every process that uses the
+// same prefix and name shares one budget, so they must agree on rate and
+// burst.
 // Thread-safety: thread-safe. (Added in 0.6.)
 Result<std::shared_ptr<RateLimiter>> CreateRedisRateLimiter(std::shared_ptr<RedisState> state,
                                                             RateLimiterOptions options);
+
+// Returns the backend CreateRedisRateLimiter puts in options.backend: the
+// GCRA cells of every limiter given it live in `state` (e.g. for
+// PolicyRegistry::SetSharedRateLimiterBackend, config/config.h). A limiter
+// using it must have a name that passes ValidateSharedName (the caller's
+// check; CreateRedisRateLimiter makes it). kInvalidArgument
+// "rate limiter state must not be null". Thread-safety: thread-safe.
+// (Added in 0.6.)
+Result<std::shared_ptr<RateLimiterBackend>> CreateRedisRateLimiterBackend(
+    std::shared_ptr<RedisState> state);
 
 // The Redis key of a limiter's cell (see the file comment). (Added in 0.6.)
 std::string RedisRateLimiterKey(const RedisState& state, std::string_view name,

@@ -28,6 +28,7 @@
 #ifndef MULLIGAN_STATE_BACKEND_H_
 #define MULLIGAN_STATE_BACKEND_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -76,6 +77,29 @@ class StateBackend {
 // "prefix" and the offending byte's index.
 // Thread-safety: thread-safe.
 Status ValidateStatePrefix(std::string_view prefix);
+
+// The name rule of every object shared through a backend by name (a shared
+// breaker's name, a shared rate limiter's name): 1 to 200 bytes, each
+// printable ASCII (0x20 to 0x7E) other than '{' and '}'. The name is part of
+// the object's Redis key {<prefix>:<kind>:<name>} and of the breaker's
+// pub/sub channel, and every process that uses the same name shares the
+// object, so one rule holds for every part: printable, so the key reads the
+// same in redis-cli, logs and metrics as in the code; no brace, so the name
+// appears in the key as written and a reader of the key (or another client
+// library) sees one hash tag, never a '}' that would end it early (Redis
+// Cluster specification, "Hash tags"); at most 200 bytes, the rate
+// limiter's name bound since 0.3. (StateObjectKey still escapes '%', '{' and
+// '}', which keeps idempotency keys, per-call limiter keys and other free
+// text safe.) kInvalidArgument, the same text for every part:
+//   "a shared object's name must not be empty (...)"
+//   "a shared object's name must be at most 200 bytes, got 201"
+//   "a shared object's name must be printable ASCII without '{' or '}' (...):
+//    byte 3 is 0x7b"
+// Thread-safety: thread-safe. (Added in 0.6.)
+Status ValidateSharedName(std::string_view name);
+
+// The longest name ValidateSharedName accepts, in bytes. (Added in 0.6.)
+inline constexpr size_t kMaxSharedNameBytes = 200;
 
 // Returns the key of one object: "{<prefix>:<kind>:<escaped name>}" (see the
 // file comment). REQUIRES: ValidateStatePrefix(prefix) and `kind` a short

@@ -60,7 +60,10 @@
 // at most poll_interval (plus one round trip). While Redis is unreachable
 // the processes do not share at all: each breaker keeps serving from its own
 // local state alone (it trips and recovers by its own calls), health()
-// says `shared == false` with the cause, and the sharing callback is told.
+// says `shared == false` with the cause, the sharing callback is told, and
+// the metrics say so (0.6: mulligan_shared_state_fallback{part="breaker",
+// name} is 1 and mulligan_shared_state_fallbacks_total counts the period;
+// see RedisSharedBreakerOptions::metrics).
 // When Redis answers again the subscriber resubscribes (on RedisState's
 // reconnect backoff) and catches up from the key; if that read fails (the
 // state's command connection may still be waiting out its own backoff), it
@@ -96,6 +99,7 @@
 #include "mulligan/base/status.h"
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/state/redis.h"
+#include "mulligan/telemetry/metrics.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -111,6 +115,12 @@ struct RedisSharedBreakerOptions {
   // The most transitions waiting for the writer thread; the oldest is
   // dropped beyond it. Range [1, 65536]. Default 64.
   size_t queue_limit = 64;
+  // Where the sharing is exported (mulligan_shared_state_fallback and
+  // mulligan_shared_state_fallbacks_total with part="breaker" and the
+  // breaker's name; metrics.h), tracked weakly for the shared breaker's
+  // life. Not owned; must outlive the shared breaker. Default (nullptr):
+  // MetricsRegistry::Default(). (Added in 0.6.)
+  MetricsRegistry* metrics = nullptr;
 };
 
 // What a shared breaker reports about its sharing (no secret in any field).
@@ -143,7 +153,9 @@ struct RedisSharedBreakerHealth {
 
 // Told when sharing starts or stops: `shared` as in
 // RedisSharedBreakerHealth, and the cause when it stopped (empty when it
-// started). Called on one of the shared breaker's threads, never
+// started). The first call is true at the first subscription, or false
+// when the first subscription attempt fails (Redis unreachable from the
+// start); then every change. Called on one of the shared breaker's threads, never
 // concurrently with itself; must not throw and must not destroy the shared
 // breaker.
 using SharingListener = std::function<void(bool shared, const std::string& cause)>;
@@ -156,8 +168,10 @@ class RedisSharedBreaker {
  public:
   // Attaches `breaker` to `state` and starts the writer and subscriber
   // threads. The breaker's name is the shared object's name. Errors:
-  // kInvalidArgument for a null state or breaker, an empty breaker name, or
-  // a bad option (named: poll_interval, writer_id, queue_limit). A Redis
+  // kInvalidArgument for a null state or breaker, a breaker name outside the
+  // shared-name rule (ValidateSharedName, state/backend.h: 1 to 200
+  // printable ASCII bytes without '{' or '}'), or a bad option (named:
+  // poll_interval, writer_id, queue_limit). A Redis
   // that cannot be reached is not an error: the breaker serves locally and
   // shares once it can. `on_sharing` (may be empty) is told of every change
   // of health().shared.

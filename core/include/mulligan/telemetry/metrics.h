@@ -290,6 +290,36 @@ struct LimitsSnapshot {
     uint64_t dead_letters = 0;
   };
   std::vector<Outbox> outboxes;
+  // Parts shared through a state backend (Added in 0.6.): tracked shared
+  // rate limiters (RateLimiter::shared()) and SharedStateMetricsSources
+  // (Redis-shared breakers), sorted by part, then name.
+  struct SharedState {
+    // "breaker" or "rate_limiter".
+    std::string part;
+    std::string name;
+    // True while the part serves from its local state alone because the
+    // backend is unreachable (or failing).
+    bool fallback = false;
+    // Fallback periods begun: times `fallback` turned true.
+    uint64_t fallback_periods = 0;
+  };
+  std::vector<SharedState> shared_states;
+};
+
+// A part shared through a state backend that reports whether it falls back
+// to local state (state/redis_breaker.h's RedisSharedBreaker implements it;
+// the engine itself knows nothing of Redis). (Added in 0.6.)
+class SharedStateMetricsSource {
+ public:
+  virtual ~SharedStateMetricsSource() = default;
+  // The `part` label: a short literal ("breaker").
+  virtual const char* shared_part() const = 0;
+  // The `name` label; empty: not exported.
+  virtual const std::string& metrics_name() const = 0;
+  // True while the part serves from its local state alone. Thread-safe.
+  virtual bool falling_back() const = 0;
+  // Fallback periods begun. Thread-safe.
+  virtual uint64_t fallback_periods() const = 0;
 };
 
 // What a durable outbox gives a registry at snapshot time (outbox/outbox.h's
@@ -447,6 +477,10 @@ class MetricsRegistry {
   // Tracks a durable outbox (Added in 0.6.) under its metrics_name(), with
   // the rules above (weak, idempotent, empty name ignored).
   void Track(const std::shared_ptr<OutboxMetricsSource>& outbox);
+  // Tracks a part shared through a state backend (Added in 0.6.), with the
+  // rules above (weak, idempotent, empty name ignored). Shared rate limiters
+  // need no call of their own: Track(limiter) covers them.
+  void Track(const std::shared_ptr<SharedStateMetricsSource>& part);
   // Reads every live tracked primitive; windowed values (a budget's tokens
   // for the ratio kind, a throttle's window) are evaluated at `now` (the
   // clock the primitives are driven by; the exports without an argument use
@@ -481,7 +515,12 @@ class MetricsRegistry {
   // pending | leased), mulligan_outbox_oldest_age_seconds{outbox} (gauge),
   // mulligan_outbox_deliveries_total{outbox,result} (result success |
   // failure | lease_expired) and mulligan_outbox_dead_letters_total{outbox},
-  // read at `wall_now` (nullopt: the system clock's now).
+  // read at `wall_now` (nullopt: the system clock's now). Since 0.6 also
+  // the parts shared through a state backend:
+  // mulligan_shared_state_fallback{part,name} (gauge, 1 while the part
+  // serves from local state alone, else 0) and
+  // mulligan_shared_state_fallbacks_total{part,name} (counter, fallback
+  // periods begun), part "breaker" | "rate_limiter".
   std::string ToPrometheus() const;
   std::string ToPrometheus(TimePoint now, std::optional<WallTime> wall_now = std::nullopt) const;
   // A JSON object {"metrics": [{"name": ..., "calls": ..., ...}], "totals": {...}}
