@@ -84,6 +84,8 @@ interceptor).
 
 from __future__ import annotations
 
+import logging
+
 import collections
 import inspect
 from typing import Any, Callable, Iterator, Optional
@@ -107,6 +109,26 @@ from .._validate import UNSET as _UNSET
 from .._retry.async_driver import sleep as async_sleep
 
 __all__ = ["AsyncRetryInterceptor", "AsyncStreamRetryInterceptor", "RetryInterceptor", "aio_interceptors"]
+
+_LOGGER = logging.getLogger("mulligan")
+# The methods already warned about by _warn_unhedged (set.add is atomic).
+_UNHEDGED: set[str] = set()
+
+
+def _warn_unhedged(method: str) -> None:
+    """Logs once per method (WARNING, logger "mulligan") that a method with a
+    hedgingPolicy is sent as one copy: the blocking continuation grpcio gave
+    the interceptor offers no way to start a second RPC (see
+    grpc_hedge.future_starter). Thread-safe."""
+    if method in _UNHEDGED:
+        return
+    _UNHEDGED.add(method)
+    _LOGGER.warning(
+        "mulligan: %s has a hedgingPolicy, but this grpcio gives the interceptor no way to "
+        "send a second copy of a blocking call; it is sent once (a .future() call or "
+        "grpc.aio is hedged)", method,
+        extra={"mulligan_event": "hedging_unavailable", "mulligan_method": method},
+    )
 
 # grpcio's own wrapper of an exception raised under the interceptor (a
 # serializer's): not an RPC status, so never retried.
@@ -289,6 +311,7 @@ class RetryInterceptor(
             start = future_starter(continuation)
             if start is not None:
                 return self._hedged(route, start, client_call_details, request)
+            _warn_unhedged(_method(client_call_details))
         call = self._cfg.begin(_method(client_call_details), client_call_details.timeout)
         in_flight = 0
         try:

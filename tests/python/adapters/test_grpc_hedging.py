@@ -172,3 +172,34 @@ def test_retry_and_hedging_policy_together_are_refused_naming_the_method(tmp_pat
         }])
     assert ('methodConfig[0]: has both retryPolicy and hedgingPolicy for "test.Echo/Unary"; '
             "gRFC A6 allows one or the other for a method") in str(raised.value)
+
+
+def test_a_blocking_continuation_without_a_future_is_sent_once_with_one_warning(
+    server: ScriptedServer, tmp_path: Path, caplog: Any
+) -> None:
+    """A continuation that is not grpcio's (as if grpcio changed the closure
+    future_starter reads) cannot start copies: the call is sent once, and one
+    WARNING per method says so."""
+    _hedged(tmp_path)
+    server.script(UNARY, Step(reply=b"one"), Step(reply=b"two"))
+    plain = grpc.insecure_channel(server.target)
+
+    def continuation(details: Any, request: bytes) -> Any:
+        return plain.unary_unary(UNARY).with_call(request, timeout=details.timeout)[1]
+
+    details = type("Details", (), {"method": UNARY, "timeout": 5.0, "metadata": None,
+                                   "credentials": None, "wait_for_ready": None,
+                                   "compression": None})()
+    interceptor = RetryInterceptor(service_config=True)
+    with caplog.at_level("WARNING", logger="mulligan"):
+        first = interceptor.intercept_unary_unary(continuation, details, b"x")
+        second = interceptor.intercept_unary_unary(continuation, details, b"x")
+    assert (first.result(), second.result()) == (b"one", b"two")
+    assert len(server.attempts(UNARY)) == 2  # one copy each
+    warnings = [r for r in caplog.records if getattr(r, "mulligan_event", "") == "hedging_unavailable"]
+    assert [r.getMessage() for r in warnings] == [
+        f"mulligan: {UNARY} has a hedgingPolicy, but this grpcio gives the interceptor no way to "
+        "send a second copy of a blocking call; it is sent once (a .future() call or grpc.aio "
+        "is hedged)"
+    ]
+    plain.close()
