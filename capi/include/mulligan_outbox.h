@@ -607,11 +607,13 @@ MULLIGAN_API void mulligan_outbox_lease_destroy(mulligan_outbox_lease *lease);
  * Accepted even when the lease expired or passed to another worker (the
  * delivery did happen, and the receiver saw the same key), and when the
  * expiry of this very lease made the entry dead (not leased since).
- * @param box  the outbox that made the lease.
+ * @param box  the outbox that made the lease, or another open on the same
+ *             file.
  * @param lease  the lease (not NULL).
  * @param http_status  the response's status in [100, 599], or 0 (a job).
- * @return MULLIGAN_OK; MULLIGAN_E_INVALID_ARGUMENT; MULLIGAN_E_OUTBOX (the
- *         entry is unknown or dead otherwise, or SQLite failed).
+ * @return MULLIGAN_OK; MULLIGAN_E_INVALID_ARGUMENT (also: a lease made by an
+ *         outbox on another file); MULLIGAN_E_OUTBOX (the entry is unknown or
+ *         dead otherwise, or SQLite failed).
  * Thread-safety: thread-safe.
  * @since 0.6
  */
@@ -683,9 +685,10 @@ typedef struct mulligan_outbox_failure {
  *                     with Retry-After the caller turned into a classified
  *                     failure); 0 records outcome->http_status.
  * @param out  OUT, may be NULL: the decision (struct_size set).
- * @return MULLIGAN_OK; MULLIGAN_E_INVALID_ARGUMENT; MULLIGAN_E_OUTBOX ("lease
- *         lost": the entry was leased again since, and another worker owns
- *         its schedule; or SQLite failed).
+ * @return MULLIGAN_OK; MULLIGAN_E_INVALID_ARGUMENT (also: a lease made by an
+ *         outbox on another file); MULLIGAN_E_OUTBOX ("lease lost": the lease
+ *         expired, or the entry was leased again since and another worker
+ *         owns its schedule; or SQLite failed).
  * Thread-safety: thread-safe.
  * @since 0.6
  */

@@ -132,6 +132,43 @@ TEST_F(OutboxTest, EnqueueLeaseCompleteKeepsTheRequestAndOneKey) {
   EXPECT_EQ((*history)[0].classification, Classification::kSuccess);
 }
 
+TEST_F(OutboxTest, ALeaseOfAnotherFileIsRefusedAndAnotherHandleOnTheSameFileWorks) {
+  // Ids are per file: entry 1 of x.db and entry 1 of y.db are different
+  // entries, and the lease of one must never finish the other.
+  OutboxOptions ox = Options();
+  ox.path = dir_ + "/x.db";
+  OutboxOptions oy = Options();
+  oy.path = dir_ + "/y.db";
+  auto x = Open(ox);
+  auto y = Open(oy);
+  ASSERT_TRUE(x && y);
+  ASSERT_TRUE(x->Enqueue(Job("a", "from x"), Now()).ok());
+  ASSERT_TRUE(y->Enqueue(Job("a", "from y"), Now()).ok());
+  auto from_x = x->Lease("w1", 1, Now());
+  auto from_y = y->Lease("w1", 1, Now());
+  ASSERT_TRUE(from_x.ok() && from_y.ok());
+  ASSERT_EQ(from_x->size(), 1u);
+  ASSERT_EQ((*from_x)[0].entry.id, (*from_y)[0].entry.id);  // both entry 1
+  const std::string want = "outbox entry 1 of this file has another idempotency key: the "
+                           "lease was made by an outbox on another file";
+  Status done = y->Complete((*from_x)[0], Now());
+  EXPECT_TRUE(IsInvalidArgument(done));
+  EXPECT_EQ(done.message(), want);
+  auto failed = y->Fail((*from_x)[0], Outcome::Http(503), "503", Now());
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().message(), want);
+  // y's entry is untouched: still leased, no attempt recorded.
+  auto entry = y->Get(1);
+  ASSERT_TRUE(entry.ok());
+  EXPECT_EQ(entry->state, OutboxState::kLeased);
+  EXPECT_EQ(entry->attempts, 0);
+  // A second handle on x's own file completes x's lease.
+  auto x2 = Open(ox);
+  ASSERT_TRUE(x2);
+  ASSERT_TRUE(x2->Complete((*from_x)[0], Now()).ok());
+  EXPECT_EQ(x->Get(1)->state, OutboxState::kDone);
+}
+
 TEST_F(OutboxTest, ExpiredLeaseHandsTheEntryToAnotherWorker) {
   auto box = Open(Options());
   ASSERT_TRUE(box);

@@ -63,6 +63,14 @@ namespace {
 
 constexpr const char* kSchema = "mulligan-outbox-1";
 
+// A lease whose key differs from the entry of its id in this file was made
+// by an outbox on another file (ids are per file; keys are unique).
+Status ForeignLease(int64_t id) {
+  return InvalidArgumentError("outbox entry " + std::to_string(id) +
+                              " of this file has another idempotency key: the lease was made "
+                              "by an outbox on another file");
+}
+
 constexpr const char* kCreateTables = R"sql(
 CREATE TABLE IF NOT EXISTS outbox_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS outbox_entries(
@@ -578,10 +586,13 @@ Status Outbox::CompleteMany(const std::vector<OutboxSuccess>& successes, WallTim
   int64_t delivered = 0;
   for (const OutboxSuccess& success : successes) {
     const int64_t id = success.lease->entry.id;
-    Stmt read(db, "SELECT state, attempts, lease_token FROM outbox_entries WHERE id = ?1");
+    Stmt read(db,
+              "SELECT state, attempts, lease_token, idempotency_key FROM outbox_entries "
+              "WHERE id = ?1");
     Result<bool> row = read.Bind(1, id).Step("complete");
     if (!row.ok()) return row.status();
     if (!*row) return OutboxError("no outbox entry " + std::to_string(id));
+    if (read.Text(3) != success.lease->entry.spec.idempotency_key) return ForeignLease(id);
     const auto state = static_cast<OutboxState>(read.Int(0));
     if (state == OutboxState::kDone) continue;  // already recorded
     if (state == OutboxState::kDead) {
@@ -616,15 +627,17 @@ Result<OutboxFailure> Outbox::Fail(const OutboxLease& lease, const Outcome& outc
   Transaction tx(db);
   if (!tx.status().ok()) return tx.status();
   Stmt row_stmt(db,
-                "SELECT state, lease_token, attempts, attempt_base, previous_delay_ns, created_ns "
-                "FROM outbox_entries WHERE id = ?1");
+                "SELECT state, lease_token, attempts, attempt_base, previous_delay_ns, created_ns, "
+                "idempotency_key FROM outbox_entries WHERE id = ?1");
   Result<bool> row = row_stmt.Bind(1, lease.entry.id).Step("fail");
   if (!row.ok()) return row.status();
   if (!*row) return OutboxError("no outbox entry " + std::to_string(lease.entry.id));
+  if (row_stmt.Text(6) != lease.entry.spec.idempotency_key) return ForeignLease(lease.entry.id);
   if (row_stmt.Int(0) != static_cast<int>(OutboxState::kLeased) ||
       row_stmt.Int(1) != lease.token)
     return OutboxError("outbox entry " + std::to_string(lease.entry.id) +
-                       ": lease lost (leased again, or finished, since this lease)");
+                       ": lease lost (it expired, or the entry was leased again or finished, "
+                       "since this lease)");
   outbox_internal::ScheduleInput input;
   input.id = lease.entry.id;
   input.attempt = static_cast<int>(row_stmt.Int(2)) + 1;

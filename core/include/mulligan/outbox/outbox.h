@@ -333,7 +333,8 @@ class Outbox : public OutboxMetricsSource {
   // lease has expired or passed to another worker (the delivery did
   // happen, and the receiver saw the same key), and when the expiry of this
   // very lease made the entry dead (not leased since); kOutbox when the
-  // entry is unknown or dead otherwise.
+  // entry is unknown or dead otherwise; kInvalidArgument when the lease was
+  // made by an outbox on another file (its key is not the entry's).
   Status Complete(const OutboxLease& lease, WallTime now, int http_status = 0);
 
   // Records the successes of several leased entries at `now` in one
@@ -351,7 +352,9 @@ class Outbox : public OutboxMetricsSource {
   // when the policy has a seed, so a schedule is reproducible across
   // restarts; from the OS's entropy otherwise. A success outcome is
   // kInvalidArgument (call Complete). kOutbox "lease lost" when the entry
-  // was leased again since `lease` (another worker now owns its schedule).
+  // was leased again since `lease` (another worker now owns its schedule),
+  // or its expiry was recorded; kInvalidArgument when the lease was made by
+  // an outbox on another file.
   // `http_status`, when > 0, is the status the history records for an
   // outcome that does not carry it (HttpResponseOutcome turns a keyed 409
   // with Retry-After into a classified failure); otherwise
