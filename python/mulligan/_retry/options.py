@@ -67,10 +67,19 @@ def _never_retried(exc: BaseException) -> bool:
     GeneratorExit, asyncio.CancelledError, a bulkhead's or rate limiter's
     refusal, or an exception group carrying one of them. Thread-safe (the
     cache is a dict, changed under the GIL)."""
-    known = _NEVER_BY_TYPE.get(type(exc))
+    kind = type(exc)
+    try:
+        known = _NEVER_BY_TYPE.get(kind)
+    except Exception:  # noqa: BLE001 - a metaclass whose __hash__ raises or is None
+        return _never_retried_uncached(exc, kind)
     if known is not None:
         return known
-    kind = type(exc)
+    return _never_retried_uncached(exc, kind)
+
+
+def _never_retried_uncached(exc: BaseException, kind: type) -> bool:
+    """_never_retried without the cache lookup; caches the answer when the
+    type can be hashed (a metaclass may make it unhashable)."""
     group_type = getattr(builtins, "BaseExceptionGroup", None)
     answer = _never_retried_type(kind)
     if group_type is not None and issubclass(kind, group_type):
@@ -82,7 +91,10 @@ def _never_retried(exc: BaseException) -> bool:
     # asyncio.CancelledError can only be made once asyncio is imported, so
     # the answer for a type never changes.
     if len(_NEVER_BY_TYPE) < _NEVER_CACHE_MAX:
-        _NEVER_BY_TYPE[kind] = answer
+        try:
+            _NEVER_BY_TYPE[kind] = answer
+        except Exception:  # noqa: BLE001 - unhashable type: judged again next time
+            pass
     return answer
 
 

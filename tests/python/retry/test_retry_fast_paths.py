@@ -177,3 +177,36 @@ def test_the_logger_still_logs_each_retry_and_the_give_up(caplog: pytest.LogCapt
         down()
     attempts = [r.mulligan_attempt for r in caplog.records if r.name == "mulligan"]
     assert attempts == [1, 2]
+
+
+def test_an_exception_type_that_cannot_be_hashed_is_judged_without_the_cache() -> None:
+    """A metaclass defining __eq__ makes its classes unhashable (or its
+    __hash__ may raise): the per-type cache is skipped, and the retry goes on
+    as for any exception (found by review: 0.6's cache raised TypeError)."""
+
+    class Unhashable(type):
+        def __eq__(cls, other: object) -> bool:
+            return cls is other
+
+    class Raising(type):
+        def __hash__(cls) -> int:
+            raise RuntimeError("no hash")
+
+    class A(Exception, metaclass=Unhashable):
+        pass
+
+    class B(Exception, metaclass=Raising):
+        pass
+
+    for kind in (A, B):
+        calls = []
+
+        @mulligan.retry(on=kind, attempts=3, base_delay=0)
+        def flaky() -> None:
+            calls.append(1)
+            raise kind("boom")
+
+        with pytest.raises(kind, match="boom"):
+            flaky()
+        assert len(calls) == 3
+        assert _never_retried(kind("x")) is False
