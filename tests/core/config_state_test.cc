@@ -80,6 +80,13 @@ TEST(ConfigState, UrlErrorsNameThePathAndNeverThePassword) {
             "state.json: state.redis: expected a redis:// URL, got \"http://x\"");
   EXPECT_EQ(ErrorOf(R"({"state": {"redis": "http://admin:s3cret@x/0"}})"),
             "state.json: state.redis: expected a redis:// URL, got \"http://***@x/0\"");
+  // Mistyped schemes (no "://") and a password holding '/' are masked too.
+  EXPECT_EQ(ErrorOf(R"({"state": {"redis": "redis//:hunter2@127.0.0.1:6379/0"}})"),
+            "state.json: state.redis: expected a redis:// URL, got \"***@127.0.0.1:6379/0\"");
+  EXPECT_EQ(ErrorOf(R"({"state": {"redis": "redis:/:hunter2@127.0.0.1"}})"),
+            "state.json: state.redis: expected a redis:// URL, got \"***@127.0.0.1\"");
+  EXPECT_EQ(ErrorOf(R"({"state": {"redis": "http://:pa/ss@x"}})"),
+            "state.json: state.redis: expected a redis:// URL, got \"http://***@x\"");
   EXPECT_EQ(ErrorOf(R"({"state": {"redis": "redis://:s3cret@h:99999/0"}})"),
             "state.json: state.redis: the port must be digits in [1, 65535]");
   EXPECT_EQ(ErrorOf(R"({"state": {"redis": "rediss://h"}})"),

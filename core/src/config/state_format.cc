@@ -20,15 +20,17 @@ namespace {
 constexpr double kMinTimeoutSeconds = 0.001;
 constexpr double kMaxTimeoutSeconds = 3600;
 
-// `url` with the user information (between "://" and the last '@' before
-// the path) replaced by "***", so a message may show the URL's shape
-// without its password.
+// `url` with everything between the scheme's "://" (or the start, when the
+// text has none, as in a mistyped "redis//:pw@host") and the last '@'
+// replaced by "***", so a message may show the URL's shape without its
+// password. The last '@' anywhere counts, not the last before the path: a
+// malformed URL's password may hold '/' or '?', and hiding too much in an
+// error text costs nothing.
 std::string WithoutSecret(std::string_view url) {
+  const size_t at = url.rfind('@');
+  if (at == std::string_view::npos) return std::string(url);
   const size_t scheme = url.find("://");
-  const size_t from = scheme == std::string_view::npos ? 0 : scheme + 3;
-  const size_t path = url.find_first_of("/?#", from);
-  const size_t at = url.substr(0, path).rfind('@');
-  if (at == std::string_view::npos || at < from) return std::string(url);
+  const size_t from = scheme != std::string_view::npos && scheme + 3 <= at ? scheme + 3 : 0;
   return std::string(url.substr(0, from)) + "***" + std::string(url.substr(at));
 }
 
