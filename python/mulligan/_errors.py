@@ -263,9 +263,13 @@ class CircuitOpenError(MulliganError):
     # core formats it, and `_pending` leaves the instance's __dict__.
 
     def _materialize(self) -> None:
-        pending = self.__dict__.pop("_pending", None)
+        # `args` is set before `_pending` goes, so a thread reading the error
+        # while another makes its message sees either `_pending` (and makes
+        # the same message) or the message, never neither.
+        pending = self.__dict__.get("_pending")
         if pending is not None:
             _BASE_ARGS.__set__(self, (pending.open_message(self.retry_in),))
+            self.__dict__.pop("_pending", None)
 
     @property
     def args(self) -> tuple[Any, ...]:

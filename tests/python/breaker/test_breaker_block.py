@@ -285,6 +285,44 @@ def test_the_refusal_message_is_made_only_when_read() -> None:
     assert str(third.value) == "replaced"
 
 
+def test_two_threads_reading_a_fresh_refusal_both_get_its_message() -> None:
+    """The first read makes the message; a second thread reading meanwhile
+    must get it too, never an empty text (found by review: 126 of 3000 before
+    `args` was set ahead of dropping `_pending`). The switch interval of 1 us
+    makes the interleaving likely."""
+    import sys
+
+    breaker = CircuitBreaker("race")
+    breaker.force_open()
+    guarded = breaker(lambda: 1)
+    message = "circuit breaker 'race' is forced open; no probe until it is reset"
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    bad = []
+    try:
+        for _ in range(300):
+            with pytest.raises(CircuitOpenError) as info:
+                guarded()
+            exc = info.value
+            out: List[Any] = [None, None]
+            go = threading.Barrier(2)
+
+            def read(k: int, exc: CircuitOpenError = exc) -> None:
+                go.wait()
+                out[k] = (str(exc), exc.args)
+
+            threads = [threading.Thread(target=read, args=(k,)) for k in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if out != [(message, (message,))] * 2:
+                bad.append(out)
+    finally:
+        sys.setswitchinterval(old)
+    assert bad == []
+
+
 def test_open_message_matches_the_core_for_any_period() -> None:
     breaker = CircuitBreaker("msg", failure_threshold=1, reset_timeout=12.5, clock=Clock())
     guard: Any = breaker._guard
