@@ -482,6 +482,9 @@ struct RedisSharedBreaker::Impl {
         CatchUp();
         UpdateShared();
         Listen(c.get());
+        // A close is not a fallback: on_sharing is not told of it (a reload
+        // that rebuilds the sharing would log a false alarm).
+        if (Stopping()) return;
         {
           std::lock_guard<std::mutex> lock(mu);
           health.subscribed = false;

@@ -183,6 +183,12 @@ TEST_F(RedisBreakerTest, ATripOpensBAndBsCloseClosesA) {
   EXPECT_EQ(ha.publish_failures, 0u);
   EXPECT_TRUE(ha.shared);
   EXPECT_EQ(ha.writer_id, "proc-a");
+
+  // Closing the sharing is not a fallback: on_sharing hears nothing of it
+  // (the join in reset() waits for the subscriber thread's last word).
+  a->shared.reset();
+  std::lock_guard<std::mutex> lock(a->mu);
+  EXPECT_EQ(a->sharing, std::vector<bool>({true}));
 }
 
 TEST_F(RedisBreakerTest, RedisDownBothServeLocallyThenSharingResumes) {
