@@ -149,6 +149,13 @@ MULLIGAN_API const char *mulligan_outbox_state_str(int state);
  */
 #define MULLIGAN_OUTBOX_KEY_SIZE 256
 
+/**
+ * The most entries one mulligan_outbox_enqueue_many() call takes (2^20): a
+ * bound on the one transaction and on the memory it copies.
+ * @since 0.6
+ */
+#define MULLIGAN_OUTBOX_MAX_BATCH 1048576
+
 /* ========================================================================== */
 /* Options and opening                                                        */
 /* ========================================================================== */
@@ -402,7 +409,9 @@ MULLIGAN_API int mulligan_outbox_enqueue(mulligan_outbox *box, const mulligan_ou
  * there (or given twice) or an SQLite error writes nothing.
  * @param box  the outbox.
  * @param specs  `count` entries (not NULL unless count is 0).
- * @param count  how many; 0 writes nothing and returns MULLIGAN_OK.
+ * @param count  how many, at most MULLIGAN_OUTBOX_MAX_BATCH (more is
+ *               MULLIGAN_E_INVALID_ARGUMENT, and nothing is written, not even
+ *               out_ids); 0 writes nothing and returns MULLIGAN_OK.
  * @param out_ids  OUT, may be NULL: room for `count` ids, filled in the order
  *                 given (all 0 on failure). Read the keys with
  *                 mulligan_outbox_get().

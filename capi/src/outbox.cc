@@ -360,6 +360,13 @@ int mulligan_outbox_enqueue(mulligan_outbox* box, const mulligan_outbox_spec* sp
 int mulligan_outbox_enqueue_many(mulligan_outbox* box, const mulligan_outbox_spec* specs,
                                  size_t count, int64_t* out_ids) {
   MULLIGAN_CAPI_BEGIN
+  // Checked first: a count past the bound is a caller's mistake, and
+  // out_ids would not have room for it.
+  if (count > MULLIGAN_OUTBOX_MAX_BATCH) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT,
+                    "count must be at most %d (MULLIGAN_OUTBOX_MAX_BATCH), got %zu",
+                    MULLIGAN_OUTBOX_MAX_BATCH, count);
+  }
   if (out_ids != nullptr) {
     for (size_t i = 0; i < count; ++i) out_ids[i] = 0;
   }

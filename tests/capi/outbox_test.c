@@ -599,6 +599,14 @@ static void test_enqueue_many_and_size_cap(void) {
   CHECK_FAILS(mulligan_outbox_enqueue_many(box, specs, 2, ids), MULLIGAN_E_INVALID_ARGUMENT,
               "specs[1]: spec->kind");
   CHECK_OK(mulligan_outbox_enqueue_many(box, NULL, 0, NULL));
+  /* Past the batch bound: refused before anything is touched (ids keeps
+   * what it held: ids has room for 3, not for the count). */
+  ids[0] = 77;
+  CHECK_FAILS(mulligan_outbox_enqueue_many(box, specs, (size_t)MULLIGAN_OUTBOX_MAX_BATCH + 1, ids),
+              MULLIGAN_E_INVALID_ARGUMENT,
+              "count must be at most 1048576 (MULLIGAN_OUTBOX_MAX_BATCH), got 1048577");
+  CHECK_INT(ids[0], 77);
+  CHECK_INT(stats_of(box).pending, 3);
   mulligan_outbox_close(box);
 
   /* A size cap fills as a full disk does: MULLIGAN_E_OUTBOX, and every

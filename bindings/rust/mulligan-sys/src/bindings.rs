@@ -14,6 +14,7 @@ pub const MULLIGAN_IDEMPOTENCY_KEY_SIZE: u32 = 37;
 pub const MULLIGAN_METRICS_OVERFLOW_NAME: &[u8; 10] = b"_overflow\0";
 pub const MULLIGAN_RETRY_REASON_COUNT: u32 = 5;
 pub const MULLIGAN_OUTBOX_KEY_SIZE: u32 = 256;
+pub const MULLIGAN_OUTBOX_MAX_BATCH: u32 = 1048576;
 pub const MULLIGAN_OK: mulligan_status = 0;
 pub const MULLIGAN_E_INVALID_ARGUMENT: mulligan_status = 1;
 pub const MULLIGAN_E_NO_MEMORY: mulligan_status = 2;
