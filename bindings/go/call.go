@@ -103,6 +103,15 @@ static go_msg go_call_abandon(mulligan_call *c, const mulligan_pipeline *p, int 
   go_copy_msg(&m, *rc);
   return m;
 }
+
+static go_msg go_call_cancel(mulligan_call *c, const mulligan_pipeline *p, int in_flight,
+                             int *rc) {
+  double now = mulligan_pipeline_now_ms(p);
+  go_msg m;
+  *rc = mulligan_call_cancel(c, now, in_flight);
+  go_copy_msg(&m, *rc);
+  return m;
+}
 */
 import "C"
 
@@ -249,11 +258,11 @@ func (c *Call) Record(o Outcome) (Decision, error) {
 	}, nil
 }
 
-// Abandon ends the call for a reason of the caller's (a cancelled context, a
-// panic): frees a breaker permit it holds without judging the dependency,
-// and reports the call as failed with inFlight attempts that never got
-// recorded (1 when an admitted attempt was cut off, else 0). No-op once the
-// call finished.
+// Abandon ends the call for a failure of the caller's (a panic, an attempt
+// torn down): frees a breaker permit it holds without judging the
+// dependency, and reports the call as failed with inFlight attempts that
+// never got recorded (1 when an admitted attempt was cut off, else 0).
+// No-op once the call finished. A cancelled context is Cancel's.
 func (c *Call) Abandon(inFlight int) error {
 	if c == nil || c.ptr == nil {
 		return invalid("Call.Abandon", "nil or closed call")
@@ -262,6 +271,27 @@ func (c *Call) Abandon(inFlight int) error {
 	m := C.go_call_abandon(c.ptr, c.pipe, C.int(inFlight), &rc)
 	if rc != C.MULLIGAN_OK {
 		return msgErr("Call.Abandon", rc, &m)
+	}
+	return nil
+}
+
+// Cancel ends the call because its caller cancelled it (a cancelled
+// context: context.Canceled): as Abandon it frees a breaker permit unjudged
+// and the retry budget is not told, but the metrics count the call as
+// cancelled (MetricsSnapshot.Cancelled, mulligan_cancelled_total), not as
+// failed, with inFlight attempts that never got recorded (1 when an
+// admitted attempt was cut off, else 0). No-op once the call finished
+// (mulligan_call_cancel). Errors: ErrInvalidArgument for a nil or closed
+// call or inFlight < 0. Not safe for concurrent use (as the Call).
+// (Added in 0.6.)
+func (c *Call) Cancel(inFlight int) error {
+	if c == nil || c.ptr == nil {
+		return invalid("Call.Cancel", "nil or closed call")
+	}
+	var rc C.int
+	m := C.go_call_cancel(c.ptr, c.pipe, C.int(inFlight), &rc)
+	if rc != C.MULLIGAN_OK {
+		return msgErr("Call.Cancel", rc, &m)
 	}
 	return nil
 }

@@ -40,6 +40,12 @@ import (
 // engine (a breaker permit is freed, the call counted as failed) and the
 // panic continues, unchanged, to Do's caller. No Go panic crosses C.
 //
+// Cancellation: when ctx is cancelled (context.Canceled) during a wait or
+// an attempt (fn returning an error then), the call is cancelled in the
+// engine (mulligan_call_cancel): counted cancelled, neither success nor
+// failure, the breaker permit freed unjudged, the retry budget not told.
+// A ctx deadline (context.DeadlineExceeded) ends the call as failed.
+//
 // Do is safe for concurrent use with the same policy.
 func Do(ctx context.Context, p *Policy, fn func(context.Context) error) error {
 	if ctx == nil || p == nil || fn == nil {
@@ -136,14 +142,21 @@ func (p *Policy) run(ctx context.Context, fn func(context.Context) error, first 
 	admitted := first == nil
 	defer func() {
 		// Runs on return and while a panic of fn unwinds (no recover: the
-		// panic goes on unchanged). Destroy abandons an unfinished call
-		// with the admitted attempt in flight.
+		// panic goes on unchanged). A call its caller cancelled (ctx:
+		// context.Canceled) is cancelled, counted neither success nor
+		// failure (DESIGN.md: a caller's cancel is never a failure); one
+		// ended otherwise (a panic, ctx's deadline) is abandoned, counted
+		// failed; either with the admitted attempt in flight.
 		if !c.Finished() {
 			inFlight := 0
 			if c.admitted {
 				inFlight = 1
 			}
-			_ = c.Abandon(inFlight)
+			if errors.Is(ctx.Err(), context.Canceled) {
+				_ = c.Cancel(inFlight)
+			} else {
+				_ = c.Abandon(inFlight)
+			}
 		}
 		c.closeKeep()
 	}()
@@ -184,6 +197,12 @@ func (p *Policy) run(ctx context.Context, fn func(context.Context) error, first 
 			err = fn(actx)
 			if cancel != nil {
 				cancel()
+			}
+			if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+				// The caller cancelled ctx during the attempt: its failure
+				// is the cancel's, not the dependency's; it is not recorded
+				// (the deferred Cancel counts it in flight).
+				return ctxError(ctx.Err(), err, c.Attempts()+1)
 			}
 		}
 		ran = false

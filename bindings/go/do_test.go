@@ -270,8 +270,11 @@ func TestContextCancelEndsWait(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, errBoom) || !errors.Is(err, mulligan.ErrCallback) {
 		t.Fatalf("got %v", err)
 	}
+	// A cancelled ctx counts the call cancelled, never failed (0.6): 1
+	// call, its 1 attempt, 0 failures, 1 cancelled, none left.
 	m, _ := mulligan.Metrics("go_cancel")
-	if m.InFlight != 0 || m.WaitingToRetry != 0 || m.Failures != 1 {
+	if m.Calls != 1 || m.Attempts != 1 || m.InFlight != 0 || m.WaitingToRetry != 0 || m.Failures != 0 ||
+		m.Cancelled != 1 {
 		t.Fatalf("metrics %+v", m)
 	}
 	// a context deadline shorter than the decided wait ends the call at once
@@ -288,6 +291,43 @@ func TestContextCancelEndsWait(t *testing.T) {
 	err = mulligan.Do(ctx, q, func(context.Context) error { ran = true; return nil })
 	if ran || !errors.Is(err, context.Canceled) {
 		t.Fatalf("ran %v, %v", ran, err)
+	}
+}
+
+// A ctx cancelled during an attempt (fn returns the cancel's error) cancels
+// the call (0.6): not recorded, so a breaker with FailureThreshold 1 stays
+// closed; counted 1 call, 1 attempt (in flight), 0 failures, 1 cancelled.
+func TestContextCancelDuringAttemptIsNotAFailure(t *testing.T) {
+	clk, _ := mulligan.NewFakeClock()
+	b, err := mulligan.NewCircuitBreaker(mulligan.BreakerName("go_cancel_attempt"), mulligan.FailureThreshold(1),
+		mulligan.ResetTimeout(10*time.Second), mulligan.BreakerClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	p, err := mulligan.NewPolicy(mulligan.WithClock(clk), mulligan.WithBreaker(b), mulligan.WithMaxAttempts(3),
+		mulligan.WithName("go_cancel_attempt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	runs := 0
+	err = mulligan.Do(ctx, p, func(c context.Context) error {
+		runs++
+		cancel() // the caller cancels while the attempt runs
+		return c.Err()
+	})
+	if runs != 1 || !errors.Is(err, context.Canceled) || !errors.Is(err, mulligan.ErrCallback) {
+		t.Fatalf("runs %d, %v", runs, err)
+	}
+	if b.State() != mulligan.StateClosed {
+		t.Fatalf("state %v", b.State())
+	}
+	m, _ := mulligan.Metrics("go_cancel_attempt")
+	if m.Calls != 1 || m.Attempts != 1 || m.Successes != 0 || m.Failures != 0 || m.Cancelled != 1 ||
+		m.InFlight != 0 || m.WaitingToRetry != 0 {
+		t.Fatalf("metrics %+v", m)
 	}
 }
 

@@ -25,5 +25,6 @@
 // Handles: each has Close (idempotent, nil-safe) and is also freed by the
 // garbage collector. Callbacks from C (breaker listeners) recover their
 // panics, since no Go panic may unwind through C; a panic in the function
-// given to Do abandons the call and continues to Do's caller.
+// given to Do abandons the call and continues to Do's caller. A ctx
+// cancelled during Do cancels the call (counted cancelled, not failed).
 package mulligan

@@ -28,6 +28,10 @@ type MetricsSnapshot struct {
 	InFlight, WaitingToRetry int64
 	// BreakerState is the last state a breaker reported here, or -1.
 	BreakerState int
+	// Cancelled counts the calls their caller cancelled (a cancelled ctx
+	// given to Do, Call.Cancel): neither successes nor failures; their
+	// attempts count in Attempts. (Added in 0.6.)
+	Cancelled uint64
 }
 
 // Metrics reads the metrics of name; an unknown name is an *Error with
@@ -44,7 +48,8 @@ func Metrics(name string) (MetricsSnapshot, error) {
 	out := MetricsSnapshot{Calls: uint64(s.calls), Attempts: uint64(s.attempts), Retries: uint64(s.retries),
 		Successes: uint64(s.successes), Failures: uint64(s.failures), Fallbacks: uint64(s.fallbacks),
 		ShortCircuits: uint64(s.short_circuits), CircuitOpens: uint64(s.circuit_opens),
-		InFlight: int64(s.in_flight), WaitingToRetry: int64(s.waiting_to_retry), BreakerState: int(s.breaker_state)}
+		InFlight: int64(s.in_flight), WaitingToRetry: int64(s.waiting_to_retry), BreakerState: int(s.breaker_state),
+		Cancelled: uint64(s.cancelled)}
 	for i := range out.RetriesByReason {
 		out.RetriesByReason[i] = uint64(s.retries_by_reason[i])
 	}

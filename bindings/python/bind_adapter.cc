@@ -251,7 +251,18 @@ void BindAdapterCallClass(py::module_& m) {
             c.call->Abandon(MonotonicToTimePoint(now), in_flight);
           },
           py::arg("now"), py::arg("in_flight") = 0,
-          "Ends a call its caller stopped (cancelled, interrupted).")
+          "Ends a call stopped by a failure outside its attempts (a raising hook): counted "
+          "failed; frees what it holds.")
+      .def(
+          "cancel",
+          [](PyAdapterCall& c, double now, int in_flight) {
+            c.call->Cancel(MonotonicToTimePoint(now), in_flight);
+          },
+          py::arg("now"), py::arg("in_flight") = 0,
+          "Ends a call its caller cancelled (KeyboardInterrupt, a cancelled task; DESIGN.md: "
+          "never a failure): frees what it holds unjudged, the budget not told, and counts "
+          "it under metrics' 'cancelled'. now: monotonic seconds; in_flight: 1 when an "
+          "attempt was running. No-op once finished. Not thread-safe. (Added in 0.6.)")
       .def_property_readonly("refused",
                              [](const PyAdapterCall& c) { return c.admission.refused(); })
       .def_property_readonly(

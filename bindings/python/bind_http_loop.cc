@@ -135,8 +135,9 @@ class LoopDriver {
     if (!closed_) Apply();
   }
 
-  // The same for a hedged request's losing copy: the engine counts the call
-  // cancelled, neither success nor failure (HttpAsyncEngine::CancelCopy).
+  // The same for a hedged request's losing copy, or a request whose awaiting
+  // task was cancelled (0.6): the engine counts the call cancelled, neither
+  // success nor failure (HttpAsyncEngine::CancelCopy).
   void CancelCopy(uint64_t id) {
     waiters_.erase(id);
     engine_->CancelCopy(id);

@@ -5,6 +5,7 @@
 //   call = pipeline.begin(now, fallback, max_attempts, no_wait)   # positional
 //   call = pipeline.start(now, fallback, max_attempts, no_wait)   # begin + admit
 //   call.admit(now) -> bool; call.record(outcome, now) -> Decision; call.abandon(now)
+//   call.cancel(now, in_flight=0)   # a caller's cancel: counted cancelled (0.6)
 //
 // Every decision is the core Call's (pipeline/call.h): the Python drivers
 // (python/mulligan/_retry/) only turn exceptions into Outcomes, wait, call
@@ -160,6 +161,18 @@ void BindCallClass(py::module_& m) {
           },
           py::arg("now"), py::arg("in_flight") = 0,
           "Ends a call its caller stopped (cancelled, interrupted): frees what it holds.")
+      .def(
+          "cancel",
+          [](PyCall& c, double now, int in_flight) {
+            c.call.Cancel(MonotonicToTimePoint(now), in_flight);
+          },
+          py::arg("now"), py::arg("in_flight") = 0,
+          "Ends a call its caller cancelled (asyncio.CancelledError, KeyboardInterrupt, "
+          "SystemExit, GeneratorExit; DESIGN.md: never counted as failures): frees what it "
+          "holds as abandon does (a breaker permit released unjudged, the retry budget not "
+          "told) but counts the call under metrics' 'cancelled', not 'failures'. now: "
+          "monotonic seconds; in_flight: 1 when an attempt was running. Does nothing once "
+          "finished. Not thread-safe (as the call). (Added in 0.6.)")
       .def_property_readonly("refused",
                              [](const PyCall& c) { return c.call.last_admission().refused(); })
       .def_property_readonly(

@@ -108,12 +108,16 @@ typedef struct mulligan_metrics_snapshot {
   /** The last state reported by a breaker under this name (a
    *  mulligan_breaker_state), or -1 when no breaker reports here. */
   int breaker_state;
+  /** Calls their caller cancelled (mulligan_call_cancel, a hedged request's
+   *  losing copy): neither successes nor failures; their attempts count in
+   *  attempts. Filled only when struct_size covers it. @since 0.6 */
+  uint64_t cancelled;
 } mulligan_metrics_snapshot;
 
-/** Initialiser for mulligan_metrics_snapshot. @since 0.1 */
+/** Initialiser for mulligan_metrics_snapshot. @since 0.1 (cancelled: 0.6) */
 #define MULLIGAN_METRICS_SNAPSHOT_INIT                                              \
   { (uint32_t)sizeof(mulligan_metrics_snapshot), 0, 0, 0, {0, 0, 0, 0, 0}, 0, 0, 0, 0, 0, \
-    0, 0, -1 }
+    0, 0, -1, 0 }
 
 /**
  * Writes every name's metrics in the Prometheus text exposition format

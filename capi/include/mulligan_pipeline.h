@@ -440,7 +440,8 @@ MULLIGAN_API int mulligan_call_record(mulligan_call *call, const mulligan_outcom
  * strategies hold (a half-open probe's slot is freed without judging the
  * dependency) and reports the call as failed (stop reason terminal) with
  * `attempts_in_flight` more attempts than were recorded. Does nothing once
- * the call is finished.
+ * the call is finished. A call its caller cancelled, whose end is not a
+ * failure, is ended with mulligan_call_cancel() (0.6) instead.
  * @param call  the call.
  * @param now_ms  a reading of the pipeline's clock, finite and not before
  *                the call began.
@@ -498,6 +499,34 @@ MULLIGAN_API int mulligan_call_finished(const mulligan_call *call);
  * @since 0.2
  */
 MULLIGAN_API int mulligan_call_use_fallback(const mulligan_call *call);
+
+/**
+ * Ends a call its caller cancelled because its answer is no longer wanted
+ * (a cancelled context or task, an AbortSignal, an interrupt). As
+ * mulligan_call_abandon(), what the strategies hold is freed (a breaker
+ * permit is released unjudged, which frees a half-open probe's slot; the
+ * retry budget is not told), but the call is counted as cancelled
+ * (mulligan_cancelled_total, the metrics' "cancelled"), neither a success
+ * nor a failure, with `attempts_in_flight` more attempts than were
+ * recorded; it leaves the in-flight gauge. Use mulligan_call_abandon() when
+ * the end is a failure (a callback's abort, a transfer torn down). Does
+ * nothing once the call is finished (an abandon or cancel after it
+ * included). Rule: DESIGN.md, a caller's cancel is never counted as a
+ * failure (as asyncio.CancelledError in Python).
+ * Thread-safety: as the other step functions (one thread at a time per
+ * call).
+ * @param call  the call.
+ * @param now_ms  a reading of the pipeline's clock (ms), finite and not
+ *                before the call began.
+ * @param attempts_in_flight  attempts running and never to be recorded: 1
+ *                            when an admitted attempt was cut off, 0 between
+ *                            attempts; >= 0.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (NULL call, bad now_ms,
+ *         negative attempts_in_flight; the call is then unchanged).
+ * @since 0.6
+ */
+MULLIGAN_API int mulligan_call_cancel(mulligan_call *call, double now_ms,
+                                      int attempts_in_flight);
 
 #ifdef __cplusplus
 } /* extern "C" */

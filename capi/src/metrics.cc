@@ -48,8 +48,10 @@ static_assert(MULLIGAN_EVENT_REJECTED == static_cast<int>(EventKind::kRejected),
 static_assert(std::string_view(MULLIGAN_METRICS_OVERFLOW_NAME) ==
                   std::string_view(MetricsRegistry::kOverflowName), "");
 
-// The first published size of the caller-owned snapshot struct.
-constexpr size_t kSnapshotSizeV0_1 = sizeof(mulligan_metrics_snapshot);
+// The first published size of the caller-owned snapshot struct (up to
+// breaker_state, with its tail padding: `cancelled`, 0.6, starts there).
+constexpr size_t kSnapshotSizeV0_1 = offsetof(mulligan_metrics_snapshot, cancelled);
+static_assert(kSnapshotSizeV0_1 % alignof(uint64_t) == 0, "0.1's struct ended padded to 8");
 
 // Copies `text` into buf with snprintf's protocol (see mulligan_metrics.h):
 // *needed is the size that fits the whole text, its NUL included.
@@ -65,7 +67,8 @@ int CopyOut(const std::string& text, char* buf, size_t size, size_t* needed, con
   return MULLIGAN_OK;
 }
 
-void Fill(const MetricsSnapshot& s, mulligan_metrics_snapshot* out) {
+// `size`: the caller's struct_size; the fields past it are not written.
+void Fill(const MetricsSnapshot& s, mulligan_metrics_snapshot* out, size_t size) {
   out->calls = s.calls;
   out->attempts = s.attempts;
   out->retries = s.retries;
@@ -80,6 +83,9 @@ void Fill(const MetricsSnapshot& s, mulligan_metrics_snapshot* out) {
   out->in_flight = s.in_flight;
   out->waiting_to_retry = s.waiting_to_retry;
   out->breaker_state = s.breaker_state;
+  if (size >= offsetof(mulligan_metrics_snapshot, cancelled) + sizeof(out->cancelled)) {
+    out->cancelled = s.cancelled;
+  }
 }
 
 // Listener state: the callback and the caller's user_data, freed through
@@ -153,7 +159,7 @@ int mulligan_metrics_get(const char* name, mulligan_metrics_snapshot* out) {
   // Snapshot() never creates a name, unlike Get().
   for (const MetricsSnapshot& s : MetricsRegistry::Default().Snapshot()) {
     if (s.name == name) {
-      Fill(s, out);
+      Fill(s, out, out->struct_size);
       return MULLIGAN_OK;
     }
   }

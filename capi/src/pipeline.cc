@@ -356,4 +356,18 @@ int mulligan_call_use_fallback(const mulligan_call* call) {
   MULLIGAN_CAPI_END_RETURN(0)
 }
 
+int mulligan_call_cancel(mulligan_call* call, double now_ms, int attempts_in_flight) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(call);
+  mulligan::TimePoint now;
+  if (int rc = StepTime(call->impl, now_ms, &now)) return rc;
+  if (attempts_in_flight < 0) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "attempts_in_flight must be >= 0, got %d",
+                    attempts_in_flight);
+  }
+  call->impl.Cancel(now, attempts_in_flight);
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
 }  // extern "C"

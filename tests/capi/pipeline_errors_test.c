@@ -187,6 +187,12 @@ static void test_steps(mulligan_pipeline *p, double now) {
   CHECK_FAILS(mulligan_call_abandon(call, now, -1), MULLIGAN_E_INVALID_ARGUMENT,
               "attempts_in_flight must be >= 0, got -1");
   CHECK_FAILS(mulligan_call_abandon(call, NAN, 0), MULLIGAN_E_INVALID_ARGUMENT, "now_ms");
+  /* Cancel (0.6): the same checks. */
+  CHECK_FAILS(mulligan_call_cancel(NULL, now, 0), MULLIGAN_E_INVALID_ARGUMENT,
+              "call must not be NULL");
+  CHECK_FAILS(mulligan_call_cancel(call, now, -1), MULLIGAN_E_INVALID_ARGUMENT,
+              "attempts_in_flight must be >= 0, got -1");
+  CHECK_FAILS(mulligan_call_cancel(call, NAN, 0), MULLIGAN_E_INVALID_ARGUMENT, "now_ms");
   mulligan_call_destroy(call);
 
   mulligan_call_destroy(NULL);

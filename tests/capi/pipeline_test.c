@@ -5,6 +5,7 @@
  * clock; no sleeps. Every expected value is worked out by hand in the
  * comments. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -341,6 +342,66 @@ static void test_abandon(void) {
   mulligan_clock_destroy(clock);
 }
 
+/* mulligan_call_cancel (0.6): a call its caller cancelled counts as
+ * cancelled, never as a failure, and charges no breaker: with
+ * failure_threshold 1 a single failure counted would open it. */
+static void test_cancel(void) {
+  mulligan_clock *clock = NULL;
+  mulligan_breaker *b;
+  mulligan_pipeline *p;
+  mulligan_call *call = NULL;
+  mulligan_decision d;
+  mulligan_metrics_snapshot s;
+  mulligan_metrics_snapshot old = MULLIGAN_METRICS_SNAPSHOT_INIT;
+  CHECK_OK(mulligan_clock_create_fake(&clock));
+  b = make_breaker(clock, "pipe-cancel-breaker", 1, 1000.0);
+  p = make_pipeline("pipe-cancel", retry_options(3, MULLIGAN_BACKOFF_CONSTANT, 100.0), b, 0,
+                    clock);
+
+  /* 1: attempt 1 fails (503), the call waits 100 ms to retry, and is
+   * cancelled in that wait: 0 attempts in flight. */
+  CHECK_OK(mulligan_call_begin(&call, p, mulligan_clock_now_ms(clock), NULL));
+  admit_go(call, clock, 1);
+  d = record_http(call, clock, 503);
+  CHECK_INT(d.action, MULLIGAN_ACTION_RETRY);
+  CHECK_OK(mulligan_clock_advance_ms(clock, 50.0));
+  CHECK_OK(mulligan_call_cancel(call, mulligan_clock_now_ms(clock), 0));
+  CHECK_INT(mulligan_call_finished(call), 1);
+  CHECK_OK(mulligan_call_cancel(call, mulligan_clock_now_ms(clock), 0));  /* once only */
+  CHECK_OK(mulligan_call_abandon(call, mulligan_clock_now_ms(clock), 0)); /* no-op after */
+  mulligan_call_destroy(call);
+  CHECK_INT(mulligan_breaker_state_now(b), MULLIGAN_BREAKER_CLOSED);
+
+  /* 2: admitted, then cancelled mid-attempt (1 in flight). */
+  CHECK_OK(mulligan_call_begin(&call, p, mulligan_clock_now_ms(clock), NULL));
+  admit_go(call, clock, 1);
+  CHECK_OK(mulligan_call_cancel(call, mulligan_clock_now_ms(clock), 1));
+  mulligan_call_destroy(call);
+  CHECK_INT(mulligan_breaker_state_now(b), MULLIGAN_BREAKER_CLOSED);
+
+  /* 2 calls, 2 attempts (one recorded, one in flight), none succeeded or
+   * failed, 2 cancelled, none left in flight or waiting. */
+  s = metrics_of("pipe-cancel");
+  CHECK_INT(s.calls, 2);
+  CHECK_INT(s.attempts, 2);
+  CHECK_INT(s.successes, 0);
+  CHECK_INT(s.failures, 0);
+  CHECK_INT(s.cancelled, 2);
+  CHECK_INT(s.in_flight, 0);
+  CHECK_INT(s.waiting_to_retry, 0);
+  /* A caller compiled against 0.1's struct (no `cancelled`) gets the rest
+   * and nothing is written past its struct_size. */
+  old.struct_size = (uint32_t)offsetof(mulligan_metrics_snapshot, cancelled);
+  old.cancelled = 77;
+  CHECK_OK(mulligan_metrics_get("pipe-cancel", &old));
+  CHECK_INT(old.calls, 2);
+  CHECK_INT(old.failures, 0);
+  CHECK_INT(old.cancelled, 77);
+  mulligan_pipeline_destroy(p);
+  mulligan_breaker_destroy(b);
+  mulligan_clock_destroy(clock);
+}
+
 /* The testing switches: a cap on attempts, and no waits. */
 static void test_testing_switches(void) {
   mulligan_clock *clock = NULL;
@@ -625,5 +686,6 @@ int main(void) {
   test_registry();
   test_silent_and_unguarded();
   test_fallback();
+  test_cancel();
   return CHECK_REPORT();
 }

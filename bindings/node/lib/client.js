@@ -159,7 +159,11 @@ class ResilientClient {
     try {
       return await this._loop(call, request, method, headers, body, signal, state);
     } finally {
-      if (!state.finished) native.callAbandon(call, native.pipelineNow(pipe), state.inFlight);
+      if (!state.finished) {
+        // init.signal aborted: cancelled (never a failure); else abandoned.
+        const end = signal !== undefined && signal.aborted ? native.callCancel : native.callAbandon;
+        end(call, native.pipelineNow(pipe), state.inFlight);
+      }
       native.close(call);
     }
   }

@@ -209,6 +209,8 @@ export interface MetricsSnapshot {
   calls: number; attempts: number; retries: number; successes: number; failures: number;
   fallbacks: number; shortCircuits: number; circuitOpens: number; inFlight: number;
   waitingToRetry: number; breakerState: number;
+  /** Calls their caller cancelled (an AbortSignal fired): neither successes nor failures. (Added in 0.6.) */
+  cancelled: number;
 }
 export declare function metrics(): { metrics: Array<Record<string, unknown>>; totals: Record<string, number> };
 export declare function metricsFor(name: string): MetricsSnapshot | null;

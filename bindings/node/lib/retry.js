@@ -308,7 +308,12 @@ async function run(policy, fn, signal, first) {
       }
     }
   } finally {
-    if (!finished) native.callAbandon(call, native.pipelineNow(pipe), inFlight);
+    // An AbortSignal that fired cancels the call (counted cancelled, never
+    // failed); anything else that left the loop (a hook threw) abandons it.
+    if (!finished) {
+      const end = signal !== undefined && signal.aborted ? native.callCancel : native.callAbandon;
+      end(call, native.pipelineNow(pipe), inFlight);
+    }
     native.close(call);
   }
 }

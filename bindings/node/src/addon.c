@@ -405,6 +405,7 @@ static napi_value metrics_get(napi_env env, napi_callback_info info) {
   set_num(env, out, "inFlight", (double)m.in_flight);
   set_num(env, out, "waitingToRetry", (double)m.waiting_to_retry);
   set_num(env, out, "breakerState", m.breaker_state);
+  set_num(env, out, "cancelled", (double)m.cancelled);
   return out;
 }
 
@@ -431,6 +432,7 @@ napi_value call_begin(napi_env env, napi_callback_info info);
 napi_value call_admit(napi_env env, napi_callback_info info);
 napi_value call_record(napi_env env, napi_callback_info info);
 napi_value call_abandon(napi_env env, napi_callback_info info);
+napi_value call_cancel(napi_env env, napi_callback_info info);
 napi_value call_attempts(napi_env env, napi_callback_info info);
 
 double *addon_scratch(napi_env env) { return scratch(env); }
@@ -468,6 +470,7 @@ static napi_value init(napi_env env, napi_value exports) {
       FN("callAdmit", call_admit),
       FN("callRecord", call_record),
       FN("callAbandon", call_abandon),
+      FN("callCancel", call_cancel),
       FN("callAttempts", call_attempts),
 #undef FN
   };

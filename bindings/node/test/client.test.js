@@ -163,6 +163,20 @@ test('attempt timeouts and AbortSignal against a slow nginx location', async (t)
   const aborted = await c2.fetch(`${base}/slow?s=5`, { signal: ac.signal }).catch((e) => e);
   assert.ok(aborted instanceof m.AbortError, String(aborted));
   assert.equal(aborted.abortReason.message, 'user');
+  // An aborted fetch counts as cancelled, never as a failure (0.6): with
+  // failureThreshold 1 one failure would open the breaker and refuse /ok.
+  const ac3 = new AbortController();
+  setTimeout(() => ac3.abort(new Error('user')), 50);
+  const c3 = new m.ResilientClient({ name: 'node_client_cancel', retry: { maxAttempts: 3 },
+    breaker: { failureThreshold: 1, resetTimeoutMs: 60000 } });
+  const cut = await c3.fetch(`${base}/slow?s=5`, { signal: ac3.signal }).catch((e) => e);
+  assert.ok(cut instanceof m.AbortError, String(cut));
+  const s = m.metricsFor('node_client_cancel');
+  // 1 call, its 1 attempt (cut in flight), 0 failures, 1 cancelled, none left.
+  assert.deepEqual([s.calls, s.attempts, s.successes, s.failures, s.cancelled, s.inFlight],
+    [1, 1, 0, 0, 1, 0]);
+  assert.equal((await c3.fetch(`${base}/ok`)).status, 200);
   c.close();
   c2.close();
+  c3.close();
 });

@@ -107,6 +107,23 @@ test('an AbortSignal ends a wait at once with AbortError', async () => {
   assert.ok(err2 instanceof m.AbortError);
 });
 
+test('an aborted call counts as cancelled, never as a failure (0.6)', async () => {
+  // failureThreshold 1: a single failure counted would open the breaker.
+  const breaker = new m.CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 60000 });
+  const ac = new AbortController();
+  const fn = failing(10);
+  const p = m.withRetry(fn, { strategy: 'fixed', baseDelayMs: 60000, maxAttempts: 5, signal: ac.signal,
+    breaker, name: 'node_cancel' });
+  setImmediate(() => ac.abort(new Error('stop'))); // attempt 1 failed; the 60 s wait is cut
+  assert.ok((await p.catch((e) => e)) instanceof m.AbortError);
+  assert.equal(fn.count(), 1);
+  assert.equal(breaker.state, 'closed');
+  const s = m.metricsFor('node_cancel');
+  // 1 call, its 1 attempt, 0 successes, 0 failures, 1 cancelled, none left.
+  assert.deepEqual([s.calls, s.attempts, s.successes, s.failures, s.cancelled, s.inFlight, s.waitingToRetry],
+    [1, 1, 0, 0, 1, 0, 0]);
+});
+
 test('logging of each attempt', async () => {
   const lines = [];
   await m.withRetry(failing(2), { strategy: 'fixed', baseDelayMs: 5, clock: new m.FakeClock(), logger: (l) => lines.push(l) });

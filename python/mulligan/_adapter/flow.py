@@ -37,6 +37,7 @@ from .._http.events import _GAVE_UP_REASONS, _log_give_up, _report_retry
 from .._http.request import _breaker_args, _breaker_key_of, _policy, _retry_on
 from .._redact import redact_url
 from .._retry.fallback import call_fallback
+from .._retry.options import _never_retried
 from .._retry.state import STATE
 from .._telemetry import tracing as _tracing
 from .._validate import UNSET
@@ -74,6 +75,13 @@ def wall_now() -> float:
     native = STATE.native_clock
     return native.wall_now() if native is not None else time.time()
 
+
+
+def _never_retried_now() -> bool:
+    """Whether the exception being handled is a stop exception (a caller's
+    cancel: KeyboardInterrupt, asyncio.CancelledError, ...)."""
+    exc = sys.exc_info()[1]
+    return exc is not None and _never_retried(exc)
 
 class AdapterConfig:
     """An adapter's options, checked once (ValueError/TypeError naming the
@@ -293,9 +301,15 @@ class RequestCall:
         trace.end(exc, reason=reason, error_type=error_type)
 
     def abandon(self, in_flight: int) -> None:
-        """Ends a call stopped by its caller (KeyboardInterrupt, a cancelled
-        task, a raising hook); ``in_flight`` 1 when an attempt was running."""
-        self.core.abandon(STATE.now(), in_flight)
+        """Ends a call left by the exception being handled; ``in_flight`` 1
+        when an attempt was running. A stop exception (KeyboardInterrupt, a
+        cancelled task: its caller cancelled it) cancels the call, counted
+        cancelled, never failed (DESIGN.md; 0.6); anything else (a raising
+        hook) abandons it, counted failed."""
+        if _never_retried_now():
+            self.core.cancel(STATE.now(), in_flight)
+        else:
+            self.core.abandon(STATE.now(), in_flight)
         if self.trace is not None:
             self._end_on(sys.exc_info()[1], "terminal")  # nothing once the call has ended
 

@@ -44,6 +44,7 @@ Rules and their sources:
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from typing import Any, Iterable, Optional
 
@@ -53,6 +54,7 @@ from .._http.base import _testing
 from .._http.events import _log_give_up, _report_retry
 from .._retry.call import refusal
 from .._retry.fallback import call_fallback
+from .._retry.options import _never_retried
 from .._retry.state import STATE
 from .._telemetry import metrics as _metrics
 from .._telemetry import tracing as _tracing
@@ -480,8 +482,15 @@ class GrpcCall:
 
     def abandon(self, in_flight: int) -> None:
         """Ends a call its caller stopped (KeyboardInterrupt, a cancelled
-        task or stream); ``in_flight`` 1 when an attempt was running."""
-        self.core.abandon(STATE.now(), in_flight)
+        task or stream); ``in_flight`` 1 when an attempt was running. Left
+        by a stop exception (KeyboardInterrupt, a cancelled task) the call
+        is cancelled, counted cancelled, never failed (DESIGN.md; 0.6);
+        otherwise abandoned, counted failed."""
+        exc = sys.exc_info()[1]
+        if exc is not None and _never_retried(exc):
+            self.core.cancel(STATE.now(), in_flight)
+        else:
+            self.core.abandon(STATE.now(), in_flight)
         if self.trace is not None:  # nothing once the call's span has ended
             self.trace.end(None, 0, "abandoned", "abandoned")
 

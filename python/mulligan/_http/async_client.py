@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Optional, Union
 
 from .. import _core, _validate
 from .._errors import CircuitOpenError, TransportError
+from .._retry.options import _never_retried
 from .._retry.state import STATE
 from .._telemetry import tracing as _tracing
 from .._validate import UNSET as _UNSET
@@ -331,9 +332,16 @@ class AsyncClient(_ClientBase):
                     driver.start(call, fut)
                 done, call = call, None
                 raw = driver.finish(done)
-            finally:
-                if call is not None:  # cancelled, failed or the client closed
-                    driver.cancel(call)
+            except BaseException as left:
+                if call is not None:
+                    if _never_retried(left):
+                        # The awaiting task was cancelled (or Ctrl-C): counted
+                        # cancelled, never a failure (DESIGN.md), breaker and
+                        # budget not charged.
+                        driver.cancel_copy(call)
+                    else:  # a hook raised or the client closed: abandoned, failed
+                        driver.cancel(call)
+                raise
         except (TransportError, CircuitOpenError) as exc:
             if trace is not None:
                 trace.http_error(exc)

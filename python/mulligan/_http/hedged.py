@@ -21,8 +21,9 @@ friends, by origin), so nothing is recorded twice. A cancelled loser is
 released without judging the origin and without charging the budget, and
 its call is counted ``cancelled`` in the origin's metrics, neither a
 success nor a failure (``driver.cancel_copy``; issue 18). A copy ended
-because the whole request was cancelled or the client closed is abandoned
-as any request is.
+because the whole request was cancelled by its caller is counted cancelled
+the same way (0.6); one ended because the client closed is abandoned as
+any request is.
 
 .. versionadded:: 0.6.0
 """
@@ -37,6 +38,7 @@ from typing import Any, Optional
 
 from .. import _core, _validate
 from .._errors import CircuitOpenError, TransportError
+from .._retry.options import _never_retried
 from .._retry.state import STATE
 from .._telemetry import metrics as _metrics
 from .._text import fold
@@ -139,8 +141,9 @@ async def _copy(
     """Runs one copy: a one-attempt call on the driver. Returns the native
     response tuple, or raises its TransportError / CircuitOpenError.
     Cancelling the task removes its transfer: with ``loser[0]`` set (the
-    hedged call named it a loser) through driver.cancel_copy (counted
-    cancelled), else through driver.cancel (abandoned)."""
+    hedged call named it a loser) or a cancel from the request's caller,
+    through driver.cancel_copy (counted cancelled), else (the client closed)
+    through driver.cancel (abandoned, counted failed)."""
     method, url, pairs, body, key, policy, follow_redirects, max_redirects, strict = args
     loop = driver.loop
     fut = loop.create_future()
@@ -160,12 +163,15 @@ async def _copy(
             driver.start(call, fut)
         done, call = call, None
         return driver.finish(done)  # type: ignore[no-any-return]
-    finally:
-        if call is not None:  # cancelled (a loser), or the client closed
-            if loser[0]:
+    except BaseException as left:
+        if call is not None:
+            # A loser, or the whole request cancelled by its caller: counted
+            # cancelled; the client closed (RuntimeError): abandoned, failed.
+            if loser[0] or _never_retried(left):
                 driver.cancel_copy(call)
             else:
                 driver.cancel(call)
+        raise
 
 
 async def _cancel(tasks: list[asyncio.Task[Any]]) -> None:

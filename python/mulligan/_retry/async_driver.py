@@ -88,8 +88,8 @@ async def _run_async(
                 if not call.rejected(result):
                     return result
                 exc = None
-    except BaseException:
-        call.abandon()
+    except BaseException as e:
+        call.left(e)  # a cancelled wait or Ctrl-C: cancelled; a hook's error: failed
         raise
 
 

@@ -140,9 +140,11 @@ class _BlockRun:
     def waited(self) -> float:
         return 0.0 if self.call is None else self.call.waited
 
-    def abandon(self) -> None:
+    def left(self, exc: BaseException) -> None:
+        """Ends the run left by ``exc`` during a wait: a cancel or Ctrl-C
+        counts it cancelled, anything else failed (_Call.left)."""
         if self.call is not None:
-            self.call.abandon()
+            self.call.left(exc)
 
     def end(self, exc: Optional[BaseException]) -> None:
         """Ends the run's span (tracing on), once."""
@@ -194,8 +196,8 @@ def _iterate(run: _BlockRun) -> Iterator[Attempt]:
         if delay > 0:
             try:
                 STATE.sleep(delay)
-            except BaseException:
-                run.abandon()
+            except BaseException as e:
+                run.left(e)
                 raise
         number += 1
 
@@ -239,8 +241,8 @@ async def _iterate_async(run: _BlockRun) -> AsyncIterator[Attempt]:
         if delay > 0:
             try:
                 await async_sleep(delay)
-            except BaseException:
-                run.abandon()
+            except BaseException as e:
+                run.left(e)
                 raise
         number += 1
 

@@ -98,10 +98,10 @@ def terminal_outcome(cfg: _Config, exc: BaseException) -> Any:
 
 def end_unretried(cfg: _Config, core: Any, exc: BaseException) -> None:
     """Ends ``core`` (a guarded call's first attempt) on an exception the
-    policy does not retry: a stop exception abandons it, any other is a
-    terminal outcome."""
+    policy does not retry: a stop exception cancels it (counted cancelled,
+    never failed: DESIGN.md), any other is a terminal outcome."""
     if _never_retried(exc):
-        core.abandon(STATE.now(), 1)
+        core.cancel(STATE.now(), 1)
     else:
         core.record(terminal_outcome(cfg, exc), STATE.now())
 
@@ -113,12 +113,13 @@ def first_failure(
     rejected ``result``): returns the :class:`_Call` that retries it, or None
     when the failure must propagate as it is (then ``exc`` is raised, or
     ``result`` returned, by the caller): a stop exception (KeyboardInterrupt,
-    SystemExit, GeneratorExit, CancelledError) ends the call unjudged, and
+    SystemExit, GeneratorExit, CancelledError) cancels the call (unjudged,
+    counted cancelled, not failed), and
     with retries off (mulligan.testing.set_active(False)) the attempt is
     recorded (for a breaker) without hooks, notes or logs."""
     if exc is not None and _never_retried(exc):
         if core is not None:
-            core.abandon(STATE.now(), 1)
+            core.cancel(STATE.now(), 1)
         return None
     if cfg.budget is not None:
         cfg.budget._flush()  # the successes counted since, before the failure
@@ -319,7 +320,7 @@ class _Call:
     def unretried(self, exc: BaseException) -> None:
         """Ends the call on an exception the policy does not retry, which the
         caller re-raises: a stop exception (KeyboardInterrupt, CancelledError)
-        abandons the call; any other is a terminal outcome."""
+        cancels the call; any other is a terminal outcome."""
         if _never_retried(exc):
             self.interrupted()
         else:
@@ -342,16 +343,37 @@ class _Call:
     def interrupted(self) -> None:
         """Ends a call whose attempt was stopped (KeyboardInterrupt, a
         cancelled task): the attempt counts as made, its breaker permit is
-        freed unjudged, and the call counts as failed."""
-        self.abandon(in_flight=1)
+        freed unjudged, the budget is not told, and the call counts as
+        cancelled, not failed (DESIGN.md: a stop exception is never counted
+        as a failure)."""
+        self.cancel(in_flight=1)
+
+    def cancel(self, in_flight: int = 0) -> None:
+        """Ends a call its caller cancelled (a stop exception: a cancelled
+        task or wait, KeyboardInterrupt, SystemExit, GeneratorExit): what it
+        holds is freed unjudged (Call::Cancel) and the metrics count it under
+        ``cancelled``, neither success nor failure; ``in_flight`` 1 when an
+        attempt was running. Does nothing once the call ended. (Added in 0.6.)"""
+        self.core.cancel(STATE.now(), in_flight)
+        if not self.done:
+            self.finish("terminal")
 
     def abandon(self, in_flight: int = 0) -> None:
         """Ends a call left by an exception that is not an attempt's failure
-        (a cancelled wait, KeyboardInterrupt): counted as a terminal failure;
+        nor a cancel (a hook that raised): counted as a terminal failure;
         ``in_flight`` 1 when an attempt was running."""
         self.core.abandon(STATE.now(), in_flight)
         if not self.done:
             self.finish("terminal")
+
+    def left(self, exc: BaseException, in_flight: int = 0) -> None:
+        """Ends a call left by ``exc``, raised outside an attempt (a wait, a
+        hook): cancelled when ``exc`` is a stop exception (a cancelled wait,
+        Ctrl-C), else abandoned as a failure. (Added in 0.6.)"""
+        if _never_retried(exc):
+            self.cancel(in_flight)
+        else:
+            self.abandon(in_flight)
 
     def finish(self, reason: str) -> None:
         """Publishes the call's statistics (once)."""

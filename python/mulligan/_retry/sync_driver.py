@@ -75,8 +75,8 @@ def _run_sync(
                 if not call.rejected(result):
                     return result
                 exc = None
-    except BaseException:
-        call.abandon()
+    except BaseException as e:
+        call.left(e)  # a cancelled wait or Ctrl-C: cancelled; a hook's error: failed
         raise
 
 

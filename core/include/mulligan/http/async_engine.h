@@ -121,7 +121,8 @@ class HttpAsyncEngine {
   // the metrics. Destroying the engine does the same for pending calls.
   void Cancel(uint64_t id);
   // Cancels call `id` because its answer is no longer wanted: a hedged
-  // request's losing copy (another copy won, or one failed fatally). As
+  // request's losing copy (another copy won, or one failed fatally), or a
+  // request whose caller cancelled it (Python's awaiting task). As
   // Cancel, the transfer in flight is removed (its connection is closed,
   // never reused mid-request) and a half-open probe permit is freed without
   // judging the origin, and the retry budget is not told; but the metrics

@@ -46,8 +46,8 @@ struct AttemptAdmission {
     // early when the ticket is granted: a blocking front door waits with
     // ticket->WaitFor(delay) (WaitForAdmission below does it), an event loop
     // sets ticket->SetOnGrant and a timer of `delay`, then calls Admit again
-    // either way; a caller that gives up instead (cancelled) calls Abandon,
-    // which frees the place. (Used since 0.3.)
+    // either way; a caller that gives up instead (cancelled) calls Cancel
+    // (or Abandon), which frees the place. (Used since 0.3.)
     kWait = 1,
     // Do not run it: the call is over (`reason` says why; never retried).
     kRefuse = 2,
@@ -129,9 +129,11 @@ struct CallOptions {
 
 // One logical call. Made by Pipeline::Begin; the caller steps it with Admit
 // before each attempt and Record after it, until Record returns a stop
-// decision or Admit refuses. A call that ends otherwise (its caller was
-// cancelled or interrupted) must be told with Abandon, or its breaker permit
-// is held until the permit times out.
+// decision or Admit refuses. A call that ends otherwise must be told, or its
+// breaker permit is held until the permit times out: with Cancel when its
+// caller cancelled it (a cancelled task or context, KeyboardInterrupt, an
+// AbortSignal: never counted as a failure, DESIGN.md), with Abandon when
+// the end is a failure (a hook's error, a panic, a transfer torn down).
 //
 // Thread-safety: not thread-safe; one call belongs to one logical call (one
 // thread, or one coroutine at a time). The pipeline it came from is shared.
@@ -163,17 +165,20 @@ class Call {
   // any engine call when the pipeline has no breaker).
   Decision Record(const Outcome& outcome, TimePoint now);
 
-  // Ends a call that stopped for a reason of the caller's (a cancelled task,
-  // KeyboardInterrupt, an on_retry hook's cancel, an aborted transfer):
-  // frees what strategies hold (a half-open probe's slot is freed without
-  // judging the dependency) and reports the call as failed (stop reason
-  // kTerminal) with `attempts_in_flight` more attempts than were recorded
-  // (1 when an attempt was running). Does nothing once finished.
+  // Ends a call that stopped on a failure outside its attempts (a hook that
+  // raised, a panic, an aborted transfer, a client closed under it; a
+  // caller's cancel is Cancel's, 0.6): frees what strategies hold (a
+  // half-open probe's slot is freed without judging the dependency) and
+  // reports the call as failed (stop reason kTerminal) with
+  // `attempts_in_flight` more attempts than were recorded (1 when an
+  // attempt was running). Does nothing once finished.
   void Abandon(TimePoint now, int attempts_in_flight = 0);
 
   // Ends a call its caller cancelled because it is no longer wanted: a
   // hedged request's losing copy (hedging/hedging.h: "a cancelled copy is
-  // recorded neither as a success nor as a failure"). Frees what strategies
+  // recorded neither as a success nor as a failure"), a cancelled task or
+  // context, KeyboardInterrupt, an AbortSignal (DESIGN.md: never counted as
+  // a failure). Frees what strategies
   // hold as Abandon does (the breaker permit is released as kIgnored, which
   // frees a half-open slot without judging the dependency; the retry budget
   // is not told), but the metrics count the call as `cancelled`, not as a
