@@ -951,6 +951,13 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn mulligan_call_use_fallback(call: *const mulligan_call) -> core::ffi::c_int;
 }
+unsafe extern "C" {
+    pub fn mulligan_call_cancel(
+        call: *mut mulligan_call,
+        now_ms: f64,
+        attempts_in_flight: core::ffi::c_int,
+    ) -> core::ffi::c_int;
+}
 pub const MULLIGAN_IDEMPOTENCY_RESERVED: mulligan_idempotency_state = 0;
 pub const MULLIGAN_IDEMPOTENCY_REPLAY: mulligan_idempotency_state = 1;
 pub const MULLIGAN_IDEMPOTENCY_IN_FLIGHT: mulligan_idempotency_state = 2;
@@ -1508,6 +1515,7 @@ pub struct mulligan_metrics_snapshot {
     pub in_flight: i64,
     pub waiting_to_retry: i64,
     pub breaker_state: core::ffi::c_int,
+    pub cancelled: u64,
 }
 unsafe extern "C" {
     pub fn mulligan_metrics_prometheus(

@@ -1314,6 +1314,9 @@ pub mod metrics {
         pub successes: u64,
         /// Calls that failed (gave up).
         pub failures: u64,
+        /// Calls their caller cancelled (a hedged request's losing copy, a
+        /// cancelled task): neither successes nor failures. (0.6)
+        pub cancelled: u64,
         /// Attempts refused by an open breaker.
         pub short_circuits: u64,
         /// Calls in flight now.
@@ -1370,6 +1373,7 @@ pub mod metrics {
             retries: s.retries,
             successes: s.successes,
             failures: s.failures,
+            cancelled: s.cancelled,
             short_circuits: s.short_circuits,
             in_flight: s.in_flight,
             waiting_to_retry: s.waiting_to_retry,
