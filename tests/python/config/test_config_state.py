@@ -166,20 +166,27 @@ def _limited_policy_doc(state: dict[str, Any], shared: bool = True) -> dict[str,
 
 
 def test_rate_limiter_shared(redis_server: Any, tmp_path: Path) -> None:
-    with testing.FakeClock():
+    with testing.FakeClock() as clock:
         mulligan.load_config(_write(tmp_path, _limited_policy_doc(
             {"redis": redis_server.url, "prefix": "cfg"})))
         limiter = mulligan.policy("p").rate_limiter
         assert limiter.shared
         # Another "process" with its own connection shares the budget: burst
-        # 2 in all, then the next slot 100 ms away (rate 10/s).
+        # 2 in all, then the next slot 100 ms after the first.
         other = mulligan.RateLimiter(10, burst=2, max_wait=0, name="api",
                                      state=mulligan.RedisState(redis_server.url, prefix="cfg"))
         assert limiter.reserve() == 0.0
+        # Each limiter maps the clock to Unix time by its own anchor (a real
+        # monotonic and wall reading, bracketed), so two processes' "same
+        # instant" can differ by microseconds on a loaded machine: `other`
+        # calls 1 ms later, so that it cannot land before the first call.
+        clock.advance(0.001)
         assert other.reserve() == 0.0
+        # The cell's next slot: first call + 2 x 100 ms, less the burst's
+        # 100 ms, seen 1 ms after the first call by the same limiter: 99 ms.
         with pytest.raises(mulligan.RateLimitedError) as e:
             limiter.reserve()
-        assert e.value.retry_in == pytest.approx(0.1, abs=1e-4)
+        assert e.value.retry_in == pytest.approx(0.099, abs=1e-4)
         mulligan.load_config(_write(tmp_path, _limited_policy_doc(
             {"redis": redis_server.url, "prefix": "cfg"}, shared=False)))
         assert not mulligan.policy("p").rate_limiter.shared
