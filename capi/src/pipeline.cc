@@ -68,6 +68,20 @@ int StepTime(const mulligan::Call& call, double now_ms, mulligan::TimePoint* now
   return MULLIGAN_OK;
 }
 
+// Ends `call` (not NULL) before its outcome is known, by `end` (Call::Abandon: counted
+// failed; Call::Cancel: counted cancelled), after checking the arguments.
+int EndEarly(mulligan_call* call, double now_ms, int attempts_in_flight,
+             void (mulligan::Call::*end)(mulligan::TimePoint, int)) {
+  mulligan::TimePoint now;
+  if (int rc = StepTime(call->impl, now_ms, &now)) return rc;
+  if (attempts_in_flight < 0) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "attempts_in_flight must be >= 0, got %d",
+                    attempts_in_flight);
+  }
+  (call->impl.*end)(now, attempts_in_flight);
+  return MULLIGAN_OK;
+}
+
 int Finished(const char* func) {
   return SetError(MULLIGAN_E_INVALID_ARGUMENT,
                   "%s: the call is finished (stopped or abandoned); begin a new call", func);
@@ -306,14 +320,7 @@ int mulligan_call_record(mulligan_call* call, const mulligan_outcome* outcome, d
 int mulligan_call_abandon(mulligan_call* call, double now_ms, int attempts_in_flight) {
   MULLIGAN_CAPI_BEGIN
   MULLIGAN_CHECK_NOT_NULL(call);
-  mulligan::TimePoint now;
-  if (int rc = StepTime(call->impl, now_ms, &now)) return rc;
-  if (attempts_in_flight < 0) {
-    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "attempts_in_flight must be >= 0, got %d",
-                    attempts_in_flight);
-  }
-  call->impl.Abandon(now, attempts_in_flight);
-  return MULLIGAN_OK;
+  return EndEarly(call, now_ms, attempts_in_flight, &mulligan::Call::Abandon);
   MULLIGAN_CAPI_END
 }
 
@@ -359,14 +366,7 @@ int mulligan_call_use_fallback(const mulligan_call* call) {
 int mulligan_call_cancel(mulligan_call* call, double now_ms, int attempts_in_flight) {
   MULLIGAN_CAPI_BEGIN
   MULLIGAN_CHECK_NOT_NULL(call);
-  mulligan::TimePoint now;
-  if (int rc = StepTime(call->impl, now_ms, &now)) return rc;
-  if (attempts_in_flight < 0) {
-    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "attempts_in_flight must be >= 0, got %d",
-                    attempts_in_flight);
-  }
-  call->impl.Cancel(now, attempts_in_flight);
-  return MULLIGAN_OK;
+  return EndEarly(call, now_ms, attempts_in_flight, &mulligan::Call::Cancel);
   MULLIGAN_CAPI_END
 }
 

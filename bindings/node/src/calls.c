@@ -204,29 +204,29 @@ napi_value call_record(napi_env env, napi_callback_info info) {
 }
 
 /* callAbandon(call, nowMs, attemptsInFlight), then the call is destroyed. */
-napi_value call_abandon(napi_env env, napi_callback_info info) {
+/* Reads (call, nowMs, attemptsInFlight) and ends the call early with `end`
+ * (mulligan_call_abandon or mulligan_call_cancel). */
+static napi_value end_early(napi_env env, napi_callback_info info,
+                            int (*end)(mulligan_call *, double, int)) {
   ARGS(3);
   double now = 0, inflight = 0;
   box *b = box_get(env, argv[0], BOX_CALL, "call");
   if (b == NULL || get_number(env, argv[1], "nowMs", &now) != 0 ||
       get_number(env, argv[2], "attemptsInFlight", &inflight) != 0)
     return NULL;
-  mulligan_call_abandon((mulligan_call *)b->ptr, now, (int)inflight);
+  end((mulligan_call *)b->ptr, now, (int)inflight);
   return NULL;
+}
+
+napi_value call_abandon(napi_env env, napi_callback_info info) {
+  return end_early(env, info, mulligan_call_abandon);
 }
 
 /* callCancel(call, nowMs, attemptsInFlight): as callAbandon, for a call its
  * caller cancelled (an AbortSignal fired): counted cancelled, not failed
  * (mulligan_call_cancel). (Added in 0.6.) */
 napi_value call_cancel(napi_env env, napi_callback_info info) {
-  ARGS(3);
-  double now = 0, inflight = 0;
-  box *b = box_get(env, argv[0], BOX_CALL, "call");
-  if (b == NULL || get_number(env, argv[1], "nowMs", &now) != 0 ||
-      get_number(env, argv[2], "attemptsInFlight", &inflight) != 0)
-    return NULL;
-  mulligan_call_cancel((mulligan_call *)b->ptr, now, (int)inflight);
-  return NULL;
+  return end_early(env, info, mulligan_call_cancel);
 }
 
 napi_value call_attempts(napi_env env, napi_callback_info info) {
