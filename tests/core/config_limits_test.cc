@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mulligan/config/config.h"
+#include "config_test_util.h"
 #include "mulligan/http/client_config.h"
 
 namespace mulligan {
@@ -22,18 +23,10 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-LoadOptions NoEnv() {
-  LoadOptions options;
-  options.env_overrides = false;
-  return options;
-}
+using config_test::NoEnv;
 
 // The error message of loading `json` (empty when it loads).
-std::string ErrorOf(const std::string& json) {
-  PolicyRegistry registry;
-  Result<LoadReport> report = registry.LoadString(json, "limits.json", NoEnv());
-  return report.ok() ? "" : report.status().message();
-}
+std::string ErrorOf(const std::string& json) { return config_test::LoadError(json, "limits.json"); }
 
 const char* const kAll = R"({
   "budgets": {

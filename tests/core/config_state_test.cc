@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mulligan/config/config.h"
+#include "config_test_util.h"
 
 namespace mulligan {
 namespace {
@@ -19,18 +20,10 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-LoadOptions NoEnv() {
-  LoadOptions options;
-  options.env_overrides = false;
-  return options;
-}
+using config_test::NoEnv;
 
 // The error message of loading `json` (empty when it loads).
-std::string ErrorOf(const std::string& json) {
-  PolicyRegistry registry;
-  Result<LoadReport> report = registry.LoadString(json, "state.json", NoEnv());
-  return report.ok() ? "" : report.status().message();
-}
+std::string ErrorOf(const std::string& json) { return config_test::LoadError(json, "state.json"); }
 
 TEST(ConfigState, StateSectionAndSharedEntriesLoad) {
   PolicyRegistry registry;
