@@ -181,6 +181,16 @@ py::dict LimitsDict(const LimitsSnapshot& limits) {
     outboxes.append(d);
   }
   out["outboxes"] = outboxes;
+  py::list shared;  // (Added in 0.6.)
+  for (const auto& s : limits.shared_states) {
+    py::dict d;
+    d["part"] = s.part;
+    d["name"] = s.name;
+    d["fallback"] = s.fallback;
+    d["fallback_periods"] = s.fallback_periods;
+    shared.append(d);
+  }
+  out["shared_states"] = shared;
   return out;
 }
 

@@ -26,7 +26,12 @@ full, timeout), ``mulligan.rate_limiter.admitted`` / ``.waited`` /
 pending, leased), ``mulligan.outbox.oldest_age`` (gauge, seconds),
 ``mulligan.outbox.deliveries`` (attribute ``mulligan.outbox.result``:
 success, failure, lease_expired) and ``mulligan.outbox.dead_letters``, each
-with the attribute ``mulligan.outbox``. Following the HTTP semantic
+with the attribute ``mulligan.outbox``; and the parts shared through a state
+backend: ``mulligan.shared_state.fallback`` (gauge, 1 while the part serves
+from its local state alone, else 0) and ``mulligan.shared_state.fallbacks``
+(counter of fallback periods begun), each with the attributes
+``mulligan.shared_state.part`` (breaker, rate_limiter) and ``mulligan.name``.
+Following the HTTP semantic
 conventions, every retry scheduled while a span is recording sets
 ``http.request.resend_count`` on that span to the number of the attempt about
 to be sent minus one (attribute defined by OpenTelemetry's HTTP client span
@@ -181,6 +186,7 @@ class OtelBridge:
             "mulligan.bulkhead.rejections", callbacks=[bulkhead_rejections], unit="{call}"
         )
         OtelBridge._register_outboxes(meter)
+        OtelBridge._register_shared_states(meter)
 
     @staticmethod
     def _register_outboxes(meter: Meter) -> None:
@@ -220,6 +226,31 @@ class OtelBridge:
         )
         meter.create_observable_counter(
             "mulligan.outbox.dead_letters", callbacks=[dead_letters], unit="{entry}"
+        )
+
+    @staticmethod
+    def _register_shared_states(meter: Meter) -> None:
+        """The parts shared through a state backend (0.6): whether each
+        serves from local state alone now, and how many times it began to
+        (the Prometheus families ``mulligan_shared_state_fallback`` and
+        ``mulligan_shared_state_fallbacks_total``)."""
+
+        def observe(value: Callable[[dict[str, Any]], int]) -> Callable[[CallbackOptions], Iterable[Observation]]:
+            def callback(_: CallbackOptions) -> Iterable[Observation]:
+                return [
+                    Observation(value(s), {"mulligan.shared_state.part": s["part"], "mulligan.name": s["name"]})
+                    for s in _metrics.limits_snapshot()["shared_states"]
+                ]
+
+            return callback
+
+        meter.create_observable_gauge(
+            "mulligan.shared_state.fallback", callbacks=[observe(lambda s: int(bool(s["fallback"])))]
+        )
+        meter.create_observable_counter(
+            "mulligan.shared_state.fallbacks",
+            callbacks=[observe(lambda s: int(s["fallback_periods"]))],
+            unit="{period}",
         )
 
     @staticmethod

@@ -15,7 +15,9 @@ overload primitives' families (``mulligan_budget_tokens``,
 ``mulligan_bulkhead_*``, ``mulligan_rate_limiter_*``,
 ``mulligan_adaptive_rate_*``), and since 0.6 the durable outboxes'
 (``mulligan_outbox_depth``, ``_oldest_age_seconds``, ``_deliveries_total``,
-``_dead_letters_total``), the same names and help texts as the engine's own
+``_dead_letters_total``) and the parts shared through a state backend
+(``mulligan_shared_state_fallback``, ``mulligan_shared_state_fallbacks_total``),
+the same names and help texts as the engine's own
 text export (:func:`mulligan.prometheus_text`).
 
 .. versionadded:: 0.1.0
@@ -225,6 +227,7 @@ def _limit_families(
             limiter_waits.add_metric([r["name"]], buckets=_buckets(h), sum_value=float(h["sum"]))
         yield limiter_waits
     yield from _outbox_families(limits["outboxes"])
+    yield from _shared_state_families(limits["shared_states"])
 
 
 def _outbox_families(outboxes: list[dict[str, Any]]) -> Iterator[Any]:
@@ -264,6 +267,28 @@ def _outbox_families(outboxes: list[dict[str, Any]]) -> Iterator[Any]:
     yield age
     yield deliveries
     yield dead
+
+
+def _shared_state_families(parts: list[dict[str, Any]]) -> Iterator[Any]:
+    """The shared parts' fallback families (0.6), as the engine's text export has them."""
+    if not parts:
+        return
+    fallback = GaugeMetricFamily(
+        "mulligan_shared_state_fallback",
+        "1 while a part shared through a state backend serves from its local state alone "
+        "(the backend unreachable), else 0.",
+        labels=["part", "name"],
+    )
+    periods = CounterMetricFamily(
+        "mulligan_shared_state_fallbacks",
+        "Times a part shared through a state backend began serving from its local state alone.",
+        labels=["part", "name"],
+    )
+    for p in parts:
+        fallback.add_metric([p["part"], p["name"]], 1.0 if p["fallback"] else 0.0)
+        periods.add_metric([p["part"], p["name"]], float(p["fallback_periods"]))
+    yield fallback
+    yield periods
 
 
 def register(registry: Optional[CollectorRegistry] = None) -> MulliganCollector:

@@ -108,6 +108,14 @@ void AddLimitsJson(boost::json::object& root, const LimitsSnapshot& limits) {
                         {"dead_letters", o.dead_letters}});
   }
   root["outboxes"] = std::move(outboxes);
+  boost::json::array shared;  // (Added in 0.6.)
+  for (const auto& p : limits.shared_states) {
+    shared.push_back({{"part", p.part},
+                      {"name", p.name},
+                      {"fallback", p.fallback},
+                      {"fallback_periods", p.fallback_periods}});
+  }
+  root["shared_states"] = std::move(shared);
 }
 
 }  // namespace

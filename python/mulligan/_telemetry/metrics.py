@@ -212,6 +212,13 @@ def limits_snapshot() -> dict[str, list[dict[str, Any]]]:
       ``failure``, ``lease_expired``), ``dead_letters``, read from each live
       :class:`mulligan.Outbox`'s file at the installed fake clock's reading
       (as Unix seconds), else ``time.time()``.
+    * ``shared_states`` (0.6): the parts shared through a state backend
+      (:class:`mulligan.RedisState`): ``part`` (``"breaker"`` or
+      ``"rate_limiter"``), ``name``, ``fallback`` (True while the part serves
+      from its local state alone because Redis is unreachable) and
+      ``fallback_periods`` (times it began to), the values of the Prometheus
+      families ``mulligan_shared_state_fallback`` and
+      ``mulligan_shared_state_fallbacks_total``.
 
     Thread-safety: safe from any thread.
     """

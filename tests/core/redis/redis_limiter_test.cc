@@ -243,6 +243,12 @@ TEST_F(RedisLimiterTest, AFallbackPeriodIsInTheMetrics) {
   EXPECT_TRUE(shared_states()[0].fallback);
   EXPECT_EQ(line("mulligan_shared_state_fallback"), "1");
   EXPECT_EQ(line("mulligan_shared_state_fallbacks_total"), "1");
+  // metrics_json (0.6) carries the same values.
+  const std::string json = registry.ToJson(clock_.Now());
+  EXPECT_NE(json.find(R"("shared_states":[{"part":"rate_limiter","name":"api","fallback":true,)"
+                      R"("fallback_periods":1}])"),
+            std::string::npos)
+      << json;
   // Back: the gauge drops to 0, the period count stays.
   ASSERT_EQ(server_.Start(), "");
   clock_.Advance(milliseconds(100));

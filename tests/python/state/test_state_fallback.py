@@ -9,6 +9,7 @@ restarted; no secret of the URL is ever printed.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -33,12 +34,20 @@ def _await(done: Callable[[], bool], limit: float = 5.0) -> bool:
 
 def _sample(part: str, name: str) -> tuple[str, str]:
     """The (gauge, counter) values of one shared part in the Prometheus text,
-    or ("absent", "absent")."""
+    or ("absent", "absent"), after checking that ``metrics_json()`` and
+    ``limits_snapshot()`` (0.6) report the same values."""
     text = mulligan.prometheus_text()
     labels = re.escape(f'{{part="{part}",name="{name}"}}')
     gauge = re.search(rf"^mulligan_shared_state_fallback{labels} (\S+)$", text, re.M)
     total = re.search(rf"^mulligan_shared_state_fallbacks_total{labels} (\S+)$", text, re.M)
-    return (gauge.group(1) if gauge else "absent", total.group(1) if total else "absent")
+    sample = (gauge.group(1) if gauge else "absent", total.group(1) if total else "absent")
+    for parts in (json.loads(mulligan.metrics_json())["shared_states"],
+                  mulligan.limits_snapshot()["shared_states"]):
+        mine = [p for p in parts if (p["part"], p["name"]) == (part, name)]
+        seen = ("absent", "absent") if not mine else (
+            "1" if mine[0]["fallback"] is True else "0", str(mine[0]["fallback_periods"]))
+        assert seen == sample, (parts, text)
+    return sample
 
 
 def _state_records(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
@@ -136,3 +145,56 @@ def test_a_shared_limiter_says_when_it_falls_back_and_resumes(
         assert _state_records(caplog, logging.INFO) == [
             "mulligan.RateLimiter 'fb-limiter': redis://127.0.0.1:"
             f"{redis_server.port}/0 answers again; the limit is shared again"]
+
+
+def test_the_fallback_reaches_opentelemetry(redis_server: Any) -> None:
+    """mulligan.otel (0.6): mulligan.shared_state.fallback (gauge, 1 / 0) and
+    mulligan.shared_state.fallbacks (periods begun), read from the engine at
+    each collection, with the part and the name as attributes."""
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    import mulligan.otel
+
+    try:
+        import prometheus_client
+    except ImportError:
+        prometheus_client = None
+
+    def points() -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for resource_metrics in reader.get_metrics_data().resource_metrics:
+            for scope in resource_metrics.scope_metrics:
+                for metric in scope.metrics:
+                    for point in metric.data.data_points:
+                        if dict(point.attributes) == {"mulligan.shared_state.part": "breaker",
+                                                      "mulligan.name": "otel-breaker"}:
+                            found[metric.name] = point.value
+        return found
+
+    reader = InMemoryMetricReader()
+    bridge = mulligan.otel.instrument(MeterProvider(metric_readers=[reader]))
+    state = mulligan.RedisState(redis_server.url, prefix="fbotel")
+    breaker = mulligan.CircuitBreaker("otel-breaker", state=state, poll_interval=0.05)
+    try:
+        assert _await(lambda: breaker.sharing_health()["shared"])  # type: ignore[index]
+        assert points() == {"mulligan.shared_state.fallback": 0, "mulligan.shared_state.fallbacks": 0}
+        redis_server.stop()
+        assert _await(lambda: _sample("breaker", "otel-breaker") == ("1", "1"))
+        assert points() == {"mulligan.shared_state.fallback": 1, "mulligan.shared_state.fallbacks": 1}
+        if prometheus_client is not None:  # mulligan.prometheus: the same families
+            import mulligan.prometheus
+
+            registry = prometheus_client.CollectorRegistry()
+            mulligan.prometheus.register(registry)
+            text = prometheus_client.generate_latest(registry).decode()
+            labels = '{name="otel-breaker",part="breaker"}'
+            assert f"mulligan_shared_state_fallback{labels} 1.0" in text
+            assert f"mulligan_shared_state_fallbacks_total{labels} 1.0" in text
+        redis_server.start()
+        assert _await(lambda: _sample("breaker", "otel-breaker") == ("0", "1"), limit=10.0)
+        assert points() == {"mulligan.shared_state.fallback": 0, "mulligan.shared_state.fallbacks": 1}
+    finally:
+        breaker.close_sharing()
+        bridge.uninstrument()

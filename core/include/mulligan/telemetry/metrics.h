@@ -533,7 +533,9 @@ class MetricsRegistry {
   // "rejections_by_reason", and totals hold "rejections". Since 0.6 the
   // root holds "outboxes": [{"name", "pending", "leased", "done", "dead",
   // "depth", "oldest_age_seconds", "deliveries": {"success", "failure",
-  // "lease_expired"}, "dead_letters"}], read at `wall_now`.
+  // "lease_expired"}, "dead_letters"}], read at `wall_now`, and
+  // "shared_states": [{"part", "name", "fallback" (bool), "fallback_periods"}]
+  // (the Prometheus mulligan_shared_state_fallback families' values).
   std::string ToJson() const;
   std::string ToJson(TimePoint now, std::optional<WallTime> wall_now = std::nullopt) const;
 
