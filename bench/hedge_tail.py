@@ -1,6 +1,6 @@
 """Hedged requests against a slow tail, on a real nginx (issue 18).
 
-    python bench/hedge_tail.py [--calls 2000] [--quantile 0.95]
+    python bench/hedge_tail.py [--calls 2000] [--quantile 0.95] [--cxx build/bench/hedge_tail_bench]
 
 One nginx (tests/nginx, one worker) serves every run. Its /tail location
 makes 2% of requests (split_clients on $request_id: random, independent of
@@ -19,6 +19,10 @@ perf_counter) and the extra load: requests nginx saw (its access log) per
 call, minus one. Issue 18's goal: p99 at least 10x lower than without
 hedging, at no more than 5% extra requests.
 
+With --cxx (0.6), the same three runs of the C++ HttpClient (its hedged
+Send: the copies on one libcurl multi handle in the calling thread) follow,
+sent by bench/hedge_tail_bench.cc; their delay is the unhedged C++ run's p95.
+
 The machine's load moves the 1 ms: read the ratios, not the absolute numbers.
 """
 
@@ -26,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import subprocess
 import statistics
 import sys
 import time
@@ -73,10 +79,23 @@ def _measure(server: Any, calls: int, hedge: Any) -> tuple[dict[str, float], lis
     return row, latencies
 
 
+def _measure_cxx(server: Any, binary: str, calls: int, hedge: list[str]) -> dict[str, float]:
+    """One run of hedge_tail_bench (the C++ HttpClient): its quantiles, and
+    the requests nginx saw per call."""
+    server.clear_access_log()
+    out = subprocess.run([binary, server.url("/tail"), str(calls), *hedge], check=True,
+                         capture_output=True, text=True).stdout
+    row: dict[str, float] = json.loads(out)
+    seen = len(server.wait_for_requests("/tail", calls + 20, timeout=5.0, settle=0.3))
+    row["requests_per_call"] = seen / (calls + 20)
+    return row
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--quantile", type=float, default=0.95)
+    parser.add_argument("--cxx", help="hedge_tail_bench's path: add the C++ HttpClient's rows")
     args = parser.parse_args(argv)
     module = nginx_server_module()
     with module.NginxServer() as server:
@@ -86,19 +105,28 @@ def main(argv: Optional[list[str]] = None) -> int:
         learned, _ = _measure(
             server, args.calls, {"quantile": args.quantile, "delay": delay, "max_attempts": 2}
         )
-    rows = [
-        ("no hedging", base),
-        (f"fixed delay {delay * 1000:.2f} ms (p95 of the unhedged run)", fixed),
-        (f"quantile delay (p{args.quantile * 100:g} of recent winners)", learned),
-    ]
+        rows = [
+            ("no hedging", base, base),
+            (f"fixed delay {delay * 1000:.2f} ms (p95 of the unhedged run)", fixed, base),
+            (f"quantile delay (p{args.quantile * 100:g} of recent winners)", learned, base),
+        ]
+        if args.cxx:
+            cxx = _measure_cxx(server, args.cxx, args.calls, [])
+            ms = f"{cxx['p95']:.3f}"
+            rows += [
+                ("C++ HttpClient, no hedging", cxx, cxx),
+                (f"C++, fixed delay {ms} ms", _measure_cxx(server, args.cxx, args.calls, [ms]), cxx),
+                (f"C++, quantile delay (p{args.quantile * 100:g})",
+                 _measure_cxx(server, args.cxx, args.calls, [ms, str(args.quantile)]), cxx),
+            ]
     print(f"{args.calls} sequential GETs per run; /tail: 2% of requests 100 ms, the rest 1 ms\n")
     print("| run | p50 ms | p99 ms | p99.9 ms | requests/call | extra load | p99 vs none |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, r in rows:
+    for name, r, none in rows:
         print(
             f"| {name} | {r['p50']:.2f} | {r['p99']:.2f} | {r['p999']:.2f} | "
             f"{r['requests_per_call']:.4f} | {(r['requests_per_call'] - 1) * 100:.2f}% | "
-            f"{base['p99'] / r['p99']:.1f}x |"
+            f"{none['p99'] / r['p99']:.1f}x |"
         )
     return 0
 

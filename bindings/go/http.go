@@ -79,6 +79,34 @@ func HTTPNoRetryBudget() HTTPOption {
 	}
 }
 
+// HTTPHedge hedges the client's replay-safe requests (GET, HEAD, OPTIONS,
+// TRACE, PUT, DELETE, or any request with an idempotency key, the same key on
+// every copy): up to maxAttempts copies (>= 2; above 5 is 5, gRPC A6), copy
+// k+1 starting delay (>= 0, whole milliseconds) after copy k, or at once
+// after a retryable failure. The copies run on one libcurl multi handle in
+// the request's C call (no thread per copy); the first acceptable response
+// wins and the others are aborted, counted cancelled, neither success nor
+// failure. A POST without a key is sent once. HTTPResponse.Attempts counts
+// the copies started. (Since 0.6; mulligan_http_options_set_hedging.)
+func HTTPHedge(maxAttempts int, delay time.Duration) HTTPOption {
+	return func(c *httpConfig) error {
+		return cerr("NewHTTPClient: hedging",
+			C.mulligan_http_options_set_hedging(c.o, C.int(maxAttempts), C.int64_t(delay.Milliseconds())))
+	}
+}
+
+// HTTPHedgeQuantile makes the hedging delay the quantile q (0 < q <= 1, e.g.
+// 0.95) of the latencies of the last window (1 to 100000) winning copies,
+// once minSamples (1 to window) are known; the HTTPHedge delay applies until
+// then. Turns hedging on (2 copies) if HTTPHedge did not. (Since 0.6;
+// mulligan_http_options_set_hedging_quantile.)
+func HTTPHedgeQuantile(q float64, window, minSamples int) HTTPOption {
+	return func(c *httpConfig) error {
+		return cerr("NewHTTPClient: hedging",
+			C.mulligan_http_options_set_hedging_quantile(c.o, C.double(q), C.int(window), C.int(minSamples)))
+	}
+}
+
 // HTTPClient is the engine's libcurl client (mulligan_http.h): idempotent
 // methods retried on 408/429/500/502/503/504 and transport errors,
 // Retry-After honoured, POST/PATCH retried only with an idempotency key.

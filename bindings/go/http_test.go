@@ -134,3 +134,30 @@ func TestHTTPClientRetryBudget(t *testing.T) {
 		t.Fatalf("a negative ratio must be refused: %v", err)
 	}
 }
+
+// TestHTTPClientHedge: nginx's /hedge answers the first request of an id
+// after 1 s and the next at once, so the hedge sent 50 ms later wins; a POST
+// without a key is sent once; bad hedging options are refused.
+func TestHTTPClientHedge(t *testing.T) {
+	base := startNginx(t)
+	ctx := context.Background()
+	c, err := mulligan.NewHTTPClient(mulligan.HTTPHedge(2, 50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := c.Request(ctx, "GET", base+"/hedge?id=go-get&ms=1000", nil, nil, "")
+	if err != nil || r.Status != 200 || string(r.Body) != "hedge 1 of go-get\n" || r.Attempts != 2 {
+		t.Fatalf("hedged GET: %+v %v", r, err)
+	}
+	r, err = c.Request(ctx, "POST", base+"/hedge?id=go-post&ms=200", nil, []byte("x"), "")
+	if err != nil || string(r.Body) != "hedge 0 of go-post\n" || r.Attempts != 1 {
+		t.Fatalf("unkeyed POST: %+v %v", r, err)
+	}
+	if _, err := mulligan.NewHTTPClient(mulligan.HTTPHedge(1, 0)); !errors.Is(err, mulligan.ErrInvalidArgument) {
+		t.Fatalf("max_attempts 1 must be refused: %v", err)
+	}
+	if _, err := mulligan.NewHTTPClient(mulligan.HTTPHedgeQuantile(1.5, 100, 20)); !errors.Is(err, mulligan.ErrInvalidArgument) {
+		t.Fatalf("quantile 1.5 must be refused: %v", err)
+	}
+}

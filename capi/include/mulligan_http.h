@@ -467,6 +467,57 @@ MULLIGAN_API int mulligan_http_options_set_ratio_budget(mulligan_http_options *o
  */
 MULLIGAN_API int mulligan_http_options_disable_retry_budget(mulligan_http_options *opts);
 
+/* Hedged requests (issue 18; gRPC A6 hedgingPolicy, "The Tail at Scale").
+ * With hedging on, mulligan_http_request() of a replay-safe request (GET,
+ * HEAD, OPTIONS, TRACE, PUT, DELETE, or any request carrying an
+ * Idempotency-Key, sent unchanged on every copy) sends up to max_attempts
+ * copies: copy k+1 starts delay_ms after copy k (or, with a quantile, that
+ * quantile of recent winners' latencies), at once after copy k failed
+ * retryably, later when the server pushed back (Retry-After). The copies run
+ * as transfers of one libcurl multi handle on the calling thread (no thread
+ * per copy), each a one-attempt call of the client's pipeline for the origin
+ * (its breaker admits and judges it); the retry budget grants every extra
+ * copy. The first acceptable response wins; the other copies are aborted
+ * (their connections closed, never reused mid-request) and counted
+ * cancelled (mulligan_hedges_total, mulligan_hedge_cancelled_total), neither
+ * success nor failure, not charged to the breaker or the budget. Copies are
+ * not retried; the response's attempts count the copies started. Other
+ * requests (a POST without a key) are sent as without hedging. Validated by
+ * each setter (the last error names the field, "hedging: max_attempts must
+ * be >= 2 ..."). Default: off.
+ * Thread-safety: as every options setter (not thread-safe).
+ */
+
+/**
+ * Turns hedging on with at most max_attempts copies per request (>= 2; above
+ * 5 is 5, as gRPC A6 says) and a fixed delay of delay_ms (>= 0; 0 starts every
+ * copy at once) between the starts of two copies. Keeps a quantile set by
+ * mulligan_http_options_set_hedging_quantile().
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (unchanged then).
+ * @since 0.6
+ */
+MULLIGAN_API int mulligan_http_options_set_hedging(mulligan_http_options *opts,
+                                                   int max_attempts, int64_t delay_ms);
+
+/**
+ * Makes the hedging delay the nearest-rank `quantile` (in (0, 1], e.g. 0.95)
+ * of the latencies of the last `window` (1 to 100000) winning copies, once
+ * `min_samples` (1 to window) are known; until then the fixed delay applies.
+ * Turns hedging on (2 copies, delay 0) if it was off.
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (unchanged then).
+ * @since 0.6
+ */
+MULLIGAN_API int mulligan_http_options_set_hedging_quantile(mulligan_http_options *opts,
+                                                            double quantile, int window,
+                                                            int min_samples);
+
+/**
+ * Turns hedging off (the default).
+ * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (NULL opts).
+ * @since 0.6
+ */
+MULLIGAN_API int mulligan_http_options_disable_hedging(mulligan_http_options *opts);
+
 /**
  * What an on_retry callback is told before each wait. Grows only at the end;
  * read struct_size before any field added after 0.1.

@@ -304,6 +304,14 @@ int SetOriginBudget(mulligan_http_options* opts, const mulligan::BudgetOptions& 
   return MULLIGAN_OK;
 }
 
+// Validates and keeps `hedging` (kept unchanged on error).
+int SetHedging(mulligan_http_options* opts, const mulligan::HedgingOptions& hedging) {
+  const mulligan::Status status = mulligan::ValidateHedgingOptions(hedging);
+  if (!status.ok()) return SetError(status);
+  opts->impl.hedging = hedging;
+  return MULLIGAN_OK;
+}
+
 }  // namespace
 
 int mulligan_http_options_set_token_bucket_budget(mulligan_http_options* opts,
@@ -355,6 +363,41 @@ int mulligan_http_options_disable_retry_budget(mulligan_http_options* opts) {
   MULLIGAN_CAPI_BEGIN
   MULLIGAN_CHECK_NOT_NULL(opts);
   opts->impl.retry_budget.reset();
+  return MULLIGAN_OK;
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_set_hedging(mulligan_http_options* opts, int max_attempts,
+                                      int64_t delay_ms) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  mulligan::HedgingOptions hedging = opts->impl.hedging.value_or(mulligan::HedgingOptions{});
+  hedging.max_attempts = max_attempts;
+  if (delay_ms < 0) {
+    return SetError(MULLIGAN_E_INVALID_ARGUMENT, "hedging: delay_ms must be >= 0, got %lld",
+                    static_cast<long long>(delay_ms));
+  }
+  hedging.hedging_delay = std::chrono::milliseconds(delay_ms);
+  return SetHedging(opts, hedging);
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_set_hedging_quantile(mulligan_http_options* opts, double quantile,
+                                               int window, int min_samples) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  mulligan::HedgingOptions hedging = opts->impl.hedging.value_or(mulligan::HedgingOptions{});
+  hedging.delay_quantile = quantile;
+  hedging.quantile_window = window;
+  hedging.quantile_min_samples = min_samples;
+  return SetHedging(opts, hedging);
+  MULLIGAN_CAPI_END
+}
+
+int mulligan_http_options_disable_hedging(mulligan_http_options* opts) {
+  MULLIGAN_CAPI_BEGIN
+  MULLIGAN_CHECK_NOT_NULL(opts);
+  opts->impl.hedging.reset();
   return MULLIGAN_OK;
   MULLIGAN_CAPI_END
 }

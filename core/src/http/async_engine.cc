@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "exchange.h"
+#include "hedged_send.h"
 #include "transfer.h"
 
 namespace mulligan {
@@ -35,7 +36,10 @@ struct HttpAsyncEngine::Impl {
     bool queued = false;  // admitted, waiting for a transfer slot (max_connections)
   };
 
-  explicit Impl(std::unique_ptr<internal::Settings> s) : settings(std::move(s)) {}
+  explicit Impl(std::unique_ptr<internal::Settings> s)
+      : owned_settings(std::move(s)), settings(owned_settings.get()) {}
+  // An engine over another front door's settings (a hedged HttpClient::Send).
+  explicit Impl(const internal::Settings* borrowed) : settings(borrowed) {}
   ~Impl() {
     for (auto& [id, c] : calls) {
       const bool in_flight = c->in_flight;
@@ -165,7 +169,8 @@ struct HttpAsyncEngine::Impl {
     }
   }
 
-  std::unique_ptr<internal::Settings> settings;
+  std::unique_ptr<internal::Settings> owned_settings;  // null when borrowed
+  const internal::Settings* settings;
   CURLM* multi = nullptr;
   std::unordered_map<uint64_t, std::unique_ptr<AsyncCall>> calls;
   std::vector<CURL*> idle;
@@ -184,7 +189,14 @@ Result<std::unique_ptr<HttpAsyncEngine>> HttpAsyncEngine::Create(
     const HttpClientOptions& options) {
   Result<std::unique_ptr<internal::Settings>> settings = internal::MakeSettings(options);
   if (!settings.ok()) return settings.status();
-  auto impl = std::make_unique<Impl>(std::move(settings).value());
+  return Make(std::make_unique<Impl>(std::move(settings).value()));
+}
+
+Result<std::unique_ptr<HttpAsyncEngine>> internal::EngineFactory::Over(const Settings& settings) {
+  return HttpAsyncEngine::Make(std::make_unique<HttpAsyncEngine::Impl>(&settings));
+}
+
+Result<std::unique_ptr<HttpAsyncEngine>> HttpAsyncEngine::Make(std::unique_ptr<Impl> impl) {
   impl->multi = curl_multi_init();
   if (impl->multi == nullptr) return InternalError("curl_multi_init failed");
   curl_multi_setopt(impl->multi, CURLMOPT_SOCKETFUNCTION, &Impl::OnSocket);

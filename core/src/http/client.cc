@@ -5,7 +5,8 @@
 // pipeline call, then for each attempt ask the call to admit it, run one
 // libcurl transfer, and let the call decide; the waits go through the
 // request's or the client's Clock, so a FakeClock runs a whole chain
-// instantly.
+// instantly. A hedged Send (HttpClientOptions::hedging) runs its copies on
+// an HttpAsyncEngine instead (hedged_send.cc).
 //
 // Connections: every easy handle is attached to one CURLSH that shares the
 // connection cache and the DNS cache, and finished easy handles go back to a
@@ -22,11 +23,15 @@
 #include <curl/curl.h>
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "exchange.h"
 #include "handle_pool.h"
+#include "hedged_send.h"
+#include "mulligan/http/async_engine.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -35,6 +40,32 @@ struct HttpClient::Impl {
   explicit Impl(std::unique_ptr<internal::Settings> s) : settings(std::move(s)) {}
   std::unique_ptr<internal::Settings> settings;
   internal::CurlHandlePool handles;
+
+  // Hedged Sends (options.hedging): each runs on an engine of its own (one
+  // libcurl multi handle, on the calling thread), taken from these idle
+  // ones, whose connections stay alive for the next hedged Send. Declared
+  // after `settings`: destroyed before it.
+  std::mutex engines_mu;
+  std::vector<std::unique_ptr<HttpAsyncEngine>> engines;  // guarded by engines_mu
+
+  // An idle engine, or a new one (kInternal when libcurl cannot make it).
+  Result<std::unique_ptr<HttpAsyncEngine>> TakeEngine() {
+    {
+      std::lock_guard<std::mutex> lock(engines_mu);
+      if (!engines.empty()) {
+        std::unique_ptr<HttpAsyncEngine> engine = std::move(engines.back());
+        engines.pop_back();
+        return engine;
+      }
+    }
+    return internal::EngineFactory::Over(*settings);
+  }
+  // Keeps `engine` for the next hedged Send (at most kIdleEngines).
+  void ReturnEngine(std::unique_ptr<HttpAsyncEngine> engine) {
+    std::lock_guard<std::mutex> lock(engines_mu);
+    if (engines.size() < kIdleEngines) engines.push_back(std::move(engine));
+  }
+  static constexpr size_t kIdleEngines = 8;
 };
 
 HttpClient::HttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -80,6 +111,14 @@ Result<HttpResponse> HttpClient::Send(const HttpRequest& request, HttpCallInfo* 
   internal::Exchange call;
   Status valid = call.Init(*impl.settings, request);
   if (!valid.ok()) return valid;
+  if (internal::ShouldHedge(*impl.settings, request)) {
+    // Validated above; nothing of `call` began.
+    Result<std::unique_ptr<HttpAsyncEngine>> engine = impl.TakeEngine();
+    if (!engine.ok()) return engine.status();
+    Result<HttpResponse> response = internal::HedgedSend(*impl.settings, **engine, request, info);
+    impl.ReturnEngine(std::move(engine).value());
+    return response;
+  }
 
   internal::PooledHandle easy(&impl.handles, impl.settings->options,
                               impl.settings->proxy_from_env);

@@ -174,8 +174,16 @@ Result<std::unique_ptr<Settings>> MakeSettings(const HttpClientOptions& options)
   if (!policy.ok()) return policy.status();
   Status valid = ValidateOptions(options);
   if (!valid.ok()) return valid;
+  std::shared_ptr<HedgingPolicy> hedging;
+  if (options.hedging.has_value()) {
+    Result<std::shared_ptr<HedgingPolicy>> made = HedgingPolicy::Create(*options.hedging);
+    if (!made.ok()) return made.status();
+    hedging = std::move(made).value();
+  }
   if (!EnsureCurlGlobalInit()) return InternalError("curl_global_init failed");
-  return std::make_unique<Settings>(options, std::move(policy).value());
+  auto settings = std::make_unique<Settings>(options, std::move(policy).value());
+  settings->hedging = std::move(hedging);
+  return settings;
 }
 
 // ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "mulligan/hedging/hedging.h"
 #include "mulligan/http/client.h"
 #include "mulligan/pipeline/pipeline.h"
 #include "request.h"
@@ -67,6 +68,9 @@ struct Settings {
   Pipeline pipeline;
   // HttpClient's cap on transfers in flight (max_connections > 0), FIFO.
   std::shared_ptr<Bulkhead> connections;
+  // The hedging policy of HttpClientOptions::hedging (its latency window
+  // shared by every hedged Send of the client), or null.
+  std::shared_ptr<HedgingPolicy> hedging;
 
  private:
   const OriginPipeline& OriginFor(std::string_view origin) const;

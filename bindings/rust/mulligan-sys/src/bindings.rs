@@ -1347,6 +1347,26 @@ unsafe extern "C" {
         opts: *mut mulligan_http_options,
     ) -> core::ffi::c_int;
 }
+unsafe extern "C" {
+    pub fn mulligan_http_options_set_hedging(
+        opts: *mut mulligan_http_options,
+        max_attempts: core::ffi::c_int,
+        delay_ms: i64,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_http_options_set_hedging_quantile(
+        opts: *mut mulligan_http_options,
+        quantile: f64,
+        window: core::ffi::c_int,
+        min_samples: core::ffi::c_int,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_http_options_disable_hedging(
+        opts: *mut mulligan_http_options,
+    ) -> core::ffi::c_int;
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct mulligan_http_retry_event {

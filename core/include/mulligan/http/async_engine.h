@@ -42,6 +42,10 @@ inline namespace v0 {
 // (Event::admission_wait). (Added in 0.4.)
 inline constexpr Duration kAdmissionPollInterval = std::chrono::milliseconds(20);
 
+namespace internal {
+class EngineFactory;  // core/src/http/hedged_send.h
+}  // namespace internal
+
 class HttpAsyncEngine {
  public:
   // A socket whose watch changed: events is a mask of kRead | kWrite, 0 to
@@ -73,7 +77,10 @@ class HttpAsyncEngine {
   };
 
   // Validates `options` as HttpClient::Create does. `options.clock` is used
-  // for deadlines only (the caller does the waiting).
+  // for deadlines only (the caller does the waiting). `options.hedging` is
+  // validated but not acted on: the engine runs calls, and a hedging front
+  // door begins each copy as a call of its own (Python's AsyncClient,
+  // HttpClient::Send; hedging/hedging.h, HedgeAccounting::kGateOnly).
   static Result<std::unique_ptr<HttpAsyncEngine>> Create(const HttpClientOptions& options);
   ~HttpAsyncEngine();
   HttpAsyncEngine(const HttpAsyncEngine&) = delete;
@@ -141,8 +148,10 @@ class HttpAsyncEngine {
   std::shared_ptr<RetryBudget> BudgetFor(std::string_view url) const;
 
  private:
+  friend class internal::EngineFactory;
   struct Impl;
   explicit HttpAsyncEngine(std::unique_ptr<Impl> impl);
+  static Result<std::unique_ptr<HttpAsyncEngine>> Make(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -30,6 +30,7 @@
 #include "mulligan/breaker/registry.h"
 #include "mulligan/budget/budget.h"
 #include "mulligan/budget/throttle.h"
+#include "mulligan/hedging/hedging.h"
 #include "mulligan/http/breaker_key.h"
 #include "mulligan/limits/adaptive_rate.h"
 #include "mulligan/limits/bulkhead.h"
@@ -389,6 +390,27 @@ struct HttpClientOptions {
   // (HttpClient honours it since 0.4; it ignored it before.)
   int max_connections = 0;
   std::string metrics_name;
+
+  // Hedged requests (issue 18; hedging/hedging.h, gRPC A6 hedgingPolicy):
+  // when set, HttpClient::Send of a replay-safe request (an RFC 9110
+  // idempotent method, or one carrying an Idempotency-Key, sent unchanged on
+  // every copy) sends up to max_attempts copies, copy k+1 starting
+  // hedging_delay (or the delay_quantile of recent winners' latencies) after
+  // copy k, or at once after copy k failed retryably, later when the server
+  // pushed back (Retry-After). The copies run as transfers of one libcurl
+  // multi handle on the calling thread (no thread per copy); each copy is one
+  // single-attempt call of the client's pipeline for the origin (its
+  // breaker admits and judges it, its metrics count it); the retry budget
+  // grants each extra copy; the first acceptable response wins and the other
+  // copies are aborted (their connections closed, never reused
+  // mid-request), counted cancelled, neither success nor failure, and not
+  // charged to the breaker or the budget. Other requests (a POST without a
+  // key) are sent as without hedging. HttpClient::Begin
+  // (HttpClientCall) and HttpAsyncEngine do not hedge (the engine's caller
+  // does: Python's AsyncClient). Create refuses bad options with
+  // kInvalidArgument naming the field ("hedging: max_attempts must be >= 2,
+  // got 1"). Default: none. (Added in 0.6.)
+  std::optional<HedgingOptions> hedging;
 };
 
 class HttpClientCall;
@@ -407,7 +429,15 @@ class HttpClient {
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  // Sends `request`, retrying per the policy, waiting through the clock.
+  // Sends `request`, retrying per the policy, waiting through the clock; with
+  // HttpClientOptions::hedging, a replay-safe request is hedged instead (its
+  // copies are not retried: a retryable failure lets the next copy start;
+  // the response's attempts count the copies started (one the breaker
+  // refused sent nothing), its elapsed the whole
+  // request's time, and a request no copy won stops with the hedged call's
+  // reason: kAttemptsExhausted, kBudget, kDeadline, or the terminal copy's).
+  // Hedged copies are capped by max_connections per Send, not across the
+  // client's threads (0.6).
   // Returns the final response, also when the retries gave up on a retryable
   // status such as 503 (see HttpResponse::stop_reason). Errors:
   //   kInvalidArgument  malformed URL, method, header or key, a header the
