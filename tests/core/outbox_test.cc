@@ -1,5 +1,8 @@
-// tests/core/outbox_test.cc — the durable outbox on SQLite (outbox/outbox.h),
-// on a FakeClock with a temporary database file: enqueue / lease / complete,
+// tests/core/outbox_test.cc — the durable outbox (outbox/outbox.h) on a
+// FakeClock, its contract run over both backends (OutboxBackendTest: SQLite
+// in a temporary file, and Redis Streams on a real redis-server started per
+// test with AOF fsync'ed on every write; the Redis-only cases are in
+// outbox_redis_test.cc), and the SQLite-only cases (OutboxTest): enqueue / lease / complete,
 // lease expiry handing an entry to another worker, retry times that follow
 // the policy exactly (fixed backoff, Retry-After, seeded jitter), dead
 // letters with their history, reopening the file, a read-only file and a
@@ -22,6 +25,10 @@
 
 #include "mulligan/base/clock.h"
 #include "mulligan/base/random.h"
+#if MULLIGAN_TEST_REDIS
+#include "mulligan/outbox/redis_outbox.h"
+#include "redis/redis_server.h"
+#endif
 #include "mulligan/retry/backoff.h"
 #include "mulligan/telemetry/metrics.h"
 
@@ -51,9 +58,12 @@ class OutboxTest : public ::testing::Test {
     return o;
   }
   std::unique_ptr<Outbox> Open(const OutboxOptions& o) {
-    auto box = Outbox::Open(o);
+    auto box = OpenBackend(o);
     EXPECT_TRUE(box.ok()) << box.status().ToString();
     return box.ok() ? std::move(box).value() : nullptr;
+  }
+  virtual Result<std::unique_ptr<Outbox>> OpenBackend(const OutboxOptions& o) {
+    return Outbox::Open(o);
   }
   static OutboxEntrySpec Http(std::string body = "{\"n\":1}") {
     OutboxEntrySpec s;
@@ -78,7 +88,64 @@ class OutboxTest : public ::testing::Test {
   std::string path_;
 };
 
-TEST_F(OutboxTest, EnqueueLeaseCompleteKeepsTheRequestAndOneKey) {
+// The contract both backends keep: "sqlite" (Outbox::Open on a file) and
+// "redis" (OpenRedisOutbox; the outbox named options.name, "box" by
+// default, on this test's redis-server, reopened by name).
+class OutboxBackendTest : public OutboxTest,
+                          public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    OutboxTest::SetUp();
+    if (GetParam() != "redis") return;
+#if MULLIGAN_TEST_REDIS
+    bool required = false;
+    if (redis_test::RedisServerPath(&required).empty())
+      GTEST_SKIP() << "redis-server is not installed (set MULLIGAN_REDIS_SERVER to require it)";
+    ASSERT_EQ(server_.Start({"--appendonly", "yes", "--appendfsync", "always", "--dir", dir_}),
+              "");
+    RedisStateOptions so;
+    so.url = server_.url();
+    so.prefix = "test";
+    // Generous bounds: the CI machine may be heavily loaded.
+    so.command_timeout = seconds(10);
+    so.connect_timeout = seconds(10);
+    auto state = RedisState::Create(so);
+    ASSERT_TRUE(state.ok()) << state.status().ToString();
+    state_ = *state;
+#else
+    GTEST_SKIP() << "built without MULLIGAN_BUILD_REDIS";
+#endif
+  }
+  void TearDown() override {
+#if MULLIGAN_TEST_REDIS
+    state_.reset();
+    server_.Stop();  // before its --dir goes
+#endif
+    OutboxTest::TearDown();
+  }
+  Result<std::unique_ptr<Outbox>> OpenBackend(const OutboxOptions& o) override {
+#if MULLIGAN_TEST_REDIS
+    if (GetParam() == "redis") {
+      OutboxOptions r = o;
+      r.path.clear();
+      if (r.name.empty()) r.name = "box";
+      return OpenRedisOutbox(state_, r);
+    }
+#endif
+    return Outbox::Open(o);
+  }
+#if MULLIGAN_TEST_REDIS
+  redis_test::RedisServer server_;
+  std::shared_ptr<RedisState> state_;
+#endif
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, OutboxBackendTest, ::testing::Values("sqlite", "redis"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+TEST_P(OutboxBackendTest, EnqueueLeaseCompleteKeepsTheRequestAndOneKey) {
   auto box = Open(Options());
   ASSERT_TRUE(box);
   auto http = box->Enqueue(Http(std::string("a\0b", 3)), Now());
@@ -169,7 +236,7 @@ TEST_F(OutboxTest, ALeaseOfAnotherFileIsRefusedAndAnotherHandleOnTheSameFileWork
   EXPECT_EQ(x->Get(1)->state, OutboxState::kDone);
 }
 
-TEST_F(OutboxTest, ExpiredLeaseHandsTheEntryToAnotherWorker) {
+TEST_P(OutboxBackendTest, ExpiredLeaseHandsTheEntryToAnotherWorker) {
   auto box = Open(Options());
   ASSERT_TRUE(box);
   auto entry = box->Enqueue(Http(), Now());
@@ -217,7 +284,7 @@ TEST_F(OutboxTest, ExpiredLeaseHandsTheEntryToAnotherWorker) {
 // expiry is one attempt; the fourth (max_attempts 4) dead-letters it, with
 // one history row per expiry, the backoff between them (200, 400, 800 ms,
 // no jitter), and a late success of the last lease still counted.
-TEST_F(OutboxTest, ExpiredLeasesCountAsAttemptsAndDeadLetterAPoisonEntry) {
+TEST_P(OutboxBackendTest, ExpiredLeasesCountAsAttemptsAndDeadLetterAPoisonEntry) {
   auto box = Open(Options());
   ASSERT_TRUE(box);
   const WallTime t0 = Now();
@@ -278,7 +345,7 @@ TEST_F(OutboxTest, ExpiredLeasesCountAsAttemptsAndDeadLetterAPoisonEntry) {
   EXPECT_EQ(box->Stats(Now())->deliveries, 1);
 }
 
-TEST_F(OutboxTest, ALateSuccessOfAnOlderLeaseOnADeadEntryIsRefused) {
+TEST_P(OutboxBackendTest, ALateSuccessOfAnOlderLeaseOnADeadEntryIsRefused) {
   OutboxOptions o = Options();
   o.retry.max_attempts = 2;
   auto box = Open(o);
@@ -303,7 +370,7 @@ TEST_F(OutboxTest, ALateSuccessOfAnOlderLeaseOnADeadEntryIsRefused) {
 // exactly one entry pending (D), one leased (C), one done (A), one dead (B),
 // the oldest live entry (C, enqueued at t0) 12.5 s old, one delivery of each
 // result, and one dead letter. Untracked once the outbox is gone.
-TEST_F(OutboxTest, MetricsRegistryExportsTheOutboxFamilies) {
+TEST_P(OutboxBackendTest, MetricsRegistryExportsTheOutboxFamilies) {
   OutboxOptions o = Options();
   o.name = "mail";
   std::shared_ptr<Outbox> box = Open(o);
@@ -420,7 +487,7 @@ TEST_F(OutboxTest, ForeignDatabaseIsRefusedAndCreateFalseMakesNoFile) {
   EXPECT_TRUE(Outbox::Open(absent).ok());
 }
 
-TEST_F(OutboxTest, RetryTimesFollowThePolicyThenDeadLetterKeepsHistory) {
+TEST_P(OutboxBackendTest, RetryTimesFollowThePolicyThenDeadLetterKeepsHistory) {
   auto box = Open(Options());
   ASSERT_TRUE(box);
   const WallTime t0 = Now();
@@ -495,7 +562,7 @@ TEST_F(OutboxTest, RetryTimesFollowThePolicyThenDeadLetterKeepsHistory) {
   EXPECT_TRUE(box->Lease("w", 1, Now())->empty());
 }
 
-TEST_F(OutboxTest, SeededJitterIsTheDocumentedDrawAndSurvivesReopening) {
+TEST_P(OutboxBackendTest, SeededJitterIsTheDocumentedDrawAndSurvivesReopening) {
   OutboxOptions o = Options();
   o.retry.backoff.jitter = JitterKind::kFull;
   o.retry.seed = 42;
@@ -540,7 +607,7 @@ TEST_F(OutboxTest, SeededJitterIsTheDocumentedDrawAndSurvivesReopening) {
   }
 }
 
-TEST_F(OutboxTest, TerminalOutcomeAndLongRetryAfterAndDeadlineDeadLetter) {
+TEST_P(OutboxBackendTest, TerminalOutcomeAndLongRetryAfterAndDeadlineDeadLetter) {
   OutboxOptions o = Options();
   o.retry.deadline = seconds(1);
   auto box = Open(o);
@@ -570,7 +637,7 @@ TEST_F(OutboxTest, TerminalOutcomeAndLongRetryAfterAndDeadlineDeadLetter) {
   EXPECT_EQ(box->Stats(Now())->dead_letters, 3);
 }
 
-TEST_F(OutboxTest, ReopeningTheFileKeepsEverything) {
+TEST_P(OutboxBackendTest, ReopeningTheFileKeepsEverything) {
   int64_t ids[3];
   std::string keys[3];
   {
@@ -733,7 +800,7 @@ TEST_F(OutboxTest, BadOptionsAndEntriesNameTheField) {
   EXPECT_NE(notdb.status().message().find(other), std::string::npos);
 }
 
-TEST_F(OutboxTest, RetryRevivesADeadLetterAndPurgeRemovesFinishedOnes) {
+TEST_P(OutboxBackendTest, RetryRevivesADeadLetterAndPurgeRemovesFinishedOnes) {
   OutboxOptions o = Options();
   o.retry.max_attempts = 1;
   auto box = Open(o);
@@ -756,7 +823,7 @@ TEST_F(OutboxTest, RetryRevivesADeadLetterAndPurgeRemovesFinishedOnes) {
   EXPECT_EQ(box->Stats(Now())->dead_letters, 2);  // counters outlive purges
 }
 
-TEST_F(OutboxTest, ManyThreadsDeliverEveryEntryOnce) {
+TEST_P(OutboxBackendTest, ManyThreadsDeliverEveryEntryOnce) {
   auto box = Open(Options());
   constexpr int kProducers = 3, kPerProducer = 40, kTotal = kProducers * kPerProducer;
   std::vector<std::thread> threads;
@@ -790,7 +857,7 @@ TEST_F(OutboxTest, ManyThreadsDeliverEveryEntryOnce) {
   EXPECT_EQ(box->Stats(Now())->deliveries, kTotal);
 }
 
-TEST_F(OutboxTest, CompleteManyRecordsABatchInOneTransaction) {
+TEST_P(OutboxBackendTest, CompleteManyRecordsABatchInOneTransaction) {
   auto box = Open(Options());
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(box->Enqueue(Http(), Now()).ok());
   auto leases = box->Lease("w", 3, Now());
@@ -814,7 +881,7 @@ TEST_F(OutboxTest, CompleteManyRecordsABatchInOneTransaction) {
   EXPECT_EQ(box->History((*leases)[1].entry.id)->at(0).http_status, 201);
 }
 
-TEST_F(OutboxTest, FailRecordsTheStatusGivenBesideAClassifiedOutcome) {
+TEST_P(OutboxBackendTest, FailRecordsTheStatusGivenBesideAClassifiedOutcome) {
   auto box = Open(Options());
   auto e = box->Enqueue(Http(), Now());
   auto lease = box->Lease("w", 1, Now());
@@ -828,7 +895,7 @@ TEST_F(OutboxTest, FailRecordsTheStatusGivenBesideAClassifiedOutcome) {
   EXPECT_EQ(box->History(e->id)->at(0).http_status, 409);
 }
 
-TEST_F(OutboxTest, EnqueueManyWritesAllOrNothing) {
+TEST_P(OutboxBackendTest, EnqueueManyWritesAllOrNothing) {
   auto box = Open(Options());
   std::vector<OutboxEntrySpec> specs = {Http("a"), Job("mail", "b"), Http("c")};
   specs[1].idempotency_key = "mail-1";

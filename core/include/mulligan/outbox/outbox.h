@@ -62,6 +62,7 @@
 #define MULLIGAN_OUTBOX_OUTBOX_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,6 +77,11 @@
 
 namespace mulligan {
 inline namespace v0 {
+
+namespace outbox_internal {
+class Store;
+struct OutboxAccess;
+}  // namespace outbox_internal
 
 // What an entry holds. Values are stored in the database; append only.
 // (Added in 0.5.)
@@ -389,6 +395,13 @@ class Outbox : public OutboxMetricsSource {
   bool SampleMetrics(WallTime now, LimitsSnapshot::Outbox* out) override;
 
  private:
+  friend struct outbox_internal::OutboxAccess;
+  using StoreFactory = std::function<Result<std::unique_ptr<outbox_internal::Store>>(
+      const OutboxOptions&, const RetryPolicy&)>;
+  // Validates the options every backend reads and the policy, then opens the
+  // store with them.
+  static Result<std::unique_ptr<Outbox>> OpenWith(const OutboxOptions& options,
+                                                  const StoreFactory& open_store);
   struct Impl;
   explicit Outbox(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
