@@ -74,7 +74,7 @@ local t = KEYS[1]
 local n = tonumber(ARGV[3])
 local seen = {}
 for i = 0, n - 1 do
-  local key = ARGV[4 + i * 8 + 2]
+  local key = ARGV[3 + i * 8 + 2]
   local id = redis.call('HGET', t .. ':keys', key)
   if id then return {0, key, id} end
   if seen[key] then return {0, key, ''} end
@@ -82,7 +82,7 @@ for i = 0, n - 1 do
 end
 local out = {1}
 for i = 0, n - 1 do
-  local b = 4 + i * 8
+  local b = 3 + i * 8
   local id = redis.call('HINCRBY', t .. ':meta', 'seq', 1)
   local pid = pad(id)
   redis.call('HSET', t .. ':e:' .. id, 'id', id, 'kind', ARGV[b + 1], 'key', ARGV[b + 2],

@@ -1,0 +1,98 @@
+"""mulligan.Outbox on Redis Streams (0.6): the same contract as the SQLite
+outbox, on the suite's real redis-server (no persistence, so sync="normal")
+and a FakeClock; HTTP entries go to the real nginx of tests/nginx, whose
+access log shows the key of every attempt.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import mulligan
+from mulligan.testing import FakeClock
+
+_POLICY = {"attempts": 3, "jitter": "none", "base_delay": 0.5}
+
+
+def _box(redis_server: Any, clock: FakeClock, **kw: Any) -> mulligan.Outbox:
+    return mulligan.Outbox(redis_server.url, name="hooks", sync="normal", policy=_POLICY,
+                           clock=clock, **kw)
+
+
+def test_http_entries_reach_nginx_through_redis_with_one_key_each(
+    server: Any, redis_server: Any
+) -> None:
+    clock = FakeClock(start=1_700_000_000.0)
+    box = _box(redis_server, clock)
+    assert box.path == f"{redis_server.url} hooks"
+    entries = [
+        box.enqueue("POST", server.url("/echo"), json={"n": i}, headers={"X-N": str(i)})
+        for i in range(3)
+    ]
+    down = box.enqueue("POST", server.url("/down"), body=b"x")
+    box.run_worker(poll_interval=0.25, until_idle=True)
+    log = server.wait_for_access_log(6)
+    keys = [e["idempotency_key"] for e in log]
+    for e in entries:
+        assert keys.count(e.idempotency_key) == 1
+        assert box.get(e.id).state == "done"
+    # /down answers 503 three times: the same key on every attempt, then dead,
+    # at the policy's times (0.5 s, then 1.0 s) on the fake clock.
+    assert keys.count(down.idempotency_key) == 3
+    assert [e["status"] for e in log if e["idempotency_key"] == down.idempotency_key] == [503] * 3
+    assert box.get(down.id).stop_reason == "attempts_exhausted"
+    history = box.history(down.id)
+    assert [h.http_status for h in history] == [503, 503, 503]
+    assert [h.delay for h in history] == [0.5, 1.0, 0.0]
+    stats = box.stats()
+    assert (stats.deliveries, stats.dead_letters, stats.depth) == (3, 1, 0)
+    box.close()
+
+
+def test_a_second_outbox_object_on_the_same_name_shares_the_entries(redis_server: Any) -> None:
+    clock = FakeClock(start=1_700_000_000.0)
+    state = mulligan.RedisState(redis_server.url, timeout=5.0)
+    producer = mulligan.Outbox(state=state, name="jobs", sync="normal", policy=_POLICY,
+                               clock=clock)
+    worker = _box(redis_server, clock, metrics=False)
+    seen: list[tuple[bytes, str]] = []
+    worker_jobs = mulligan.Outbox(redis_server.url, name="jobs", sync="normal",
+                                  policy=_POLICY, clock=clock)
+    worker_jobs.register("mail", lambda payload, key: seen.append((payload, key)))
+    entry = producer.enqueue_job("mail", b"to=ann", idempotency_key="mail-1")
+    assert worker.stats().depth == 0  # another name, another outbox
+    assert worker_jobs.run_worker(poll_interval=0.25, until_idle=True) == 1
+    assert seen == [(b"to=ann", "mail-1")]
+    assert producer.get(entry.id).state == "done"
+
+
+def test_bad_redis_options_raise_clear_errors(redis_server: Any) -> None:
+    state = mulligan.RedisState(redis_server.url)
+    with pytest.raises(ValueError, match="give path or state, not both"):
+        mulligan.Outbox("x.db", state=state, name="a")
+    with pytest.raises(ValueError, match="give path"):
+        mulligan.Outbox()
+    with pytest.raises(ValueError, match="name must name the outbox on Redis"):
+        mulligan.Outbox(redis_server.url)
+    with pytest.raises(TypeError, match="state must be a mulligan.RedisState"):
+        mulligan.Outbox(state="redis://x", name="a")
+    # The suite's server does not fsync every write: sync="full" is refused.
+    with pytest.raises(mulligan.OutboxError, match="appendfsync always"):
+        mulligan.Outbox(state=state, name="a")
+    with pytest.raises(ValueError, match="maxmemory"):
+        mulligan.Outbox(state=state, name="a", sync="normal", max_size_bytes=1024)
+    with pytest.raises(mulligan.OutboxError, match="no such outbox"):
+        mulligan.Outbox(state=state, name="absent", sync="normal", create=False)
+
+
+def test_a_stopped_server_raises_outbox_error_naming_the_server(redis_server: Any) -> None:
+    clock = FakeClock(start=1_700_000_000.0)
+    box = _box(redis_server, clock)
+    box.enqueue_job("mail", b"x")
+    redis_server.stop()
+    with pytest.raises(mulligan.OutboxError, match="outbox hooks: enqueue") as e:
+        box.enqueue_job("mail", b"y", idempotency_key="k-2")
+    assert "k-2" in str(e.value)
+    assert redis_server.url in str(e.value)
