@@ -6,6 +6,7 @@ access log shows the key of every attempt.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -96,3 +97,25 @@ def test_a_stopped_server_raises_outbox_error_naming_the_server(redis_server: An
         box.enqueue_job("mail", b"y", idempotency_key="k-2")
     assert "k-2" in str(e.value)
     assert redis_server.url in str(e.value)
+
+
+def test_the_command_reads_and_repairs_a_redis_outbox(redis_server: Any, capsys: Any) -> None:
+    from mulligan._cli.main import main
+
+    clock = FakeClock(start=1_700_000_000.0)
+    box = _box(redis_server, clock, metrics=False)
+    box.register("never", lambda payload, key: 1 / 0)
+    entry = box.enqueue_job("never", b"x")
+    box.run_worker(poll_interval=0.5, until_idle=True)
+    url = redis_server.url
+    assert main(["outbox", "stats", url, "--name", "hooks", "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert (stats["depth"], stats["dead"], stats["dead_letters"]) == (0, 1, 1)
+    assert main(["outbox", "dead", url, "--name", "hooks", "--json"]) == 0
+    dead = json.loads(capsys.readouterr().out)
+    assert dead["id"] == entry.id and dead["stop_reason"] == "attempts_exhausted"
+    assert main(["outbox", "retry", url, "--name", "hooks", str(entry.id)]) == 0
+    capsys.readouterr()
+    assert box.get(entry.id).state == "pending"
+    assert main(["outbox", "list", url, "--name", "absent"]) == 1
+    assert "no such outbox" in capsys.readouterr().err
