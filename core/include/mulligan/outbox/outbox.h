@@ -56,7 +56,12 @@
 // one. Many processes may open the same file: each operation that writes runs
 // in a BEGIN IMMEDIATE transaction, which SQLite serializes across processes.
 //
-// No Redis Streams backend yet (issue 21 names it for a later slice).
+// Backends (0.6): this header's Open keeps the outbox in an SQLite file, the
+// embedded default described above; OpenRedisOutbox (redis_outbox.h, library
+// mulligan_outbox_redis) keeps the same Outbox, with the same contract, on a
+// Redis server (Redis Streams with a consumer group), for many workers on
+// many machines. Where the file comment names SQLite (durability, errors,
+// Open's checks), redis_outbox.h says what Redis does instead.
 
 #ifndef MULLIGAN_OUTBOX_OUTBOX_H_
 #define MULLIGAN_OUTBOX_OUTBOX_H_
@@ -156,7 +161,8 @@ struct OutboxOptions {
   int64_t max_size_bytes = 0;
   // The name metrics export this outbox under (the `outbox` label of
   // mulligan_outbox_*; see MetricsRegistry::Track); empty: the path.
-  // (Added in 0.6.)
+  // (Added in 0.6.) On Redis (redis_outbox.h), required: the outbox's name
+  // on the server, in its keys.
   std::string name;
 };
 
@@ -300,7 +306,9 @@ class Outbox : public OutboxMetricsSource {
   // databases: added in 0.6.) A file SQLite can only open read-only (no
   // write permission) still opens: every write then fails with kOutbox
   // saying the file is read-only, and reads work where SQLite can read a
-  // read-only WAL file (its -shm file exists or can be made).
+  // read-only WAL file (its -shm file exists or can be made). A path that
+  // is a redis:// or rediss:// URL is kInvalidArgument naming
+  // OpenRedisOutbox (redis_outbox.h), which opens a Redis outbox. (0.6.)
   static Result<std::unique_ptr<Outbox>> Open(const OutboxOptions& options);
 
   Outbox(const Outbox&) = delete;

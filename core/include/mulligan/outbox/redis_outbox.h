@@ -5,10 +5,12 @@
 // mulligan_redis): a program that uses only the SQLite outbox links no
 // hiredis. (Added in 0.6.)
 //
-//   auto state = RedisState::Create({.url = "redis://10.0.0.5:6379/0"});
+//   RedisStateOptions so;
+//   so.url = "redis://10.0.0.5:6379/0";
+//   Result<std::shared_ptr<RedisState>> state = RedisState::Create(so);
 //   OutboxOptions o;
 //   o.name = "webhooks";            // the outbox's name on the server
-//   auto box = OpenRedisOutbox(*state, o);
+//   Result<std::unique_ptr<Outbox>> box = OpenRedisOutbox(*state, o);
 //
 // Layout: every key of one outbox shares the hash tag of
 // RedisState::Key("outbox", name), "{prefix:outbox:name}" (state/backend.h),
