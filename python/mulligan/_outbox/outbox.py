@@ -1,4 +1,5 @@
-"""``mulligan.Outbox``: calls that must eventually happen, kept in SQLite.
+"""``mulligan.Outbox``: calls that must eventually happen, kept in SQLite or
+(0.6) on Redis Streams.
 
 Example::
 
