@@ -1,7 +1,8 @@
-"""mulligan.Outbox on Redis Streams (0.6): the same contract as the SQLite
-outbox, on the suite's real redis-server (no persistence, so sync="normal")
-and a FakeClock; HTTP entries go to the real nginx of tests/nginx, whose
-access log shows the key of every attempt.
+"""mulligan.Outbox on Redis Streams (0.6), on the suite's real redis-server
+(no persistence, so sync="normal") and a FakeClock: two objects sharing one
+outbox, the options' errors, a stopped server, the command. Delivery to nginx
+with one key per entry is test_outbox.py's test, run over both backends, and
+the kill -9 worker test is test_outbox_crash.py's.
 """
 
 from __future__ import annotations
@@ -22,42 +23,13 @@ def _box(redis_server: Any, clock: FakeClock, **kw: Any) -> mulligan.Outbox:
                            clock=clock, **kw)
 
 
-def test_http_entries_reach_nginx_through_redis_with_one_key_each(
-    server: Any, redis_server: Any
-) -> None:
-    clock = FakeClock(start=1_700_000_000.0)
-    box = _box(redis_server, clock)
-    assert box.path == f"{redis_server.url} hooks"
-    entries = [
-        box.enqueue("POST", server.url("/echo"), json={"n": i}, headers={"X-N": str(i)})
-        for i in range(3)
-    ]
-    down = box.enqueue("POST", server.url("/down"), body=b"x")
-    box.run_worker(poll_interval=0.25, until_idle=True)
-    log = server.wait_for_access_log(6)
-    keys = [e["idempotency_key"] for e in log]
-    for e in entries:
-        assert keys.count(e.idempotency_key) == 1
-        assert box.get(e.id).state == "done"
-    # /down answers 503 three times: the same key on every attempt, then dead,
-    # at the policy's times (0.5 s, then 1.0 s) on the fake clock.
-    assert keys.count(down.idempotency_key) == 3
-    assert [e["status"] for e in log if e["idempotency_key"] == down.idempotency_key] == [503] * 3
-    assert box.get(down.id).stop_reason == "attempts_exhausted"
-    history = box.history(down.id)
-    assert [h.http_status for h in history] == [503, 503, 503]
-    assert [h.delay for h in history] == [0.5, 1.0, 0.0]
-    stats = box.stats()
-    assert (stats.deliveries, stats.dead_letters, stats.depth) == (3, 1, 0)
-    box.close()
-
-
 def test_a_second_outbox_object_on_the_same_name_shares_the_entries(redis_server: Any) -> None:
     clock = FakeClock(start=1_700_000_000.0)
     state = mulligan.RedisState(redis_server.url, timeout=5.0)
     producer = mulligan.Outbox(state=state, name="jobs", sync="normal", policy=_POLICY,
                                clock=clock)
     worker = _box(redis_server, clock, metrics=False)
+    assert worker.path == f"{redis_server.url} hooks"  # no credentials
     seen: list[tuple[bytes, str]] = []
     worker_jobs = mulligan.Outbox(redis_server.url, name="jobs", sync="normal",
                                   policy=_POLICY, clock=clock)
