@@ -32,6 +32,12 @@ namespace outbox_internal {
 //                      lease set and the stream (XACK + XDEL of its
 //                      delivery), whichever hold it
 //   move(t, pid, a, b) moves the member pid from state set a to b
+//   fail_leased(t, id, e, created, state, attempts, nextl, prev, finl, stop,
+//               rest, dead)
+//                      records a failed attempt of leased entry id (an
+//                      expired lease or Fail): its history record, fields and
+//                      state set, then the due set (pending) or out of the
+//                      live set (dead)
 constexpr const char* kLuaHelpers = R"lua(
 local function pad(id) return string.format('%020d', tonumber(id)) end
 local function detach(t, id, e)
@@ -47,6 +53,20 @@ end
 local function move(t, pid, a, b)
   redis.call('ZREM', t .. ':s:' .. a, pid)
   redis.call('ZADD', t .. ':s:' .. b, 0, pid)
+end
+local function fail_leased(t, id, e, created, state, attempts, nextl, prev, finl, stop, rest,
+                           dead)
+  local pid = pad(id)
+  detach(t, id, e)
+  redis.call('RPUSH', t .. ':h:' .. id, attempts .. '|' .. rest)
+  redis.call('HSET', e, 'state', state, 'attempts', attempts, 'nextl', nextl, 'prev', prev,
+             'finl', finl, 'stop', stop, 'owner', '', 'expl', '', 'msg', '')
+  move(t, pid, 1, state)
+  if dead then
+    redis.call('ZREM', t .. ':live', created .. ':' .. pid)
+  else
+    redis.call('ZADD', t .. ':due', 0, nextl .. ':' .. pid)
+  end
 end
 )lua";
 
@@ -133,19 +153,10 @@ for i = 0, m - 1 do
   local e = t .. ':e:' .. id
   local f = redis.call('HMGET', e, 'state', 'token', 'createdl')
   if f[1] == '1' and f[2] == ARGV[o + 1] then
-    local pid = pad(id)
-    detach(t, id, e)
-    redis.call('RPUSH', t .. ':h:' .. id, ARGV[o + 3] .. '|' .. ARGV[o + 8])
-    redis.call('HSET', e, 'state', ARGV[o + 2], 'attempts', ARGV[o + 3], 'nextl', ARGV[o + 4],
-               'prev', ARGV[o + 5], 'finl', ARGV[o + 6], 'stop', ARGV[o + 7], 'owner', '',
-               'expl', '', 'msg', '')
-    move(t, pid, 1, ARGV[o + 2])
-    if ARGV[o + 9] == '1' then
-      dead = dead + 1
-      redis.call('ZREM', t .. ':live', f[3] .. ':' .. pid)
-    else
-      redis.call('ZADD', t .. ':due', 0, ARGV[o + 4] .. ':' .. pid)
-    end
+    local is_dead = ARGV[o + 9] == '1'
+    fail_leased(t, id, e, f[3], ARGV[o + 2], ARGV[o + 3], ARGV[o + 4], ARGV[o + 5], ARGV[o + 6],
+                ARGV[o + 7], ARGV[o + 8], is_dead)
+    if is_dead then dead = dead + 1 end
     expired = expired + 1
   end
 end
@@ -234,19 +245,10 @@ local id = ARGV[1]
 local e = t .. ':e:' .. id
 local f = redis.call('HMGET', e, 'state', 'token', 'createdl')
 if f[1] ~= '1' or f[2] ~= ARGV[2] then return 0 end
-local pid = pad(id)
-detach(t, id, e)
-redis.call('RPUSH', t .. ':h:' .. id, ARGV[4] .. '|' .. ARGV[9])
-redis.call('HSET', e, 'state', ARGV[3], 'attempts', ARGV[4], 'nextl', ARGV[5], 'prev', ARGV[6],
-           'finl', ARGV[7], 'stop', ARGV[8], 'owner', '', 'expl', '', 'msg', '')
-move(t, pid, 1, ARGV[3])
+fail_leased(t, id, e, f[3], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9],
+            ARGV[10] == '1')
 redis.call('HINCRBY', t .. ':meta', 'failures', 1)
-if ARGV[10] == '1' then
-  redis.call('ZREM', t .. ':live', f[3] .. ':' .. pid)
-  redis.call('HINCRBY', t .. ':meta', 'dead_letters', 1)
-else
-  redis.call('ZADD', t .. ':due', 0, ARGV[5] .. ':' .. pid)
-end
+if ARGV[10] == '1' then redis.call('HINCRBY', t .. ':meta', 'dead_letters', 1) end
 return 1
 )lua";
 
