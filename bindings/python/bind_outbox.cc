@@ -18,6 +18,7 @@
 
 #include "bindings.h"
 #include "mulligan/outbox/outbox.h"
+#include "mulligan/outbox/redis_outbox.h"
 
 namespace mulligan {
 namespace python {
@@ -96,14 +97,19 @@ void BindOutbox(py::module_& m) {
   // Held by a shared_ptr so that the default registry can track it weakly
   // (its mulligan_outbox_* metrics; 0.6).
   py::class_<Outbox, std::shared_ptr<Outbox>>(m, "Outbox",
-                                              "The durable outbox on SQLite (outbox/outbox.h).")
+                                              "The durable outbox on SQLite or Redis (outbox/outbox.h, outbox/redis_outbox.h).")
       .def(py::init([](const std::string& path, const RetryPolicy& policy,
                        const std::string& sync, double busy_timeout, double lease_timeout,
                        int64_t max_size_bytes, const std::string& name, bool metrics,
-                       bool create) {
+                       bool create, const py::object& state) {
              OutboxOptions o = MakeOptions(path, policy, sync, busy_timeout, lease_timeout,
                                            max_size_bytes, name, create);
-             Result<std::unique_ptr<Outbox>> box = Unlocked([&] { return Outbox::Open(o); });
+             // state: a _core.RedisState puts the outbox on Redis (0.6).
+             std::shared_ptr<RedisState> redis =
+                 state.is_none() ? nullptr : StateFromPython(state);
+             Result<std::unique_ptr<Outbox>> box = Unlocked([&] {
+               return redis != nullptr ? OpenRedisOutbox(redis, o) : Outbox::Open(o);
+             });
              std::shared_ptr<Outbox> shared(Unwrap(std::move(box)).release());
              if (metrics) MetricsRegistry::Default().Track(shared);
              return shared;
@@ -111,7 +117,7 @@ void BindOutbox(py::module_& m) {
            py::arg("path"), py::arg("policy"), py::arg("sync") = "full",
            py::arg("busy_timeout") = 5.0, py::arg("lease_timeout") = 30.0,
            py::arg("max_size_bytes") = 0, py::arg("name") = "", py::arg("metrics") = true,
-           py::arg("create") = true)
+           py::arg("create") = true, py::arg("state") = py::none())
       .def(
           "enqueue_http",
           [](Outbox& box, const std::string& method, const std::string& url,

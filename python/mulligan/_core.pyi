@@ -1015,6 +1015,7 @@ class Outbox:
         name: str = "",
         metrics: bool = True,
         create: bool = True,
+        state: Optional[RedisState] = None,
     ) -> None: ...
     def enqueue_http(
         self,

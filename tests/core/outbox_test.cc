@@ -1,5 +1,8 @@
-// tests/core/outbox_test.cc — the durable outbox on SQLite (outbox/outbox.h),
-// on a FakeClock with a temporary database file: enqueue / lease / complete,
+// tests/core/outbox_test.cc — the durable outbox (outbox/outbox.h) on a
+// FakeClock, its contract run over both backends (OutboxBackendTest: SQLite
+// in a temporary file, and Redis Streams on a real redis-server started per
+// test with AOF fsync'ed on every write; the Redis-only cases are in
+// outbox_redis_test.cc), and the SQLite-only cases (OutboxTest): enqueue / lease / complete,
 // lease expiry handing an entry to another worker, retry times that follow
 // the policy exactly (fixed backoff, Retry-After, seeded jitter), dead
 // letters with their history, reopening the file, a read-only file and a
@@ -24,6 +27,7 @@
 #include "mulligan/base/random.h"
 #include "mulligan/retry/backoff.h"
 #include "mulligan/telemetry/metrics.h"
+#include "outbox_fixture.h"
 
 namespace mulligan {
 namespace {
@@ -31,54 +35,15 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-class OutboxTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/mulligan-outbox-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/outbox.db";
-  }
-  void TearDown() override {
-    std::string cmd = "rm -rf '" + dir_ + "'";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-  }
-  OutboxOptions Options() {
-    OutboxOptions o;
-    o.path = path_;
-    o.retry.max_attempts = 4;
-    o.retry.backoff.jitter = JitterKind::kNone;  // 200 ms, 400 ms, 800 ms
-    return o;
-  }
-  std::unique_ptr<Outbox> Open(const OutboxOptions& o) {
-    auto box = Outbox::Open(o);
-    EXPECT_TRUE(box.ok()) << box.status().ToString();
-    return box.ok() ? std::move(box).value() : nullptr;
-  }
-  static OutboxEntrySpec Http(std::string body = "{\"n\":1}") {
-    OutboxEntrySpec s;
-    s.kind = OutboxKind::kHttp;
-    s.method = "POST";
-    s.url = "http://127.0.0.1:9/hooks";
-    s.headers = {{"Content-Type", "application/json"}, {"X-Tenant", "acme"}};
-    s.body = std::move(body);
-    return s;
-  }
-  static OutboxEntrySpec Job(std::string name, std::string payload) {
-    OutboxEntrySpec s;
-    s.kind = OutboxKind::kJob;
-    s.job = std::move(name);
-    s.payload = std::move(payload);
-    return s;
-  }
-  WallTime Now() const { return clock_.WallNow(); }
+using outbox_test::OutboxBackendTest;
+using outbox_test::OutboxTest;
 
-  FakeClock clock_;
-  std::string dir_;
-  std::string path_;
-};
+INSTANTIATE_TEST_SUITE_P(Backends, OutboxBackendTest, ::testing::Values("sqlite", "redis"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
-TEST_F(OutboxTest, EnqueueLeaseCompleteKeepsTheRequestAndOneKey) {
+TEST_P(OutboxBackendTest, EnqueueLeaseCompleteKeepsTheRequestAndOneKey) {
   auto box = Open(Options());
   ASSERT_TRUE(box);
   auto http = box->Enqueue(Http(std::string("a\0b", 3)), Now());
@@ -169,7 +134,7 @@ TEST_F(OutboxTest, ALeaseOfAnotherFileIsRefusedAndAnotherHandleOnTheSameFileWork
   EXPECT_EQ(x->Get(1)->state, OutboxState::kDone);
 }
 
-TEST_F(OutboxTest, ExpiredLeaseHandsTheEntryToAnotherWorker) {
+TEST_P(OutboxBackendTest, ExpiredLeaseHandsTheEntryToAnotherWorker) {
   auto box = Open(Options());
   ASSERT_TRUE(box);
   auto entry = box->Enqueue(Http(), Now());
@@ -217,7 +182,7 @@ TEST_F(OutboxTest, ExpiredLeaseHandsTheEntryToAnotherWorker) {
 // expiry is one attempt; the fourth (max_attempts 4) dead-letters it, with
 // one history row per expiry, the backoff between them (200, 400, 800 ms,
 // no jitter), and a late success of the last lease still counted.
-TEST_F(OutboxTest, ExpiredLeasesCountAsAttemptsAndDeadLetterAPoisonEntry) {
+TEST_P(OutboxBackendTest, ExpiredLeasesCountAsAttemptsAndDeadLetterAPoisonEntry) {
   auto box = Open(Options());
   ASSERT_TRUE(box);
   const WallTime t0 = Now();
@@ -278,7 +243,7 @@ TEST_F(OutboxTest, ExpiredLeasesCountAsAttemptsAndDeadLetterAPoisonEntry) {
   EXPECT_EQ(box->Stats(Now())->deliveries, 1);
 }
 
-TEST_F(OutboxTest, ALateSuccessOfAnOlderLeaseOnADeadEntryIsRefused) {
+TEST_P(OutboxBackendTest, ALateSuccessOfAnOlderLeaseOnADeadEntryIsRefused) {
   OutboxOptions o = Options();
   o.retry.max_attempts = 2;
   auto box = Open(o);
@@ -303,7 +268,7 @@ TEST_F(OutboxTest, ALateSuccessOfAnOlderLeaseOnADeadEntryIsRefused) {
 // exactly one entry pending (D), one leased (C), one done (A), one dead (B),
 // the oldest live entry (C, enqueued at t0) 12.5 s old, one delivery of each
 // result, and one dead letter. Untracked once the outbox is gone.
-TEST_F(OutboxTest, MetricsRegistryExportsTheOutboxFamilies) {
+TEST_P(OutboxBackendTest, MetricsRegistryExportsTheOutboxFamilies) {
   OutboxOptions o = Options();
   o.name = "mail";
   std::shared_ptr<Outbox> box = Open(o);
@@ -420,7 +385,7 @@ TEST_F(OutboxTest, ForeignDatabaseIsRefusedAndCreateFalseMakesNoFile) {
   EXPECT_TRUE(Outbox::Open(absent).ok());
 }
 
-TEST_F(OutboxTest, RetryTimesFollowThePolicyThenDeadLetterKeepsHistory) {
+TEST_P(OutboxBackendTest, RetryTimesFollowThePolicyThenDeadLetterKeepsHistory) {
   auto box = Open(Options());
   ASSERT_TRUE(box);
   const WallTime t0 = Now();
@@ -495,7 +460,7 @@ TEST_F(OutboxTest, RetryTimesFollowThePolicyThenDeadLetterKeepsHistory) {
   EXPECT_TRUE(box->Lease("w", 1, Now())->empty());
 }
 
-TEST_F(OutboxTest, SeededJitterIsTheDocumentedDrawAndSurvivesReopening) {
+TEST_P(OutboxBackendTest, SeededJitterIsTheDocumentedDrawAndSurvivesReopening) {
   OutboxOptions o = Options();
   o.retry.backoff.jitter = JitterKind::kFull;
   o.retry.seed = 42;
@@ -540,7 +505,7 @@ TEST_F(OutboxTest, SeededJitterIsTheDocumentedDrawAndSurvivesReopening) {
   }
 }
 
-TEST_F(OutboxTest, TerminalOutcomeAndLongRetryAfterAndDeadlineDeadLetter) {
+TEST_P(OutboxBackendTest, TerminalOutcomeAndLongRetryAfterAndDeadlineDeadLetter) {
   OutboxOptions o = Options();
   o.retry.deadline = seconds(1);
   auto box = Open(o);
@@ -570,7 +535,7 @@ TEST_F(OutboxTest, TerminalOutcomeAndLongRetryAfterAndDeadlineDeadLetter) {
   EXPECT_EQ(box->Stats(Now())->dead_letters, 3);
 }
 
-TEST_F(OutboxTest, ReopeningTheFileKeepsEverything) {
+TEST_P(OutboxBackendTest, ReopeningTheFileKeepsEverything) {
   int64_t ids[3];
   std::string keys[3];
   {
@@ -733,7 +698,7 @@ TEST_F(OutboxTest, BadOptionsAndEntriesNameTheField) {
   EXPECT_NE(notdb.status().message().find(other), std::string::npos);
 }
 
-TEST_F(OutboxTest, RetryRevivesADeadLetterAndPurgeRemovesFinishedOnes) {
+TEST_P(OutboxBackendTest, RetryRevivesADeadLetterAndPurgeRemovesFinishedOnes) {
   OutboxOptions o = Options();
   o.retry.max_attempts = 1;
   auto box = Open(o);
@@ -756,7 +721,7 @@ TEST_F(OutboxTest, RetryRevivesADeadLetterAndPurgeRemovesFinishedOnes) {
   EXPECT_EQ(box->Stats(Now())->dead_letters, 2);  // counters outlive purges
 }
 
-TEST_F(OutboxTest, ManyThreadsDeliverEveryEntryOnce) {
+TEST_P(OutboxBackendTest, ManyThreadsDeliverEveryEntryOnce) {
   auto box = Open(Options());
   constexpr int kProducers = 3, kPerProducer = 40, kTotal = kProducers * kPerProducer;
   std::vector<std::thread> threads;
@@ -790,7 +755,7 @@ TEST_F(OutboxTest, ManyThreadsDeliverEveryEntryOnce) {
   EXPECT_EQ(box->Stats(Now())->deliveries, kTotal);
 }
 
-TEST_F(OutboxTest, CompleteManyRecordsABatchInOneTransaction) {
+TEST_P(OutboxBackendTest, CompleteManyRecordsABatchInOneTransaction) {
   auto box = Open(Options());
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(box->Enqueue(Http(), Now()).ok());
   auto leases = box->Lease("w", 3, Now());
@@ -814,7 +779,7 @@ TEST_F(OutboxTest, CompleteManyRecordsABatchInOneTransaction) {
   EXPECT_EQ(box->History((*leases)[1].entry.id)->at(0).http_status, 201);
 }
 
-TEST_F(OutboxTest, FailRecordsTheStatusGivenBesideAClassifiedOutcome) {
+TEST_P(OutboxBackendTest, FailRecordsTheStatusGivenBesideAClassifiedOutcome) {
   auto box = Open(Options());
   auto e = box->Enqueue(Http(), Now());
   auto lease = box->Lease("w", 1, Now());
@@ -828,7 +793,7 @@ TEST_F(OutboxTest, FailRecordsTheStatusGivenBesideAClassifiedOutcome) {
   EXPECT_EQ(box->History(e->id)->at(0).http_status, 409);
 }
 
-TEST_F(OutboxTest, EnqueueManyWritesAllOrNothing) {
+TEST_P(OutboxBackendTest, EnqueueManyWritesAllOrNothing) {
   auto box = Open(Options());
   std::vector<OutboxEntrySpec> specs = {Http("a"), Job("mail", "b"), Http("c")};
   specs[1].idempotency_key = "mail-1";

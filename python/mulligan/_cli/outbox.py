@@ -15,6 +15,10 @@ the file is absent or not an outbox, 2 usage (an ID that is not an int in
 Every action opens the file with ``create=False`` (since 0.6): a mistyped
 path, or an empty file, is an error, never a new empty database.
 
+DB may be a ``redis://`` URL with ``--name NAME`` (0.6): the Redis outbox of
+that name (``create=False`` too: an absent one is "no such outbox"), opened
+with ``sync="normal"``, since the command checks no server persistence.
+
 .. versionadded:: 0.5.0
 """
 
@@ -74,6 +78,9 @@ def add_outbox_parser(sub: Any) -> None:
     stats = actions.add_parser("stats", help="depth, ages and counts")
     stats.add_argument("db", metavar="DB")
     stats.add_argument("--json", action="store_true")
+    for action in (ls, dead, retry, purge, stats):
+        action.add_argument("--name", default=None,
+                            help="the outbox's name, when DB is a redis:// URL (0.6)")
 
 
 def _target(e: OutboxEntry) -> str:
@@ -107,13 +114,17 @@ def outbox_main(
     if getattr(args, "limit", 1) < 1:
         print("mulligan outbox: --limit must be >= 1", file=err)
         return 2
-    if os.path.isfile(args.db) and os.path.getsize(args.db) == 0:
+    redis = args.db.startswith(("redis://", "rediss://"))
+    if not redis and os.path.isfile(args.db) and os.path.getsize(args.db) == 0:
         # An empty file would become an outbox when opened; the command only
         # reads and edits outboxes that exist.
         print(f"mulligan outbox: {args.db} is an empty file, not an outbox", file=err)
         return 1
     try:
-        box = Outbox(args.db, create=False, metrics=False)
+        if redis:
+            box = Outbox(args.db, name=args.name, sync="normal", create=False, metrics=False)
+        else:
+            box = Outbox(args.db, create=False, metrics=False)
     except (OutboxError, ValueError) as e:
         print(f"mulligan outbox: {e}", file=err)
         return 1

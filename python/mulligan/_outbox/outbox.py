@@ -1,4 +1,5 @@
-"""``mulligan.Outbox``: calls that must eventually happen, kept in SQLite.
+"""``mulligan.Outbox``: calls that must eventually happen, kept in SQLite or
+(0.6) on Redis Streams.
 
 Example::
 
@@ -42,6 +43,7 @@ from .._http.client import Client
 from .._http.headers import _check_headers
 from .._http.request import _check_url
 from .._errors import OutboxError, TransportError
+from .._state.redis import RedisState, _core_state
 
 __all__ = ["Outbox", "OutboxAttempt", "OutboxEntry", "OutboxStats"]
 
@@ -154,11 +156,46 @@ def _http_item(
     return ("http", method, url, pairs, _bytes(body, "body"), "", b"", _key(idempotency_key))
 
 
+def _location(path: Any, state: Any, name: Optional[str]) -> tuple[Any, str]:
+    """Returns (the ``_core.RedisState`` or None, what ``Outbox.path`` says)
+    for the ``path`` / ``state`` arguments; ValueError when both or neither
+    are given, or a Redis outbox has no name."""
+    if state is not None and path is not None:
+        raise ValueError(f"{_OWNER}: give path or state, not both")
+    if state is None and path is None:
+        raise ValueError(f"{_OWNER}: give path (a file or a redis:// URL) or state")
+    if state is None:
+        where = os.fspath(path)
+        if not isinstance(where, str) or not where.startswith(("redis://", "rediss://")):
+            return None, where
+        state = RedisState(where)
+    core_state = _core_state(state, _OWNER)
+    if not name:
+        raise ValueError(f"{_OWNER}: name must name the outbox on Redis")
+    return core_state, f"{state.endpoint} {name}"
+
+
 class Outbox:
-    """A durable queue of HTTP requests and jobs in an SQLite file.
+    """A durable queue of HTTP requests and jobs in an SQLite file, or on a
+    Redis server (Redis Streams with a consumer group: many workers on many
+    machines; added in 0.6).
+
+    Where it lives is the one choice between the two; everything else is the
+    same contract::
+
+        Outbox("/var/lib/app/outbox.db")                    # SQLite
+        Outbox("redis://10.0.0.5:6379/0", name="webhooks")  # Redis
+        Outbox(state=mulligan.RedisState(url, timeout=1.0), name="webhooks")
 
     Args:
-        path: the database file (created when absent).
+        path: the database file (created when absent), or a
+            ``redis://[[user]:password@]host[:port][/db]`` URL (a
+            :class:`mulligan.RedisState` with its defaults: prefix
+            ``"mulligan"``, 0.25 s bounds). (Redis: added in 0.6.)
+        state: a :class:`mulligan.RedisState` to keep the outbox on, instead
+            of ``path`` (which must then be omitted): its prefix and
+            timeouts apply. Every call is bounded by its timeout and raises
+            :class:`mulligan.OutboxError` when Redis is down. (Added in 0.6.)
         policy: the retry policy as a mapping of ``mulligan.Client``-style
             options: ``attempts`` (default 3, counted across restarts),
             ``backoff``, ``base_delay`` (0.2 s), ``multiplier``,
@@ -171,18 +208,24 @@ class Outbox:
         sync: ``"full"`` (default: every commit is fsync'ed before the call
             returns, so an enqueued entry survives a power loss) or
             ``"normal"`` (survives a crash of the process; the last commits
-            may be lost on power loss).
+            may be lost on power loss). On Redis, ``"full"`` requires the
+            server to run ``appendonly yes`` and ``appendfsync always``
+            (checked at opening, else OutboxError); ``"normal"`` takes the
+            server's persistence as it is.
         busy_timeout: seconds a write waits for another process's
-            transaction (default 5).
+            transaction (default 5). Not read on Redis.
         lease_timeout: the visibility timeout, in seconds (default 30): a
             worker that has not finished an entry by then loses it to the
             next worker's lease.
         max_size_bytes: a cap on the file's size (0: none); an enqueue past
-            it raises :class:`mulligan.OutboxError` like a full disk.
+            it raises :class:`mulligan.OutboxError` like a full disk. Must
+            be 0 on Redis (bound the server with ``maxmemory``).
         clock: an object with ``monotonic()`` and ``sleep(seconds)``, such
             as :class:`mulligan.testing.FakeClock`, whose readings are the
             outbox's Unix seconds; default ``time.time`` and ``time.sleep``.
-        name: the ``outbox`` label of its metrics (default: the path).
+        name: the ``outbox`` label of its metrics (default: the path). On
+            Redis, required: the outbox's name on the server (its keys are
+            ``{prefix:outbox:name}:...``).
         metrics: when true (the default), the default metrics registry
             exports it while the object lives: gauges
             ``mulligan_outbox_depth{outbox,state}`` (state pending, leased)
@@ -211,15 +254,17 @@ class Outbox:
             its tables to another program's database.
 
     Thread-safety: one Outbox may be shared by threads (the core serializes
-    its SQLite connection); several processes may open the same file.
+    its SQLite or Redis connection); several processes may open the same
+    file, and processes on many machines the same Redis outbox.
 
     .. versionadded:: 0.5.0
     """
 
     def __init__(
         self,
-        path: Union[str, os.PathLike[str]],
+        path: Union[str, os.PathLike[str], None] = None,
         *,
+        state: Any = None,
         policy: Optional[Mapping[str, Any]] = None,
         sync: str = "full",
         busy_timeout: float = 5.0,
@@ -247,10 +292,11 @@ class Outbox:
         _validate.name_or_none(_OWNER, "name", name)
         _validate.flag(_OWNER, "metrics", metrics)
         _validate.flag(_OWNER, "create", create)
+        core_state, where = _location(path, state, name)
         self._attempt_timeout = given.get("attempt_timeout", 30.0)
         self._policy = _core.RetryPolicy(**given)
         self._core_box: Optional[_core.Outbox] = _core.Outbox(
-            os.fspath(path),
+            "" if core_state is not None else where,
             self._policy,
             sync=sync,
             busy_timeout=busy,
@@ -259,8 +305,10 @@ class Outbox:
             name=name or "",
             metrics=metrics,
             create=create,
+            state=core_state,
         )
-        self.path = os.fspath(path)
+        # The file, or "redis://host:port/db name" (no credentials).
+        self.path = where
         self._now: Callable[[], float] = clock.monotonic if clock is not None else time.time
         self._sleep: Callable[[float], Any] = clock.sleep if clock is not None else time.sleep
         self._handlers: dict[str, JobHandler] = {}

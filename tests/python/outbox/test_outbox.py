@@ -1,4 +1,5 @@
-"""mulligan.Outbox: jobs and HTTP entries through the core's SQLite outbox.
+"""mulligan.Outbox: jobs and HTTP entries through the core's SQLite outbox
+(and, for the nginx delivery test, its Redis Streams outbox too: 0.6).
 
 Schedules run on mulligan.testing.FakeClock (its readings are the outbox's
 Unix seconds), so the retry times asserted are the policy's exact delays
@@ -79,9 +80,21 @@ def test_dead_letter_keeps_history_and_survives_reopening(tmp_path: Any) -> None
         again.retry(entry.id)
 
 
-def test_http_entries_reach_nginx_with_one_key_each(tmp_path: Any, server: Any) -> None:
+@pytest.fixture(params=["sqlite", "redis"])
+def located_box(request: Any, tmp_path: Any) -> Any:
+    """A factory of outboxes like _box's, in a file or (0.6) on the suite's
+    redis-server (the outbox "hooks"; sync normal: it keeps no AOF)."""
+    if request.param == "sqlite":
+        return lambda clock: _box(tmp_path, clock)
+    url = request.getfixturevalue("redis_server").url
+    policy = {"attempts": 3, "jitter": "none", "base_delay": 0.5}
+    return lambda clock: mulligan.Outbox(url, name="hooks", sync="normal", policy=policy,
+                                         clock=clock)
+
+
+def test_http_entries_reach_nginx_with_one_key_each(located_box: Any, server: Any) -> None:
     clock = FakeClock(start=1_700_000_000.0)
-    box = _box(tmp_path, clock)
+    box = located_box(clock)
     entries = [
         box.enqueue("POST", server.url("/echo"), json={"n": i}, headers={"X-N": str(i)})
         for i in range(3)

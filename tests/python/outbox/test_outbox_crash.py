@@ -17,6 +17,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 import mulligan
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_main.py")
@@ -27,9 +29,20 @@ def _start(path: str, n: int) -> "subprocess.Popen[bytes]":
     return subprocess.Popen([sys.executable, WORKER, path, str(LEASE_TIMEOUT), str(n)])
 
 
-def test_kill_9_mid_delivery_then_restart_delivers_everything(tmp_path: Any, server: Any) -> None:
-    path = str(tmp_path / "outbox.db")
-    box = mulligan.Outbox(path, lease_timeout=LEASE_TIMEOUT)
+@pytest.fixture(params=["sqlite", "redis"])
+def location(request: Any, tmp_path: Any) -> tuple[str, dict[str, Any]]:
+    """Where the outbox lives, and the options worker_main.py uses there: a
+    file, or (0.6) the Redis outbox "crash" on the suite's redis-server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "outbox.db"), {}
+    return request.getfixturevalue("redis_server").url, {"name": "crash", "sync": "normal"}
+
+
+def test_kill_9_mid_delivery_then_restart_delivers_everything(
+    location: tuple[str, dict[str, Any]], server: Any
+) -> None:
+    path, where = location
+    box = mulligan.Outbox(path, lease_timeout=LEASE_TIMEOUT, **where)
     slow = box.enqueue("POST", server.url("/slow?s=1.5"), body=b"slow")
     rest = [box.enqueue("POST", server.url("/echo"), json={"n": i}) for i in range(9)]
 

@@ -56,12 +56,18 @@
 // one. Many processes may open the same file: each operation that writes runs
 // in a BEGIN IMMEDIATE transaction, which SQLite serializes across processes.
 //
-// No Redis Streams backend yet (issue 21 names it for a later slice).
+// Backends (0.6): this header's Open keeps the outbox in an SQLite file, the
+// embedded default described above; OpenRedisOutbox (redis_outbox.h, library
+// mulligan_outbox_redis) keeps the same Outbox, with the same contract, on a
+// Redis server (Redis Streams with a consumer group), for many workers on
+// many machines. Where the file comment names SQLite (durability, errors,
+// Open's checks), redis_outbox.h says what Redis does instead.
 
 #ifndef MULLIGAN_OUTBOX_OUTBOX_H_
 #define MULLIGAN_OUTBOX_OUTBOX_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,6 +82,11 @@
 
 namespace mulligan {
 inline namespace v0 {
+
+namespace outbox_internal {
+class Store;
+struct OutboxAccess;
+}  // namespace outbox_internal
 
 // What an entry holds. Values are stored in the database; append only.
 // (Added in 0.5.)
@@ -150,7 +161,8 @@ struct OutboxOptions {
   int64_t max_size_bytes = 0;
   // The name metrics export this outbox under (the `outbox` label of
   // mulligan_outbox_*; see MetricsRegistry::Track); empty: the path.
-  // (Added in 0.6.)
+  // (Added in 0.6.) On Redis (redis_outbox.h), required: the outbox's name
+  // on the server, in its keys.
   std::string name;
 };
 
@@ -294,7 +306,9 @@ class Outbox : public OutboxMetricsSource {
   // databases: added in 0.6.) A file SQLite can only open read-only (no
   // write permission) still opens: every write then fails with kOutbox
   // saying the file is read-only, and reads work where SQLite can read a
-  // read-only WAL file (its -shm file exists or can be made).
+  // read-only WAL file (its -shm file exists or can be made). A path that
+  // is a redis:// or rediss:// URL is kInvalidArgument naming
+  // OpenRedisOutbox (redis_outbox.h), which opens a Redis outbox. (0.6.)
   static Result<std::unique_ptr<Outbox>> Open(const OutboxOptions& options);
 
   Outbox(const Outbox&) = delete;
@@ -389,6 +403,13 @@ class Outbox : public OutboxMetricsSource {
   bool SampleMetrics(WallTime now, LimitsSnapshot::Outbox* out) override;
 
  private:
+  friend struct outbox_internal::OutboxAccess;
+  using StoreFactory = std::function<Result<std::unique_ptr<outbox_internal::Store>>(
+      const OutboxOptions&, const RetryPolicy&)>;
+  // Validates the options every backend reads and the policy, then opens the
+  // store with them.
+  static Result<std::unique_ptr<Outbox>> OpenWith(const OutboxOptions& options,
+                                                  const StoreFactory& open_store);
   struct Impl;
   explicit Outbox(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
