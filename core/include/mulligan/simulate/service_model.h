@@ -29,6 +29,21 @@
 // 503 is Outcome::Http(503): retryable by default and an overload answer for
 // adaptive throttling and the budgets (RFC 9110 15.6.4).
 //
+// TailModel — a server with a latency tail, the case hedging is for ("The
+// Tail at Scale", Dean and Barroso, CACM 2013; issue 18's benchmark: about
+// 2% of requests take 100 ms or more, the rest about 1 ms). (Added in 0.6.)
+//   - every attempt succeeds;
+//   - the attempts are numbered 1, 2, 3, ... in the order they arrive; the
+//     tail_every-th, 2*tail_every-th, ... (n % tail_every == 0) answer
+//     `tail_latency` after they arrive, every other one `latency` after;
+//   - it has no queue and no capacity: an attempt never delays another.
+//
+// Cancelled hedges: every model decides an attempt when it arrives and keeps
+// no queue, so a copy the client cancels has already cost the server what it
+// costs (its OCC slot, its capacity window's place, its number in the tail
+// model's count): cancelling it changes nothing on the server; the client
+// only ignores its answer.
+//
 // Thread-safety: not thread-safe; a model belongs to one run.
 #ifndef MULLIGAN_SIMULATE_SERVICE_MODEL_H_
 #define MULLIGAN_SIMULATE_SERVICE_MODEL_H_
@@ -97,6 +112,25 @@ class CapacityModel final : public ServiceModel {
   int64_t per_window_;
   int64_t window_index_ = -1;
   int64_t served_in_window_ = 0;
+};
+
+// Parameters of TailModel. (Added in 0.6.)
+struct TailModelOptions {
+  Duration latency = std::chrono::milliseconds(1);         // >= 0
+  Duration tail_latency = std::chrono::milliseconds(100);  // >= 0
+  int64_t tail_every = 50;                                 // >= 1 (50: 2% slow)
+};
+
+// See the file comment. REQUIRES: tail_every >= 1 (the scenario checks it).
+// (Added in 0.6.)
+class TailModel final : public ServiceModel {
+ public:
+  explicit TailModel(const TailModelOptions& options) : options_(options) {}
+  ServiceAnswer Serve(Duration arrival, uint32_t client) override;
+
+ private:
+  TailModelOptions options_;
+  int64_t received_ = 0;  // attempts served so far
 };
 
 }  // namespace v0
