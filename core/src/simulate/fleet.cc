@@ -32,6 +32,7 @@ uint64_t Mix(uint64_t a, uint64_t b) {
 // Salts so the client streams and the throttle streams never coincide.
 constexpr uint64_t kClientSalt = 0x636C69656E74ULL;    // "client"
 constexpr uint64_t kThrottleSalt = 0x7468726F74ULL;    // "throt"
+constexpr uint64_t kTailSalt = 0x7461696CULL;          // "tail"
 
 double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 double Millis(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -70,7 +71,11 @@ struct HedgeState {
 
 std::unique_ptr<ServiceModel> MakeModel(const Scenario& s) {
   if (s.model == SimModelKind::kOcc) return std::make_unique<OccModel>(s.slot);
-  if (s.model == SimModelKind::kTail) return std::make_unique<TailModel>(s.tail);
+  if (s.model == SimModelKind::kTail) {
+    TailModelOptions t = s.tail;
+    t.seed = Mix(s.seed ^ kTailSalt, 0);  // the same stream for every mode
+    return std::make_unique<TailModel>(t);
+  }
   CapacityModelOptions c = s.capacity;
   if (s.headroom) c.capacity_per_s = *s.headroom * s.clients / Seconds(s.interval);
   return std::make_unique<CapacityModel>(c);

@@ -86,6 +86,11 @@ const FieldTable<Scenario>& ServiceFields() {
          s.tail.tail_every = every;
          return true;
        }},
+      {"tail_fraction",
+       [](Context& c, const std::string& p, const json::value& v, S& s) {
+         return internal::ReadNumber(c, p, v, 0, /*lo_open=*/false, 1, "a number in [0, 1]",
+                                     s.tail.tail_fraction);
+       }},
   };
   return table;
 }
@@ -212,7 +217,7 @@ unsigned ModelsOf(std::string_view key) {
   if (key == "model") return kOcc | kCapacity | kTail;
   if (key == "slot") return kOcc;
   if (key == "latency") return kCapacity | kTail;
-  if (key == "tail_latency" || key == "tail_every") return kTail;
+  if (key == "tail_latency" || key == "tail_every" || key == "tail_fraction") return kTail;
   return kCapacity;
 }
 std::string ModelNames(unsigned models) {
@@ -248,6 +253,10 @@ void ReadService(Context& ctx, const json::value& v, Scenario& out) {
   if (out.model == SimModelKind::kCapacity &&
       o->contains("capacity_per_s") == o->contains("headroom")) {
     ctx.Error("service", "a capacity model needs exactly one of capacity_per_s and headroom");
+  }
+  if (out.model == SimModelKind::kTail &&
+      o->contains("tail_every") == o->contains("tail_fraction")) {
+    ctx.Error("service", "a tail model needs exactly one of tail_every and tail_fraction");
   }
 }
 
@@ -307,8 +316,10 @@ Status ValidateScenario(const Scenario& s) {
   if (s.model == SimModelKind::kTail) {
     if (s.tail.latency < Duration::zero()) return bad("service.latency must be >= 0");
     if (s.tail.tail_latency < Duration::zero()) return bad("service.tail_latency must be >= 0");
-    if (s.tail.tail_every < 1)
-      return bad("service.tail_every must be >= 1, got " + std::to_string(s.tail.tail_every));
+    if (s.tail.tail_every < 0)
+      return bad("service.tail_every must be >= 0, got " + std::to_string(s.tail.tail_every));
+    if (!(s.tail.tail_fraction >= 0 && s.tail.tail_fraction <= 1))
+      return bad("service.tail_fraction must be in [0, 1]");
   }
   std::set<int> counts;
   for (size_t i = 0; i < s.sweep.size(); ++i) {

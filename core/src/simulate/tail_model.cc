@@ -8,7 +8,8 @@ inline namespace v0 {
 ServiceAnswer TailModel::Serve(Duration arrival, uint32_t /*client*/) {
   ++received_;
   ServiceAnswer answer;
-  const bool slow = received_ % options_.tail_every == 0;
+  const bool slow = options_.tail_every > 0 ? received_ % options_.tail_every == 0
+                                            : random_.NextDouble() < options_.tail_fraction;
   answer.done = arrival + (slow ? options_.tail_latency : options_.latency);
   answer.outcome = Outcome::Success();
   return answer;

@@ -16,6 +16,31 @@ namespace {
 
 using std::chrono::milliseconds;
 
+// tail_fraction: one seeded draw per attempt (a stream of its own, so the
+// same seed gives the same slow attempts); 0 and 1 are exact.
+TEST(SimTailModel, FractionDrawsOncePerAttemptFromItsSeed) {
+  TailModelOptions o;
+  o.tail_fraction = 0.25;
+  o.seed = 42;
+  TailModel tail(o);
+  Random draws(42);
+  int slow = 0;
+  for (int n = 0; n < 1000; ++n) {
+    const bool expected = draws.NextDouble() < 0.25;
+    const ServiceAnswer a = tail.Serve(milliseconds(n), 0);
+    EXPECT_EQ(a.done - milliseconds(n), expected ? milliseconds(100) : milliseconds(1)) << n;
+    slow += expected ? 1 : 0;
+  }
+  EXPECT_GT(slow, 150);  // a fixed seed: one fixed count, about 250
+  EXPECT_LT(slow, 350);
+  o.tail_fraction = 1;
+  TailModel all(o);
+  EXPECT_EQ(all.Serve(milliseconds(0), 0).done, milliseconds(100));
+  o.tail_fraction = 0;
+  TailModel none(o);
+  EXPECT_EQ(none.Serve(milliseconds(0), 0).done, milliseconds(1));
+}
+
 TEST(SimTailModel, EveryNthArrivalIsSlowAndEveryAttemptSucceeds) {
   TailModelOptions o;
   o.latency = milliseconds(1);
@@ -190,7 +215,7 @@ TEST(SimSweep, OverridesAndTheirChecks) {
 
 TEST(SimScenario, RefusesBadHedgingTailAndSweepFields) {
   const std::string occ = R"("service": {"model": "occ"}, )";
-  const std::string tail = R"("service": {"model": "tail"}, )";
+  const std::string tail = R"("service": {"model": "tail", "tail_every": 3}, )";
   auto mode = [](const std::string& fields) {
     return R"("modes": [{"name": "h", )" + fields + "}]";
   };
@@ -211,6 +236,13 @@ TEST(SimScenario, RefusesBadHedgingTailAndSweepFields) {
   EXPECT_TRUE(ParseScenario("{" + tail + R"("modes": [{"name": "a"}]})", "ok.json").ok());
   ExpectRefused(R"({"service": {"model": "tail", "tail_every": 0}, "modes": [{"name": "a"}]})",
                 "service.tail_every");
+  ExpectRefused(R"({"service": {"model": "tail"}, "modes": [{"name": "a"}]})",
+                "a tail model needs exactly one of tail_every and tail_fraction");
+  ExpectRefused(R"({"service": {"model": "tail", "tail_every": 2, "tail_fraction": 0.5},
+                    "modes": [{"name": "a"}]})",
+                "a tail model needs exactly one of tail_every and tail_fraction");
+  ExpectRefused(R"({"service": {"model": "tail", "tail_fraction": 1.5}, "modes": [{"name": "a"}]})",
+                "service.tail_fraction");
   ExpectRefused(R"({"service": {"model": "tail", "slot": "1ms"}, "modes": [{"name": "a"}]})",
                 "service.slot: only for model \"occ\"");
   ExpectRefused(R"({"service": {"model": "occ", "tail_latency": "1s"}, "modes": [{"name": "a"}]})",

@@ -14,7 +14,7 @@
 //                 "window": "100ms", "latency": "20ms",
 //                 "outage_start": "30s", "outage_duration": "60s"}
 //             or {"model": "tail", "latency": "1ms",       // (0.6)
-//                 "tail_latency": "100ms", "tail_every": 50},
+//                 "tail_latency": "100ms", "tail_fraction": 0.02 | "tail_every": 50},
 //     "clients": {"count": 1000,            // 1 .. 1,000,000
 //                 "start_spread": "1s",     // first calls start uniformly in [0, spread)
 //                 "calls": 1,               // logical calls per client, >= 1
@@ -42,6 +42,7 @@
 // adaptive throttling). "sweep" runs the whole scenario once per client count
 // (each in [1, 1000000], no count twice), in the order given; --clients
 // replaces it.
+// A tail model needs exactly one of tail_fraction and tail_every.
 // "headroom" sets C = headroom * count / interval (a capacity that follows
 // --clients); exactly one of capacity_per_s and headroom is required.
 // Model fields of the other model are refused.
