@@ -94,7 +94,7 @@ def run(
     if sweep is not None and not counts:
         raise ValueError("sweep: expected at least one client count, got none")
     for i, n in enumerate(counts):
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1000000:
+        if isinstance(n, bool) or not isinstance(n, int):  # the range is the core's check
             raise ValueError(f"sweep[{i}]: must be an integer in [1, 1000000], got {n!r}")
     csv_text, json_text = _core.simulate(text, source, clients, seed, counts)
     return SimulationResult(csv=csv_text, json=json_text, report=json.loads(json_text))
@@ -168,7 +168,11 @@ def _plot_bars(axes: Any, panels: list[tuple[str, str]], modes: list[dict[str, A
         ax.set_title(title)
         # Log scale: no jitter is orders of magnitude off, and the jittered
         # modes' differences must stay readable; symlog when a bar is 0.
-        ax.set_yscale("log" if all(v > 0 for v in values) else "symlog")
+        if all(v > 0 for v in values):
+            ax.set_yscale("log")
+        else:
+            ax.set_yscale("symlog")
+            ax.set_ylim(bottom=0)
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
 
@@ -182,6 +186,7 @@ def _plot_sweep(axes: Any, panels: list[tuple[str, str]], modes: list[dict[str, 
         ax.set_title(title)
         ax.set_xscale("log")
         ax.set_yscale("symlog")  # zeros (no hedges, no give-ups) stay drawable
+        ax.set_ylim(bottom=0)
         ax.set_xlabel("clients")
     axes[0].legend(fontsize=7)
 
