@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "bindings.h"
 #include "mulligan/simulate/fleet.h"
@@ -22,7 +23,7 @@ void BindSimulate(py::module_& m) {
   m.def(
       "simulate",
       [](const std::string& text, const std::string& source, std::optional<int> clients,
-         std::optional<uint64_t> seed) {
+         std::optional<uint64_t> seed, const std::vector<int>& sweep) {
         Result<SimulationReport> report = InvalidArgumentError("not run");
         {
           py::gil_scoped_release release;
@@ -33,6 +34,7 @@ void BindSimulate(py::module_& m) {
             SimRunOptions options;
             options.clients = clients;
             options.seed = seed;
+            options.sweep = sweep;
             report = RunScenario(*scenario, options);
           }
         }
@@ -40,9 +42,11 @@ void BindSimulate(py::module_& m) {
         return py::make_tuple(ReportToCsv(*report), ReportToJson(*report));
       },
       py::arg("scenario"), py::arg("source"), py::arg("clients") = std::nullopt,
-      py::arg("seed") = std::nullopt,
+      py::arg("seed") = std::nullopt, py::arg("sweep") = std::vector<int>{},
       "Runs a scenario (JSON text; `source` names it in errors) and returns "
-      "(csv, json). ValueError names a bad field.");
+      "(csv, json); `sweep` (client counts, replacing the scenario's; not "
+      "with `clients`) runs it once per count (0.6). ValueError names a bad "
+      "field.");
 }
 
 }  // namespace python

@@ -21,6 +21,7 @@
 
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/config/config.h"
+#include "mulligan/hedging/hedging.h"
 #include "mulligan/retry/policy.h"
 #include "reader.h"
 
@@ -43,6 +44,12 @@ const FieldTable<RetryOptions>& PolicyFields();
 const FieldTable<CircuitBreakerOptions>& BreakerFields();
 // The fields of a client ("clients" entries, "defaults.client").
 const FieldTable<ClientSettings>& ClientFields();
+// The fields of a hedging object under HedgingOptions' names (max_attempts,
+// hedging_delay, delay_quantile, quantile_window, quantile_min_samples; a
+// `mulligan simulate` mode's "hedging"). Each field's own range is checked
+// here; quantile_min_samples <= quantile_window is ValidateHedgingOptions'.
+// (Added in 0.6.)
+const FieldTable<HedgingOptions>& HedgingFields();
 
 // Returns the reader of field `key`, or null when `table` has none.
 template <typename T>

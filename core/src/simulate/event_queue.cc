@@ -8,11 +8,13 @@ inline namespace v0 {
 namespace {
 
 // std::push_heap keeps the largest element first: "later" is the "less".
-// Ordered by (time, client, kind); client and kind compared as one word.
+// Ordered by (time, client, kind, copy); the last three compared as one word.
 inline bool Later(const SimEvent& a, const SimEvent& b) {
   if (a.time != b.time) return a.time > b.time;
-  const uint64_t ka = (uint64_t{a.client} << 8) | static_cast<uint8_t>(a.kind);
-  const uint64_t kb = (uint64_t{b.client} << 8) | static_cast<uint8_t>(b.kind);
+  const uint64_t ka =
+      (uint64_t{a.client} << 16) | (uint64_t{static_cast<uint8_t>(a.kind)} << 8) | a.copy;
+  const uint64_t kb =
+      (uint64_t{b.client} << 16) | (uint64_t{static_cast<uint8_t>(b.kind)} << 8) | b.copy;
   return ka > kb;
 }
 

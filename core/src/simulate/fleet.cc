@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mulligan/base/random.h"
+#include "mulligan/hedging/hedging.h"
 #include "mulligan/pipeline/pipeline.h"
 #include "mulligan/simulate/event_queue.h"
 #include "mulligan/simulate/service_model.h"
@@ -31,6 +32,7 @@ uint64_t Mix(uint64_t a, uint64_t b) {
 // Salts so the client streams and the throttle streams never coincide.
 constexpr uint64_t kClientSalt = 0x636C69656E74ULL;    // "client"
 constexpr uint64_t kThrottleSalt = 0x7468726F74ULL;    // "throt"
+constexpr uint64_t kTailSalt = 0x7461696CULL;          // "tail"
 
 double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 double Millis(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -41,6 +43,7 @@ struct Process {
   std::shared_ptr<AdaptiveThrottle> throttle;
   std::unique_ptr<CircuitBreaker> breaker;
   std::unique_ptr<Pipeline> pipeline;
+  std::shared_ptr<HedgingPolicy> hedging;  // a hedging mode's (its latency window)
 };
 
 struct Client {
@@ -53,8 +56,26 @@ struct Client {
   int calls_started = 0;
 };
 
+// A hedging mode's per-client state (kept apart: a retrying mode pays nothing).
+struct HedgeState {
+  struct Copy {
+    Outcome outcome;  // the service's answer, delivered at `done`
+    Duration done = Duration::zero();
+    bool live = false;  // started, and neither recorded nor cancelled
+  };
+  std::optional<HedgedCall> call;
+  Copy copies[kMaxHedgedAttempts];
+  // The one armed kAttempt wake-up (a hedging delay), if any.
+  std::optional<Duration> wake;
+};
+
 std::unique_ptr<ServiceModel> MakeModel(const Scenario& s) {
   if (s.model == SimModelKind::kOcc) return std::make_unique<OccModel>(s.slot);
+  if (s.model == SimModelKind::kTail) {
+    TailModelOptions t = s.tail;
+    t.seed = Mix(s.seed ^ kTailSalt, 0);  // the same stream for every mode
+    return std::make_unique<TailModel>(t);
+  }
   CapacityModelOptions c = s.capacity;
   if (s.headroom) c.capacity_per_s = *s.headroom * s.clients / Seconds(s.interval);
   return std::make_unique<CapacityModel>(c);
@@ -69,12 +90,14 @@ class FleetRun {
         model_(MakeModel(scenario)),
         base_policy_(RetryPolicy::Create(mode.policy).value()) {
     report_.mode = mode.name;
+    report_.clients = scenario.clients;
   }
 
   ModeReport Run() {
     MakeProcesses();
     const auto n = static_cast<uint32_t>(scenario_.clients);
     clients_.reserve(n);
+    if (mode_.hedging) hedges_.resize(n);
     queue_.Reserve(n);
     const double spread_ns = static_cast<double>(scenario_.start_spread.count());
     for (uint32_t i = 0; i < n; ++i) {
@@ -86,6 +109,10 @@ class FleetRun {
     latencies_.reserve(static_cast<size_t>(n) * static_cast<size_t>(scenario_.calls_per_client));
     while (!queue_.empty()) {
       const SimEvent e = queue_.Pop();
+      if (mode_.hedging) {
+        HedgeEvent(e);
+        continue;
+      }
       switch (e.kind) {
         case SimEventKind::kStartCall:
           StartCall(e.client);
@@ -128,21 +155,105 @@ class FleetRun {
         parts.breaker = p.breaker.get();
       }
       p.pipeline = std::make_unique<Pipeline>(parts);
+      if (mode_.hedging) p.hedging = HedgingPolicy::Create(*mode_.hedging).value();
     }
   }
 
-  const Pipeline& PipelineOf(uint32_t id) const {
-    return *processes_[id / static_cast<uint32_t>(scenario_.clients_per_process)].pipeline;
+  const Process& ProcessOf(uint32_t id) const {
+    return processes_[id / static_cast<uint32_t>(scenario_.clients_per_process)];
   }
 
   void StartCall(uint32_t id) {
     Client& c = clients_[id];
     CallOptions call_options;
     call_options.seed = c.random.NextU64();  // the client's own jitter (fleet.h)
-    c.call.emplace(PipelineOf(id).Begin(queue_.NowPoint(), call_options));
     c.call_start = queue_.now();
     ++c.calls_started;
+    const Process& p = ProcessOf(id);
+    if (p.hedging) {
+      call_options.replay_safe = true;  // the models' calls may be sent twice
+      hedges_[id].call.emplace(p.hedging->Begin(*p.pipeline, queue_.NowPoint(), call_options));
+      HedgeStep(id);
+      return;
+    }
+    c.call.emplace(p.pipeline->Begin(queue_.NowPoint(), call_options));
     Admit(id);
+  }
+
+  // Sends one attempt (or hedged copy) of client `id` to the model now and
+  // counts it; returns the answer (delivered by a kAnswer event).
+  ServiceAnswer Send(uint32_t id) {
+    const ServiceAnswer answer = model_->Serve(queue_.now(), id);
+    ++report_.attempts;
+    if (answer.during_outage) ++report_.outage_attempts;
+    if (answer.overloaded) {
+      ++report_.overloaded;
+      last_overload_ = answer.done;
+    }
+    return answer;
+  }
+
+  // A hedging mode's event: stale ones (the answer of a cancelled copy, a
+  // wake-up no longer armed) change nothing.
+  void HedgeEvent(const SimEvent& e) {
+    HedgeState& h = hedges_[e.client];
+    switch (e.kind) {
+      case SimEventKind::kStartCall:
+        StartCall(e.client);
+        return;
+      case SimEventKind::kAttempt:
+        if (!h.wake || *h.wake != e.time) return;
+        h.wake.reset();
+        HedgeStep(e.client);
+        return;
+      case SimEventKind::kAnswer:
+        HedgeAnswer(e.client, e.copy, e.time);
+        return;
+    }
+  }
+
+  // Starts every copy the hedged call admits now, then arms the wake-up of
+  // a hedging delay or ends a call that is over (the engine decides).
+  void HedgeStep(uint32_t id) {
+    HedgeState& h = hedges_[id];
+    for (;;) {
+      const HedgeAdmission a = h.call->Admit(queue_.NowPoint());
+      if (a.start()) {
+        const ServiceAnswer answer = Send(id);
+        if (a.copy > 1) ++report_.hedges;
+        h.copies[a.copy - 1] = {answer.outcome, answer.done, true};
+        queue_.Push({answer.done, id, SimEventKind::kAnswer, static_cast<uint8_t>(a.copy)});
+        continue;
+      }
+      if (a.wait()) {
+        const Duration at = queue_.now() + (a.next_start - queue_.NowPoint());
+        if (h.wake != at) {
+          h.wake = at;
+          queue_.Push({at, id, SimEventKind::kAttempt});
+        }
+        return;
+      }
+      if (h.call->finished()) EndCall(id, h.call->stop_reason());
+      return;  // kNoMore: wait for the running copies
+    }
+  }
+
+  void HedgeAnswer(uint32_t id, int copy, Duration at) {
+    HedgeState& h = hedges_[id];
+    if (copy < 1 || copy > kMaxHedgedAttempts) return;
+    HedgeState::Copy& slot = h.copies[copy - 1];
+    // Two events alike in (time, client, copy) are interchangeable, so a live
+    // copy answering when a cancelled one would is still answered once.
+    if (!h.call || !slot.live || slot.done != at) return;
+    slot.live = false;
+    const HedgeDecision d = h.call->Record(copy, slot.outcome, queue_.NowPoint());
+    for (int loser : d.cancel) h.copies[loser - 1].live = false;
+    if (d.finished) {
+      if (d.winner > 1) ++report_.hedges_won;
+      EndCall(id, d.reason);
+      return;
+    }
+    HedgeStep(id);
   }
 
   void Admit(uint32_t id) {
@@ -156,13 +267,7 @@ class FleetRun {
       EndCall(id, admission.reason);
       return;
     }
-    const ServiceAnswer answer = model_->Serve(queue_.now(), id);
-    ++report_.attempts;
-    if (answer.during_outage) ++report_.outage_attempts;
-    if (answer.overloaded) {
-      ++report_.overloaded;
-      last_overload_ = answer.done;
-    }
+    const ServiceAnswer answer = Send(id);
     c.pending = answer.outcome;
     queue_.Push({answer.done, id, SimEventKind::kAnswer});
   }
@@ -200,6 +305,11 @@ class FleetRun {
         break;
     }
     c.call.reset();
+    if (mode_.hedging) {
+      hedges_[id].call.reset();  // finished: its destructor abandons nothing
+      hedges_[id].wake.reset();
+      for (HedgeState::Copy& copy : hedges_[id].copies) copy.live = false;
+    }
     if (c.calls_started < scenario_.calls_per_client) {
       const Duration nominal = c.first_start + scenario_.interval * c.calls_started;
       queue_.Push({std::max(nominal, now), id, SimEventKind::kStartCall});
@@ -215,6 +325,10 @@ class FleetRun {
     report_.p50_ms = Millis(Duration(NearestRankPercentile(latencies_, 50)));
     report_.p99_ms = Millis(Duration(NearestRankPercentile(latencies_, 99)));
     report_.last_overload_s = last_overload_ ? Seconds(*last_overload_) : -1.0;
+    report_.extra_load_pct =
+        report_.calls ? 100.0 * static_cast<double>(report_.hedges) /
+                            static_cast<double>(report_.calls)
+                      : 0.0;
     return report_;
   }
 
@@ -226,6 +340,7 @@ class FleetRun {
   RetryPolicy base_policy_;  // every pipeline's, shared by every call
   std::vector<Process> processes_;
   std::vector<Client> clients_;
+  std::vector<HedgeState> hedges_;  // a hedging mode's, one per client
   std::vector<int64_t> latencies_;
   Duration completion_ = Duration::zero();
   std::optional<Duration> last_overload_;
@@ -239,15 +354,46 @@ ModeReport RunMode(const Scenario& scenario, const SimMode& mode) {
   return run.Run();
 }
 
+namespace {
+
+// Runs every mode of the valid `s` and appends their reports to `out` in
+// the scenario's order. The modes are independent runs (each owns its
+// clock, queue, model and parts): they run on up to hardware_concurrency
+// threads, each writing its own slot, so the report does not depend on the
+// number of threads.
+void RunModes(const Scenario& s, std::vector<ModeReport>& out) {
+  const size_t first = out.size();
+  out.resize(first + s.modes.size());
+  const size_t threads = std::max<size_t>(
+      1, std::min<size_t>(s.modes.size(), std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < s.modes.size(); i = next++) {
+      out[first + i] = RunMode(s, s.modes[i]);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace
+
 Result<SimulationReport> RunScenario(const Scenario& scenario, const SimRunOptions& options) {
   Scenario s = scenario;
+  if (options.clients && !options.sweep.empty()) {
+    return InvalidArgumentError("clients and sweep cannot be given together");
+  }
   if (options.clients) {
     if (*options.clients < 1 || *options.clients > kMaxSimClients) {
       return InvalidArgumentError("clients must be in [1, 1000000], got " +
                                   std::to_string(*options.clients));
     }
     s.clients = *options.clients;
+    s.sweep.clear();  // one run with that count
   }
+  if (!options.sweep.empty()) s.sweep = options.sweep;
   if (options.seed) s.seed = *options.seed;
   Status valid = ValidateScenario(s);
   if (!valid.ok()) return valid;
@@ -256,20 +402,16 @@ Result<SimulationReport> RunScenario(const Scenario& scenario, const SimRunOptio
   report.model = SimModelKindName(s.model);
   report.seed = s.seed;
   report.clients = s.clients;
-  // The modes are independent runs (each owns its clock, queue, model and
-  // parts): they run on up to hardware_concurrency threads, each writing its
-  // own slot, so the report does not depend on the number of threads.
-  report.modes.resize(s.modes.size());
-  const size_t threads = std::max<size_t>(
-      1, std::min<size_t>(s.modes.size(), std::thread::hardware_concurrency()));
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < s.modes.size(); i = next++) report.modes[i] = RunMode(s, s.modes[i]);
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  report.sweep = s.sweep;
+  if (s.sweep.empty()) {
+    RunModes(s, report.modes);
+    return report;
+  }
+  for (int count : report.sweep) {
+    s.clients = count;
+    RunModes(s, report.modes);
+  }
+  report.clients = report.sweep.back();
   return report;
 }
 

@@ -32,6 +32,7 @@ std::string CsvField(const std::string& s) {
 // The row of one mode as text fields, in kSimCsvColumns' order.
 std::vector<std::string> Row(const ModeReport& m) {
   return {m.mode,
+          std::to_string(m.clients),
           std::to_string(m.calls),
           std::to_string(m.attempts),
           Fixed(m.amplification, 4),
@@ -45,15 +46,19 @@ std::vector<std::string> Row(const ModeReport& m) {
           std::to_string(m.circuit_open),
           std::to_string(m.outage_attempts),
           std::to_string(m.overloaded),
-          Fixed(m.last_overload_s, 3)};
+          Fixed(m.last_overload_s, 3),
+          std::to_string(m.hedges),
+          std::to_string(m.hedges_won),
+          Fixed(m.extra_load_pct, 3)};
 }
 
 }  // namespace
 
 const char* const kSimCsvColumns[] = {
-    "mode",         "calls",        "attempts",        "amplification", "completion_s",
-    "p50_ms",       "p99_ms",       "successes",       "give_ups",      "budget_stops",
-    "throttled",    "circuit_open", "outage_attempts", "overloaded",    "last_overload_s"};
+    "mode",         "clients",         "calls",      "attempts",        "amplification",
+    "completion_s", "p50_ms",          "p99_ms",     "successes",       "give_ups",
+    "budget_stops", "throttled",       "circuit_open", "outage_attempts", "overloaded",
+    "last_overload_s", "hedges",       "hedges_won", "extra_load_pct"};
 const int kSimCsvColumnCount = sizeof(kSimCsvColumns) / sizeof(kSimCsvColumns[0]);
 
 std::string ReportToCsv(const SimulationReport& report) {
@@ -95,7 +100,13 @@ std::string ReportToJson(const SimulationReport& report) {
   root["scenario"] = report.scenario;
   root["model"] = report.model;
   root["seed"] = report.seed;
-  root["clients"] = report.clients;
+  if (report.sweep.empty()) {
+    root["clients"] = report.clients;
+  } else {
+    json::array counts;
+    for (int n : report.sweep) counts.push_back(n);
+    root["sweep"] = std::move(counts);
+  }
   root["modes"] = std::move(modes);
   return json::serialize(root) + "\n";
 }

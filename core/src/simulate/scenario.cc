@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -41,7 +42,7 @@ const FieldTable<Scenario>& ServiceFields() {
       {"model",
        [](Context& c, const std::string& p, const json::value& v, S& s) {
          int i = 0;
-         if (!internal::ReadChoice(c, p, v, {"occ", "capacity"}, i)) return false;
+         if (!internal::ReadChoice(c, p, v, {"occ", "capacity", "tail"}, i)) return false;
          s.model = static_cast<SimModelKind>(i);
          return true;
        }},
@@ -62,13 +63,33 @@ const FieldTable<Scenario>& ServiceFields() {
        }},
       {"window", [](Context& c, const std::string& p, const json::value& v,
                     S& s) { return ReadPositiveDuration(c, p, v, s.capacity.window); }},
-      {"latency", [](Context& c, const std::string& p, const json::value& v,
-                     S& s) { return ReadAnyDuration(c, p, v, s.capacity.latency); }},
+      {"latency",
+       [](Context& c, const std::string& p, const json::value& v, S& s) {
+         // The capacity and the tail models' base latency (only the
+         // scenario's model reads its own).
+         if (!ReadAnyDuration(c, p, v, s.capacity.latency)) return false;
+         s.tail.latency = s.capacity.latency;
+         return true;
+       }},
       {"outage_start", [](Context& c, const std::string& p, const json::value& v,
                           S& s) { return ReadAnyDuration(c, p, v, s.capacity.outage_start); }},
       {"outage_duration",
        [](Context& c, const std::string& p, const json::value& v, S& s) {
          return ReadAnyDuration(c, p, v, s.capacity.outage_duration);
+       }},
+      {"tail_latency", [](Context& c, const std::string& p, const json::value& v,
+                          S& s) { return ReadAnyDuration(c, p, v, s.tail.tail_latency); }},
+      {"tail_every",
+       [](Context& c, const std::string& p, const json::value& v, S& s) {
+         int every = 0;
+         if (!internal::ReadInt(c, p, v, 1, std::numeric_limits<int>::max(), every)) return false;
+         s.tail.tail_every = every;
+         return true;
+       }},
+      {"tail_fraction",
+       [](Context& c, const std::string& p, const json::value& v, S& s) {
+         return internal::ReadNumber(c, p, v, 0, /*lo_open=*/false, 1, "a number in [0, 1]",
+                                     s.tail.tail_fraction);
        }},
   };
   return table;
@@ -136,6 +157,14 @@ const FieldTable<SimMode>& ModeFields() {
          internal::ApplyObject(c, p, *o, internal::BreakerFields(), *m.breaker);
          return true;
        }},
+      {"hedging",
+       [](Context& c, const std::string& p, const json::value& v, SimMode& m) {
+         const json::object* o = internal::AsObject(c, p, v, "a hedging object");
+         if (o == nullptr) return false;
+         m.hedging.emplace();
+         internal::ApplyObject(c, p, *o, internal::HedgingFields(), *m.hedging);
+         return true;
+       }},
   };
   return table;
 }
@@ -165,35 +194,69 @@ const FieldTable<Scenario>& TopFields() {
       {"service", nullptr},
       {"clients", nullptr},
       {"modes", nullptr},
+      {"sweep",
+       [](Context& c, const std::string& p, const json::value& v, S& s) {
+         return internal::ForEachElement(
+             c, p, v, "an array of client counts", [&](const std::string& ep, const json::value& e) {
+               int count = 0;
+               if (!internal::ReadInt(c, ep, e, 1, kMaxSimClients, count)) return false;
+               s.sweep.push_back(count);
+               return true;
+             });
+       }},
   };
   return table;
 }
 
-// Fields of the service object that belong to one model only.
-bool OccOnly(std::string_view key) { return key == "slot"; }
-bool CapacityOnly(std::string_view key) { return key != "model" && key != "slot"; }
+// The models a field of the service object belongs to, as a bit set of
+// 1 << SimModelKind, and how a message names them.
+unsigned ModelsOf(std::string_view key) {
+  constexpr unsigned kOcc = 1u << static_cast<int>(SimModelKind::kOcc);
+  constexpr unsigned kCapacity = 1u << static_cast<int>(SimModelKind::kCapacity);
+  constexpr unsigned kTail = 1u << static_cast<int>(SimModelKind::kTail);
+  if (key == "model") return kOcc | kCapacity | kTail;
+  if (key == "slot") return kOcc;
+  if (key == "latency") return kCapacity | kTail;
+  if (key == "tail_latency" || key == "tail_every" || key == "tail_fraction") return kTail;
+  return kCapacity;
+}
+std::string ModelNames(unsigned models) {
+  std::vector<std::string> names;
+  for (int k = 0; k <= static_cast<int>(SimModelKind::kTail); ++k) {
+    if (models & (1u << k)) names.push_back(internal::Quote(SimModelKindName(static_cast<SimModelKind>(k))));
+  }
+  if (names.size() == 1) return "model " + names[0];
+  std::string out = "models ";
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i) out += i + 1 == names.size() ? " and " : ", ";
+    out += names[i];
+  }
+  return out;
+}
 
 void ReadService(Context& ctx, const json::value& v, Scenario& out) {
   const json::object* o = internal::AsObject(ctx, "service", v, "a service object");
   if (o == nullptr) return;
   if (!o->contains("model")) {
-    ctx.Error("service.model", "required: \"occ\" or \"capacity\"");
+    ctx.Error("service.model", "required: \"occ\", \"capacity\" or \"tail\"");
     return;
   }
   internal::ApplyObject(ctx, "service", *o, ServiceFields(), out);
   for (const auto& kv : *o) {
     const std::string_view key = kv.key();
-    if (out.model == SimModelKind::kOcc && CapacityOnly(key) &&
-        internal::FindField(ServiceFields(), key)) {
-      ctx.Error(internal::Join("service", key), "only for model \"capacity\"");
-    }
-    if (out.model == SimModelKind::kCapacity && OccOnly(key)) {
-      ctx.Error(internal::Join("service", key), "only for model \"occ\"");
+    const unsigned models = ModelsOf(key);
+    if (internal::FindField(ServiceFields(), key) &&
+        (models & (1u << static_cast<int>(out.model))) == 0) {
+      ctx.Error(internal::Join("service", key), "only for " + ModelNames(models));
     }
   }
   if (out.model == SimModelKind::kCapacity &&
       o->contains("capacity_per_s") == o->contains("headroom")) {
     ctx.Error("service", "a capacity model needs exactly one of capacity_per_s and headroom");
+  }
+  if (out.model == SimModelKind::kTail &&
+      o->contains("tail_every") == o->contains("tail_fraction")) {
+    ctx.Error("service", "a tail model needs exactly one of tail_every and tail_fraction");
   }
 }
 
@@ -221,6 +284,8 @@ const char* SimModelKindName(SimModelKind kind) {
       return "occ";
     case SimModelKind::kCapacity:
       return "capacity";
+    case SimModelKind::kTail:
+      return "tail";
   }
   return "unknown";
 }
@@ -248,6 +313,22 @@ Status ValidateScenario(const Scenario& s) {
     if (c.outage_start < Duration::zero()) return bad("service.outage_start must be >= 0");
     if (c.outage_duration < Duration::zero()) return bad("service.outage_duration must be >= 0");
   }
+  if (s.model == SimModelKind::kTail) {
+    if (s.tail.latency < Duration::zero()) return bad("service.latency must be >= 0");
+    if (s.tail.tail_latency < Duration::zero()) return bad("service.tail_latency must be >= 0");
+    if (s.tail.tail_every < 0)
+      return bad("service.tail_every must be >= 0, got " + std::to_string(s.tail.tail_every));
+    if (!(s.tail.tail_fraction >= 0 && s.tail.tail_fraction <= 1))
+      return bad("service.tail_fraction must be in [0, 1]");
+  }
+  std::set<int> counts;
+  for (size_t i = 0; i < s.sweep.size(); ++i) {
+    const std::string path = "sweep[" + std::to_string(i) + "]";
+    if (s.sweep[i] < 1 || s.sweep[i] > kMaxSimClients)
+      return bad(path + ": must be in [1, 1000000], got " + std::to_string(s.sweep[i]));
+    if (!counts.insert(s.sweep[i]).second)
+      return bad(path + ": " + std::to_string(s.sweep[i]) + " is listed twice");
+  }
   if (s.modes.empty()) return bad("modes: at least one mode is required");
   std::set<std::string> names;
   for (size_t i = 0; i < s.modes.size(); ++i) {
@@ -272,6 +353,16 @@ Status ValidateScenario(const Scenario& s) {
     if (m.breaker) {
       Status st = CircuitBreaker::Validate(*m.breaker);
       if (!st.ok()) return bad(Prefixed(path + ".breaker", st));
+    }
+    if (m.hedging) {
+      if (m.throttle)
+        return bad(path + ".throttle: not allowed with \"hedging\" (a hedged call does not ask "
+                          "adaptive throttling, hedging.h)");
+      Status st = ValidateHedgingOptions(*m.hedging);
+      // "hedging: max_attempts must be ..." becomes "modes[0].hedging.max_attempts ...".
+      std::string what = st.message();
+      if (what.rfind("hedging: ", 0) == 0) what = what.substr(9);
+      if (!st.ok()) return bad(path + ".hedging." + what);
     }
   }
   return Status();
@@ -315,6 +406,8 @@ Result<Scenario> ParseScenario(std::string_view text, std::string_view source) {
   }
   if (!o->contains("service")) ctx.Error("service", "required: a service object");
   if (!o->contains("modes")) ctx.Error("modes", "required: an array of mode objects");
+  if (o->contains("sweep") && out.sweep.empty() && ctx.error_count() == 0)
+    ctx.Error("sweep", "expected at least one client count, got []");
   if (ctx.error_count() > 0) return ctx.ToStatus();
   Status valid = ValidateScenario(out);
   if (!valid.ok()) return InvalidArgumentError(std::string(source) + ": " + valid.message());

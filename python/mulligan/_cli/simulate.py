@@ -1,12 +1,13 @@
-"""``mulligan simulate [SCENARIO] [--clients N] [--out DIR] [--seed S]``: runs
+"""``mulligan simulate [SCENARIO] [--clients N | --sweep N1,N2,...] [--out DIR] [--seed S]``: runs
 a fleet of clients through the real engine in virtual time against a model
 of a service, and compares the scenario's modes (jitter modes, budgets,
-throttling, breakers).
+throttling, breakers, hedging). ``--sweep`` (0.6) runs it once per client
+count and writes one row per (clients, mode).
 
 SCENARIO is a scenario file (JSON; see core/include/mulligan/simulate/
 scenario.h) or the name of a built-in one: ``occ`` (the default; the AWS
-study "Exponential Backoff And Jitter", 2015) or ``outage`` (a server down
-for 60 s that recovers). Writes DIR/results.csv, DIR/results.json and, when
+study "Exponential Backoff And Jitter", 2015), ``outage`` (a server down
+for 60 s that recovers) or ``hedging`` (a server with a latency tail). Writes DIR/results.csv, DIR/results.json and, when
 matplotlib is importable (``pip install 'mulligan[simulate]'``),
 DIR/results.png; prints a table.
 
@@ -18,6 +19,7 @@ scenario field, named on stderr).
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from typing import Any
@@ -44,11 +46,26 @@ def add_simulate_parser(sub: Any) -> None:
     )
     s.add_argument("--clients", type=int, default=None, metavar="N",
                    help="number of clients (1 to 1000000), replacing the scenario's")
+    s.add_argument("--sweep", type=_client_counts, default=None, metavar="N1,N2,...",
+                   help="run once per client count (comma-separated, each 1 to 1000000, "
+                        "none twice), replacing the scenario's \"sweep\"; not with --clients")
     s.add_argument("--seed", type=int, default=None, metavar="S",
                    help="random seed in [0, 2**64), replacing the scenario's")
     s.add_argument("--out", default="simulate-out", metavar="DIR",
                    help="where results.csv, results.json and results.png go "
                         "(default ./simulate-out)")
+
+
+def _client_counts(text: str) -> list[int]:
+    """Parses ``--sweep``'s "10,100,1000"; argparse reports the ValueError's
+    message as a usage error (exit code 2)."""
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected client counts separated by commas (10,100,1000), got {text!r}"
+        ) from None
+    return counts
 
 
 def simulate_main(args: Any) -> int:
@@ -60,7 +77,9 @@ def simulate_main(args: Any) -> int:
         return 2
     started = time.perf_counter()
     try:
-        result = run(text, source, clients=args.clients, seed=args.seed)
+        if args.sweep is not None and args.clients is not None:
+            raise ValueError("--clients and --sweep cannot be given together")
+        result = run(text, source, clients=args.clients, seed=args.seed, sweep=args.sweep)
     except ValueError as e:
         print(f"mulligan simulate: {e}", file=sys.stderr)
         return 2
@@ -68,7 +87,9 @@ def simulate_main(args: Any) -> int:
     paths = write_results(result, args.out)
     plot = write_plot(result, args.out)
     report = result.report
-    print(f"scenario {report['scenario']} ({report['model']}): {report['clients']} clients, "
+    who = (f"clients {','.join(str(n) for n in report['sweep'])}" if "sweep" in report
+           else f"{report['clients']} clients")
+    print(f"scenario {report['scenario']} ({report['model']}): {who}, "
           f"seed {report['seed']}, {wall:.2f} s of wall time")
     print(format_table(result))
     for path in paths:

@@ -14,28 +14,13 @@
 #include "mulligan/simulate/report.h"
 #include "mulligan/simulate/scenario.h"
 #include "mulligan/simulate/service_model.h"
+#include "sim_test_util.h"
 
 namespace mulligan {
 namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-const ModeReport& ModeNamed(const SimulationReport& r, const std::string& name) {
-  for (const ModeReport& m : r.modes) {
-    if (m.mode == name) return m;
-  }
-  ADD_FAILURE() << "no mode " << name;
-  return r.modes.front();
-}
-
-SimulationReport MustRun(const std::string& text) {
-  Result<Scenario> s = ParseScenario(text, "test.json");
-  EXPECT_TRUE(s.ok()) << s.status().message();
-  Result<SimulationReport> r = RunScenario(*s);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return *r;
-}
 
 // CallOptions::seed (added in 0.6 for the fleet): it replaces the policy's
 // seed, so calls sharing one policy each get their own reproducible delays.
@@ -159,9 +144,10 @@ TEST(SimFleet, TinyOccRunWithoutJitterMatchesTheHandComputation) {
   EXPECT_EQ(m.successes, 3);
   EXPECT_EQ(m.give_ups, 0);
   EXPECT_EQ(ReportToCsv(r),
-            "mode,calls,attempts,amplification,completion_s,p50_ms,p99_ms,successes,give_ups,"
-            "budget_stops,throttled,circuit_open,outage_attempts,overloaded,last_overload_s\n"
-            "none,3,6,2.0000,0.330,120.000,330.000,3,0,0,0,0,0,0,-1.000\n");
+            "mode,clients,calls,attempts,amplification,completion_s,p50_ms,p99_ms,successes,"
+            "give_ups,budget_stops,throttled,circuit_open,outage_attempts,overloaded,"
+            "last_overload_s,hedges,hedges_won,extra_load_pct\n"
+            "none,3,3,6,2.0000,0.330,120.000,330.000,3,0,0,0,0,0,0,-1.000,0,0,0.000\n");
 }
 
 // The same three clients with max_attempts 2: client 2 loses at 0 and at
@@ -277,13 +263,6 @@ TEST(SimFleet, BudgetCutsTheAttemptsDuringTheOutage) {
   EXPECT_GT(throttle.throttled, 0);
 }
 
-void ExpectRefused(const std::string& text, const std::string& fragment) {
-  Result<Scenario> s = ParseScenario(text, "bad.json");
-  ASSERT_FALSE(s.ok()) << text;
-  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.status().message().find(fragment), std::string::npos) << s.status().message();
-}
-
 TEST(SimScenario, RefusesBadFieldsNamingThem) {
   const std::string modes = R"("modes": [{"name": "a"}])";
   ExpectRefused("[]", "(top level)");
@@ -293,7 +272,7 @@ TEST(SimScenario, RefusesBadFieldsNamingThem) {
   ExpectRefused(R"({"service": {"slot": "1ms"}, )" + modes + "}", "service.model: required");
   ExpectRefused(R"({"service": {"model": "occ", "slot": 0}, )" + modes + "}", "service.slot");
   ExpectRefused(R"({"service": {"model": "occ", "latency": "1ms"}, )" + modes + "}",
-                "service.latency: only for model \"capacity\"");
+                "service.latency: only for models \"capacity\" and \"tail\"");
   ExpectRefused(R"({"service": {"model": "capacity"}, )" + modes + "}",
                 "exactly one of capacity_per_s and headroom");
   ExpectRefused(R"({"service": {"model": "capacity", "headroom": -1}, )" + modes + "}",

@@ -1,11 +1,14 @@
 // mulligan/simulate/event_queue.h — the virtual time of `mulligan simulate`:
 // a discrete-event queue that drives a FakeClock. (Added in 0.6.)
 //
-// Every pending event is (time, client, kind): "client `client` acts at
+// Every pending event is (time, client, kind, copy): "client `client` acts at
 // virtual time `time`". The queue is a binary heap (std::push_heap /
-// std::pop_heap over a vector) ordered by time, then client id, then kind, so
-// events at the same instant run in client order and a run is reproducible
-// bit for bit. Pop advances the FakeClock to the popped event's time, so the
+// std::pop_heap over a vector) ordered by time, then client id, then kind,
+// then copy, so events at the same instant run in client order and a run is
+// reproducible bit for bit. A client's answers come before its own attempt at
+// the same instant (0.6, for hedging: a copy answered exactly when the hedging
+// delay runs out wins before a hedge starts; a client that retries never has
+// both pending at once). Pop advances the FakeClock to the popped event's time, so the
 // engine parts that read the clock (a ratio budget's window, a breaker's
 // reset timeout) see virtual time; time never moves backwards.
 //
@@ -27,10 +30,12 @@ inline namespace v0 {
 enum class SimEventKind : uint8_t {
   // Begin the client's next logical call, then admit its first attempt.
   kStartCall = 0,
-  // Ask the pipeline to admit the next attempt (after a retry wait).
-  kAttempt = 1,
-  // The service's answer to the attempt in flight arrives.
-  kAnswer = 2,
+  // The service's answer to the attempt in flight (hedging: to copy `copy`)
+  // arrives.
+  kAnswer = 1,
+  // Ask the pipeline to admit the next attempt (after a retry wait), or the
+  // hedged call whether its next copy may start (after a hedging delay).
+  kAttempt = 2,
 };
 
 // One pending event. (Added in 0.6.)
@@ -38,6 +43,9 @@ struct SimEvent {
   Duration time = Duration::zero();  // virtual ns since the start of the run
   uint32_t client = 0;
   SimEventKind kind = SimEventKind::kStartCall;
+  // kAnswer of a hedged call: the copy answered (1-based); 0 otherwise.
+  // (Added in 0.6.)
+  uint8_t copy = 0;
 };
 
 // The event heap and the virtual clock it drives. (Added in 0.6.)

@@ -18,6 +18,8 @@ inline namespace v0 {
 // One mode's numbers. (Added in 0.6.)
 struct ModeReport {
   std::string mode;
+  // The run's client count (a sweep has one row per count and mode). (0.6)
+  int clients = 0;
   // Logical calls made by the fleet (clients * calls per client).
   int64_t calls = 0;
   // Attempts that reached the service ("total calls" in the AWS study).
@@ -46,6 +48,14 @@ struct ModeReport {
   // Capacity model: when the last capacity 503 was answered (virtual s), -1
   // when none was: how long the storm kept the recovered server overloaded.
   double last_overload_s = -1;
+  // Hedging modes (0.6): the copies after the first that reached the
+  // service (counted in `attempts` too), the calls a hedge won, and the
+  // extra load of the hedges: 100 * hedges / calls, percent (issue 18's
+  // extra-load ratio, hedges started per call, as a percentage). 0 for a
+  // mode without hedging.
+  int64_t hedges = 0;
+  int64_t hedges_won = 0;
+  double extra_load_pct = 0;
 };
 
 // A whole run. (Added in 0.6.)
@@ -54,11 +64,16 @@ struct SimulationReport {
   std::string model;     // "occ" or "capacity"
   uint64_t seed = 0;
   int clients = 0;
+  // A sweep's client counts, in the order run (0.6); empty for one run.
+  std::vector<int> sweep;
+  // One per mode; a sweep: one per (count, mode), the counts in sweep order.
   std::vector<ModeReport> modes;
 };
 
-// The CSV columns, in order (RFC 4180: a header line, one line per mode;
-// a mode name with a comma, quote or newline is quoted).
+// The CSV columns, in order (RFC 4180: a header line, one line per mode, or
+// per (clients, mode) for a sweep; a mode name with a comma, quote or newline
+// is quoted). 0.6 added "clients" (second) and the three hedging columns
+// (last).
 extern const char* const kSimCsvColumns[];
 extern const int kSimCsvColumnCount;
 
@@ -66,8 +81,9 @@ extern const int kSimCsvColumnCount;
 // are printed with fixed decimals: times 3 (ms or s), amplification 4.
 std::string ReportToCsv(const SimulationReport& report);
 
-// Returns the JSON text: {"scenario", "model", "seed", "clients",
-// "modes": [{<the CSV columns>}...]}, the same numbers as the CSV.
+// Returns the JSON text: {"scenario", "model", "seed", "clients" (one run)
+// or "sweep" (the counts of a sweep), "modes": [{<the CSV columns>}...]},
+// the same numbers as the CSV.
 std::string ReportToJson(const SimulationReport& report);
 
 // The nearest-rank percentile (0 < p <= 100) of `values`, which it reorders

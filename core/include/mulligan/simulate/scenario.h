@@ -12,7 +12,9 @@
 //     "service": {"model": "occ", "slot": "10ms"}
 //             or {"model": "capacity", "capacity_per_s": 5000 | "headroom": 1.5,
 //                 "window": "100ms", "latency": "20ms",
-//                 "outage_start": "30s", "outage_duration": "60s"},
+//                 "outage_start": "30s", "outage_duration": "60s"}
+//             or {"model": "tail", "latency": "1ms",       // (0.6)
+//                 "tail_latency": "100ms", "tail_fraction": 0.02 | "tail_every": 50},
 //     "clients": {"count": 1000,            // 1 .. 1,000,000
 //                 "start_spread": "1s",     // first calls start uniformly in [0, spread)
 //                 "calls": 1,               // logical calls per client, >= 1
@@ -22,13 +24,25 @@
 //                "policy":   {...},         // the config file's policy fields
 //                "budget":   {...},         // the config file's budget fields (optional)
 //                "throttle": {...},         // the config file's throttling fields (optional)
-//                "breaker":  {...}}]        // the config file's breaker fields (optional)
+//                "breaker":  {...},         // the config file's breaker fields (optional)
+//                "hedging":  {...}}],       // HedgingOptions' fields (optional; 0.6)
+//     "sweep": [10, 100, 1000]              // optional (0.6): run once per client count
 //   }
 //
 // "policy", "budget", "throttle" and "breaker" take exactly the fields of the
 // same objects in a mulligan configuration file (config/config.h), read by
 // the same code; a mode without "policy" gets DESIGN.md's defaults. "seed" in
 // a policy is refused: every client draws its own jitter (fleet.h).
+// "hedging" takes HedgingOptions' fields under their own names (max_attempts,
+// hedging_delay, delay_quantile, quantile_window, quantile_min_samples; the
+// table of core/src/config, hedging.h states the rules): the mode's calls are
+// then hedged calls (HedgedCall, fleet.h) instead of retried ones; its policy
+// still classifies outcomes and bounds the call (deadline), its budget and
+// breaker gate the copies, and "throttle" is refused (hedged calls do not ask
+// adaptive throttling). "sweep" runs the whole scenario once per client count
+// (each in [1, 1000000], no count twice), in the order given; --clients
+// replaces it.
+// A tail model needs exactly one of tail_fraction and tail_every.
 // "headroom" sets C = headroom * count / interval (a capacity that follows
 // --clients); exactly one of capacity_per_s and headroom is required.
 // Model fields of the other model are refused.
@@ -52,6 +66,7 @@
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/budget/budget.h"
 #include "mulligan/budget/throttle.h"
+#include "mulligan/hedging/hedging.h"
 #include "mulligan/retry/policy.h"
 #include "mulligan/simulate/service_model.h"
 
@@ -59,9 +74,9 @@ namespace mulligan {
 inline namespace v0 {
 
 // Which model of service_model.h. (Added in 0.6.)
-enum class SimModelKind : int { kOcc = 0, kCapacity = 1 };
+enum class SimModelKind : int { kOcc = 0, kCapacity = 1, kTail = 2 /* 0.6 */ };
 
-// Returns "occ" or "capacity".
+// Returns "occ", "capacity" or "tail".
 const char* SimModelKindName(SimModelKind kind);
 
 // One way of calling the service, compared with the others. (Added in 0.6.)
@@ -71,6 +86,8 @@ struct SimMode {
   std::optional<BudgetOptions> budget;
   std::optional<ThrottleOptions> throttle;
   std::optional<CircuitBreakerOptions> breaker;
+  // Set: the mode hedges its calls (fleet.h); no throttle then. (Added in 0.6.)
+  std::optional<HedgingOptions> hedging;
 };
 
 // A whole scenario (see the file comment for the meaning of each field).
@@ -82,12 +99,16 @@ struct Scenario {
   Duration slot = std::chrono::milliseconds(10);  // occ, > 0
   CapacityModelOptions capacity;                  // capacity
   std::optional<double> headroom;                 // capacity: replaces capacity_per_s
+  TailModelOptions tail;                          // tail (0.6)
   int clients = 100;                              // [1, kMaxClients]
   Duration start_spread = Duration::zero();       // >= 0
   int calls_per_client = 1;                       // >= 1
   Duration interval = std::chrono::seconds(1);    // > 0
   int clients_per_process = 1;                    // >= 1
   std::vector<SimMode> modes;                     // at least one
+  // Client counts to run in turn, each in [1, kMaxSimClients], none twice;
+  // empty: one run with `clients`. (Added in 0.6.)
+  std::vector<int> sweep;
 };
 
 inline constexpr int kMaxSimClients = 1000000;
@@ -95,7 +116,8 @@ inline constexpr int kMaxSimClients = 1000000;
 // Checks a scenario built in code (ParseScenario runs it too): the ranges of
 // the file comment, mode names non-empty and unique, and each mode's parts
 // valid (RetryPolicy::Create, ValidateBudgetOptions, ValidateThrottleOptions,
-// CircuitBreaker::Validate). kInvalidArgument names the field
+// CircuitBreaker::Validate, ValidateHedgingOptions), no hedging mode with a
+// throttle, and the sweep's counts. kInvalidArgument names the field
 // ("modes[1].policy: max_attempts must be >= 1, got 0").
 Status ValidateScenario(const Scenario& scenario);
 

@@ -3,8 +3,9 @@
 //
 // A model is told each attempt when it arrives (virtual time, in the order
 // the event queue delivers them, which never goes backwards) and returns the
-// attempt's Outcome and when the answer reaches the client. Both models are
-// deterministic: they draw no random numbers.
+// attempt's Outcome and when the answer reaches the client. The models are
+// deterministic: only the tail model with tail_fraction draws random numbers,
+// from its own seeded stream.
 //
 // OccModel — a resource written with optimistic concurrency, as in Marc
 // Brooker, "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015):
@@ -29,6 +30,26 @@
 // 503 is Outcome::Http(503): retryable by default and an overload answer for
 // adaptive throttling and the budgets (RFC 9110 15.6.4).
 //
+// TailModel — a server with a latency tail, the case hedging is for ("The
+// Tail at Scale", Dean and Barroso, CACM 2013; issue 18's benchmark: about
+// 2% of requests take 100 ms or more, the rest about 1 ms). (Added in 0.6.)
+//   - every attempt succeeds;
+//   - a slow attempt answers `tail_latency` after it arrives, every other
+//     one `latency` after;
+//   - which are slow: with tail_every > 0, the attempts are numbered 1, 2,
+//     3, ... in the order they arrive and the tail_every-th, 2*tail_every-th,
+//     ... (n % tail_every == 0) are slow (exact, for tests; it aliases with
+//     hedges sent in pairs); with tail_every == 0, each attempt is slow with
+//     probability tail_fraction, one Random(seed).NextDouble() < tail_fraction
+//     draw per attempt in arrival order (base/random.h);
+//   - it has no queue and no capacity: an attempt never delays another.
+//
+// Cancelled hedges: every model decides an attempt when it arrives and keeps
+// no queue, so a copy the client cancels has already cost the server what it
+// costs (its OCC slot, its capacity window's place, its number in the tail
+// model's count): cancelling it changes nothing on the server; the client
+// only ignores its answer.
+//
 // Thread-safety: not thread-safe; a model belongs to one run.
 #ifndef MULLIGAN_SIMULATE_SERVICE_MODEL_H_
 #define MULLIGAN_SIMULATE_SERVICE_MODEL_H_
@@ -37,6 +58,7 @@
 
 #include "mulligan/base/clock.h"
 #include "mulligan/base/outcome.h"
+#include "mulligan/base/random.h"
 
 namespace mulligan {
 inline namespace v0 {
@@ -97,6 +119,29 @@ class CapacityModel final : public ServiceModel {
   int64_t per_window_;
   int64_t window_index_ = -1;
   int64_t served_in_window_ = 0;
+};
+
+// Parameters of TailModel. (Added in 0.6.)
+struct TailModelOptions {
+  Duration latency = std::chrono::milliseconds(1);         // >= 0
+  Duration tail_latency = std::chrono::milliseconds(100);  // >= 0
+  int64_t tail_every = 0;       // >= 0; > 0: every n-th attempt is slow
+  double tail_fraction = 0.02;  // in [0, 1]: the chance of a slow attempt (tail_every 0)
+  uint64_t seed = 1;            // tail_fraction's stream (the fleet derives it)
+};
+
+// See the file comment. REQUIRES: tail_every >= 0, 0 <= tail_fraction <= 1
+// (the scenario checks them). (Added in 0.6.)
+class TailModel final : public ServiceModel {
+ public:
+  explicit TailModel(const TailModelOptions& options)
+      : options_(options), random_(options.seed) {}
+  ServiceAnswer Serve(Duration arrival, uint32_t client) override;
+
+ private:
+  TailModelOptions options_;
+  Random random_;
+  int64_t received_ = 0;  // attempts served so far
 };
 
 }  // namespace v0
