@@ -212,39 +212,7 @@ void BindAdapterCallClass(py::module_& m) {
           "Records an attempt that got a response with `status` and its Retry-After value\n"
           "(None: absent) read at `wall_now` (Unix seconds; read only with a value): the\n"
           "Decision. One engine call for http_response_outcome + record.")
-      // The adapters' fast path: every crossing of the binding costs about
-      // 1,000-2,000 instructions of pybind11 dispatch (callgrind), as much as
-      // the engine's own work, so a first-attempt success takes three:
-      // begin, admit_bound (the admission and the attempt's bound at once)
-      // and finish_response (None when the response is the answer).
-      .def(
-          "admit_bound",
-          [](PyAdapterCall& c, double now) -> py::object {
-            c.admission = c.call->Admit(MonotonicToTimePoint(now));
-            if (!c.admission.go()) return py::none();
-            if (!c.admission.timeout) return py::float_(std::numeric_limits<double>::infinity());
-            return py::float_(DurationToSeconds(*c.admission.timeout));
-          },
-          py::arg("now"),
-          "Asks before the next attempt, as admit(): None when refused (circuit open), else\n"
-          "the admitted attempt's bound in seconds (inf: none), as attempt_timeout.")
-      .def(
-          "finish_response",
-          [](PyAdapterCall& c, int status, std::optional<std::string_view> retry_after,
-             double wall_now, double now) -> py::object {
-            const Decision d = c.call->Record(
-                HttpResponseOutcome(status, retry_after, c.keyed, UnixToWallTime(wall_now)),
-                MonotonicToTimePoint(now));
-            if (!d.retry() && !d.use_fallback &&
-                (d.reason == StopReason::kSucceeded || d.reason == StopReason::kTerminal)) {
-              return py::none();
-            }
-            return py::cast(d);
-          },
-          py::arg("status"), py::arg("retry_after"), py::arg("wall_now"), py::arg("now"),
-          "As record_response(), but None when the call ended on this response and it is\n"
-          "the answer as is (stopped as succeeded or terminal, no fallback): the Decision\n"
-          "otherwise (a retry, or a give-up the adapter reports).")
+      // admit_bound and finish_response: the raw fast path below.
       .def(
           "abandon",
           [](PyAdapterCall& c, double now, int in_flight) {
@@ -295,11 +263,204 @@ void BindAdapterCallClass(py::module_& m) {
                              [](const PyAdapterCall& c) { return c.call->finished(); });
 }
 
+// -- The adapters' fast path (raw CPython METH_FASTCALL methods) -------------
+//
+// A pybind11 crossing costs 1,000-2,000 instructions of dispatch (argument
+// loaders, the overload loop, kwargs handling; callgrind), as much as the
+// engine's own work. The three steps of a first-attempt success are therefore
+// plain CPython methods added to the pybind11 types: begin_admit (begin and
+// the first admission at once), admit_bound and finish_response. They take
+// positional arguments only, convert them with the CPython API, and call the
+// same Begin/Admit/Record as the pybind11 methods above: the engine decides
+// everything, these only skip pybind11's dispatch. (Added in 0.6.)
+
+// Converts a float (or int) argument; false with a Python error set.
+bool DoubleArg(PyObject* o, double* out) {
+  *out = PyFloat_AsDouble(o);
+  return !(*out == -1.0 && PyErr_Occurred() != nullptr);
+}
+
+// Converts a truth value argument (any object, as bool() does).
+bool BoolArg(PyObject* o, bool* out) {
+  const int v = PyObject_IsTrue(o);
+  *out = v == 1;
+  return v >= 0;
+}
+
+// A str argument as a view of its UTF-8 (valid while the argument lives).
+bool StrArg(PyObject* o, std::string_view* out) {
+  Py_ssize_t n = 0;
+  const char* s = PyUnicode_AsUTF8AndSize(o, &n);
+  if (s == nullptr) return false;
+  *out = std::string_view(s, static_cast<size_t>(n));
+  return true;
+}
+
+bool CheckArgs(const char* name, Py_ssize_t nargs, Py_ssize_t want) {
+  if (nargs == want) return true;
+  PyErr_Format(PyExc_TypeError, "%s() takes %zd positional arguments (%zd given)", name, want,
+               nargs);
+  return false;
+}
+
+// Translates a C++ exception thrown by the engine or a pybind11 cast into the
+// pending Python exception; returns nullptr for the caller to return.
+PyObject* SetCurrentError() {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+// The admission `c` just got as admit_bound() returns it: None (refused), inf
+// (no attempt bound) or the bound in seconds. A new reference.
+PyObject* BoundOf(const PyAdapterCall& c) {
+  if (!c.admission.go()) Py_RETURN_NONE;
+  if (!c.admission.timeout) return PyFloat_FromDouble(std::numeric_limits<double>::infinity());
+  return PyFloat_FromDouble(DurationToSeconds(*c.admission.timeout));
+}
+
+// HttpPipeline.begin_admit(now, method, url, keyed, body_replayable,
+// breaker_key, fallback, max_attempts, no_wait) -> (AdapterCall, bound)
+PyObject* FastBeginAdmit(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (!CheckArgs("begin_admit", nargs, 9)) return nullptr;
+  double now = 0;
+  std::string_view method;
+  std::string_view url;
+  std::string_view breaker_key;
+  bool keyed = false;
+  bool replayable = false;
+  bool fallback = false;
+  bool no_wait = false;
+  if (!DoubleArg(args[0], &now) || !StrArg(args[1], &method) || !StrArg(args[2], &url) ||
+      !BoolArg(args[3], &keyed) || !BoolArg(args[4], &replayable) ||
+      !StrArg(args[5], &breaker_key) || !BoolArg(args[6], &fallback) ||
+      !BoolArg(args[8], &no_wait)) {
+    return nullptr;
+  }
+  const long max_attempts = PyLong_AsLong(args[7]);
+  if (max_attempts == -1 && PyErr_Occurred() != nullptr) return nullptr;
+  try {
+    std::unique_ptr<PyAdapterCall> call =
+        Begin(py::reinterpret_borrow<py::object>(self), now, method, url, keyed, replayable,
+              breaker_key, std::nullopt, py::none(), fallback,
+              max_attempts > 1000000 ? 1000000 : static_cast<int>(max_attempts), no_wait);
+    PyAdapterCall& c = *call;
+    c.admission = c.call->Admit(MonotonicToTimePoint(now));
+    PyObject* bound = BoundOf(c);
+    if (bound == nullptr) return nullptr;
+    py::object owner = py::cast(std::move(call));
+    PyObject* out = PyTuple_New(2);
+    if (out == nullptr) {
+      Py_DECREF(bound);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(out, 0, owner.release().ptr());
+    PyTuple_SET_ITEM(out, 1, bound);
+    return out;
+  } catch (...) {
+    return SetCurrentError();
+  }
+}
+
+// AdapterCall.admit_bound(now) -> None | seconds (inf: no bound)
+PyObject* FastAdmitBound(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  double now = 0;
+  if (!CheckArgs("admit_bound", nargs, 1) || !DoubleArg(args[0], &now)) return nullptr;
+  try {
+    PyAdapterCall& c = py::handle(self).cast<PyAdapterCall&>();
+    c.admission = c.call->Admit(MonotonicToTimePoint(now));
+    return BoundOf(c);
+  } catch (...) {
+    return SetCurrentError();
+  }
+}
+
+// AdapterCall.finish_response(status, retry_after, wall_now, now) -> None | Decision
+PyObject* FastFinishResponse(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (!CheckArgs("finish_response", nargs, 4)) return nullptr;
+  const long status = PyLong_AsLong(args[0]);
+  if (status == -1 && PyErr_Occurred() != nullptr) return nullptr;
+  std::optional<std::string_view> retry_after;
+  if (args[1] != Py_None) {
+    std::string_view value;
+    if (!StrArg(args[1], &value)) return nullptr;
+    retry_after = value;
+  }
+  double wall_now = 0;
+  double now = 0;
+  if (!DoubleArg(args[2], &wall_now) || !DoubleArg(args[3], &now)) return nullptr;
+  if (status < 0 || status > 999) {
+    PyErr_Format(PyExc_ValueError, "finish_response(): status must be 0-999, got %ld", status);
+    return nullptr;
+  }
+  try {
+    PyAdapterCall& c = py::handle(self).cast<PyAdapterCall&>();
+    const Decision d = c.call->Record(
+        HttpResponseOutcome(static_cast<int>(status), retry_after, c.keyed,
+                            UnixToWallTime(wall_now)),
+        MonotonicToTimePoint(now));
+    if (!d.retry() && !d.use_fallback &&
+        (d.reason == StopReason::kSucceeded || d.reason == StopReason::kTerminal)) {
+      Py_RETURN_NONE;
+    }
+    return py::cast(d).release().ptr();
+  } catch (...) {
+    return SetCurrentError();
+  }
+}
+
+PyMethodDef pipeline_fast_methods[] = {
+    {"begin_admit",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FastBeginAdmit)), METH_FASTCALL,
+     "begin_admit($self, now, method, url, keyed, body_replayable, breaker_key, fallback,\n"
+     "            max_attempts, no_wait, /)\n--\n\n"
+     "Begins one logical request at `now` (monotonic seconds), as begin() with no strict\n"
+     "or policy override, and asks for its first attempt at once: (AdapterCall, bound), bound\n"
+     "None when refused (circuit open), else the attempt's bound in seconds (inf: none), as\n"
+     "admit_bound(). Positional only; TypeError for a wrong type. (Added in 0.6.)"},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyMethodDef call_fast_methods[] = {
+    {"admit_bound",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FastAdmitBound)), METH_FASTCALL,
+     "admit_bound($self, now, /)\n--\n\n"
+     "Asks before the next attempt at `now` (monotonic seconds), as admit(): None when\n"
+     "refused (circuit open), else the admitted attempt's bound in seconds (inf: none)."},
+    {"finish_response",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FastFinishResponse)),
+     METH_FASTCALL,
+     "finish_response($self, status, retry_after, wall_now, now, /)\n--\n\n"
+     "As record_response(), but None when the call ended on this response and it is\n"
+     "the answer as is (stopped as succeeded or terminal, no fallback): the Decision\n"
+     "otherwise (a retry, or a give-up the adapter reports). ValueError for a status\n"
+     "outside 0-999."},
+    {nullptr, nullptr, 0, nullptr}};
+
+// Adds `methods` to the pybind11 class `cls` as method descriptors (what a
+// static type's tp_methods become), so CPython calls them without pybind11.
+void AddFastMethods(const py::object& cls, PyMethodDef* methods) {
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  for (PyMethodDef* def = methods; def->ml_name != nullptr; ++def) {
+    py::object descr = py::reinterpret_steal<py::object>(PyDescr_NewMethod(type, def));
+    if (!descr) throw py::error_already_set();
+    py::setattr(cls, def->ml_name, descr);
+  }
+}
+
 }  // namespace
 
 void BindAdapter(py::module_& m) {
   BindHttpPipelineClass(m);
   BindAdapterCallClass(m);
+  AddFastMethods(m.attr("HttpPipeline"), pipeline_fast_methods);
+  AddFastMethods(m.attr("AdapterCall"), call_fast_methods);
   m.def(
       "http_response_outcome",
       [](int status, std::optional<std::string> retry_after, bool keyed, double wall_now) {

@@ -951,6 +951,19 @@ class HttpPipeline:
         max_attempts: int = 0,
         no_wait: bool = False,
     ) -> AdapterCall: ...
+    def begin_admit(
+        self,
+        now: float,
+        method: str,
+        url: str,
+        keyed: bool,
+        body_replayable: bool,
+        breaker_key: str,
+        fallback: bool,
+        max_attempts: int,
+        no_wait: bool,
+        /,
+    ) -> tuple[AdapterCall, Optional[float]]: ...
     @property
     def policy(self) -> RetryPolicy: ...
 
@@ -962,9 +975,9 @@ class AdapterCall:
     def record_response(
         self, status: int, retry_after: Optional[str], wall_now: float, now: float
     ) -> Decision: ...
-    def admit_bound(self, now: float) -> Optional[float]: ...
+    def admit_bound(self, now: float, /) -> Optional[float]: ...
     def finish_response(
-        self, status: int, retry_after: Optional[str], wall_now: float, now: float
+        self, status: int, retry_after: Optional[str], wall_now: float, now: float, /
     ) -> Optional[Decision]: ...
     def abandon(self, now: float, in_flight: int = 0) -> None: ...
     def cancel(self, now: float, in_flight: int = 0) -> None: ...

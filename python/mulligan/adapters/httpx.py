@@ -123,9 +123,25 @@ def _kind(exc: httpx.TransportError) -> Optional[str]:
     return "transport"
 
 
+def _field(headers: httpx.Headers, lower: bytes, name: str) -> Optional[str]:
+    """The value of the header field ``name`` (``lower``: its lower-case
+    bytes), or None. httpx's Headers keeps (raw name, lower-case name, value)
+    triples in ``_list``; scanning it for an absent field skips
+    ``Headers.get``'s KeyError (raised and caught for every absent field:
+    Idempotency-Key and Retry-After mostly are). A present field, or Headers
+    without that list, is read with ``get`` (httpx's decoding and joining)."""
+    fields = getattr(headers, "_list", None)
+    if type(fields) is list:
+        for item in fields:
+            if item[1] == lower:
+                return headers.get(name)  # type: ignore[no-any-return]
+        return None
+    return headers.get(name)  # type: ignore[no-any-return]
+
+
 def _begin(cfg: AdapterConfig, request: httpx.Request) -> RequestCall:
     method = request.method
-    key: Optional[str] = request.headers.get("Idempotency-Key")
+    key = _field(request.headers, b"idempotency-key", "Idempotency-Key")
     if key is None and cfg.idempotency_key and method not in IDEMPOTENT_METHODS:
         key = new_key()
         request.headers["Idempotency-Key"] = key
@@ -228,7 +244,8 @@ class Transport(httpx.BaseTransport):
                     last = exc
                 else:
                     in_flight = 0
-                    decision = call.response(response.status_code, response.headers.get("Retry-After"))
+                    retry_after = _field(response.headers, b"retry-after", "Retry-After")
+                    decision = call.response(response.status_code, retry_after)
                     if not decision.retry:
                         response.request = request
                         if decision.use_fallback or call.cfg.raise_on_give_up:
@@ -316,7 +333,8 @@ class AsyncTransport(httpx.AsyncBaseTransport):
                     last = exc
                 else:
                     in_flight = 0
-                    decision = call.response(response.status_code, response.headers.get("Retry-After"))
+                    retry_after = _field(response.headers, b"retry-after", "Retry-After")
+                    decision = call.response(response.status_code, retry_after)
                     if not decision.retry:
                         response.request = request
                         if decision.use_fallback or call.cfg.raise_on_give_up:

@@ -291,7 +291,7 @@ class Adapter(requests.adapters.HTTPAdapter):
                 if not call.admit():
                     return call.refused(CircuitOpenError, last)
                 call.inject(request.headers)  # the attempt's trace context (tracing on)
-                if call.attempts and rewind:
+                if rewind and call.attempts:
                     requests.utils.rewind_body(request)  # a file body, sent again
                 in_flight = 1
                 reading = False
