@@ -3,7 +3,9 @@ package mulligan_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +18,28 @@ import (
 // is a bounded wait for the effect itself (a channel), never a sleep.
 
 const effectTimeout = 30 * time.Second // generous: the CI machine may be loaded
+
+var names sync.Map // base name -> the unique metrics name of this run
+
+// unique gives each run of a test (go test -count N) its own metrics name,
+// as the metrics registry is process-wide; metricsOf reads it back.
+func unique(base string) string {
+	n := fmt.Sprintf("%s_%d", base, nameSeq.Add(1))
+	names.Store(base, n)
+	return n
+}
+
+var nameSeq atomic.Int64
+
+func metricsOf(t *testing.T, base string) mulligan.MetricsSnapshot {
+	t.Helper()
+	n, _ := names.Load(base)
+	m, err := mulligan.Metrics(n.(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
 
 func hedging(t *testing.T, o mulligan.HedgingOptions) *mulligan.HedgingPolicy {
 	t.Helper()
@@ -40,7 +64,7 @@ func await[T any](t *testing.T, ch <-chan T, what string) T {
 }
 
 func TestHedgeStartTimesAndLoserCancelled(t *testing.T) {
-	p, clk := fakePolicy(t, mulligan.WithName("go_hedge_times"))
+	p, clk := fakePolicy(t, mulligan.WithName(unique("go_hedge_times")))
 	h := hedging(t, mulligan.HedgingOptions{MaxAttempts: 3, Delay: 50 * time.Millisecond})
 	t0 := clk.Now()
 	var starts [3]atomic.Int64
@@ -83,7 +107,7 @@ func TestHedgeStartTimesAndLoserCancelled(t *testing.T) {
 		t.Fatalf("copies started at %v, %v, %v (copy 3 never)", time.Duration(starts[0].Load()),
 			time.Duration(starts[1].Load()), time.Duration(starts[2].Load()))
 	}
-	m, _ := mulligan.Metrics("go_hedge_times")
+	m := metricsOf(t, "go_hedge_times")
 	if m.Calls != 1 || m.Attempts != 2 || m.Successes != 1 || m.Failures != 0 || m.Cancelled != 0 ||
 		m.Hedges != 1 || m.HedgesWon != 1 || m.HedgeCancelled != 1 || m.InFlight != 0 {
 		t.Fatalf("metrics %+v", m)
@@ -91,7 +115,7 @@ func TestHedgeStartTimesAndLoserCancelled(t *testing.T) {
 }
 
 func TestHedgeRetryableFailureStartsTheNextCopyAtOnce(t *testing.T) {
-	p, clk := fakePolicy(t, mulligan.WithName("go_hedge_retryable"))
+	p, clk := fakePolicy(t, mulligan.WithName(unique("go_hedge_retryable")))
 	h := hedging(t, mulligan.HedgingOptions{MaxAttempts: 3, Delay: time.Second})
 	t0 := clk.Now()
 	var runs atomic.Int32
@@ -108,7 +132,7 @@ func TestHedgeRetryableFailureStartsTheNextCopyAtOnce(t *testing.T) {
 	if err != nil || runs.Load() != 3 {
 		t.Fatalf("err %v after %d copies", err, runs.Load())
 	}
-	m, _ := mulligan.Metrics("go_hedge_retryable")
+	m := metricsOf(t, "go_hedge_retryable")
 	if m.Calls != 1 || m.Attempts != 3 || m.Successes != 1 || m.Failures != 0 || m.Hedges != 2 ||
 		m.HedgesWon != 1 || m.HedgeCancelled != 0 {
 		t.Fatalf("metrics %+v", m)
@@ -116,7 +140,7 @@ func TestHedgeRetryableFailureStartsTheNextCopyAtOnce(t *testing.T) {
 }
 
 func TestHedgeNeverMoreThanFiveCopies(t *testing.T) {
-	p, _ := fakePolicy(t, mulligan.WithName("go_hedge_cap"))
+	p, _ := fakePolicy(t, mulligan.WithName(unique("go_hedge_cap")))
 	h := hedging(t, mulligan.HedgingOptions{MaxAttempts: 7}) // A6: treated as 5
 	var runs atomic.Int32
 	err := mulligan.Hedge(context.Background(), p, h, func(context.Context, int) error {
@@ -131,7 +155,7 @@ func TestHedgeNeverMoreThanFiveCopies(t *testing.T) {
 	if runs.Load() != 5 {
 		t.Fatalf("%d copies ran, want 5", runs.Load())
 	}
-	m, _ := mulligan.Metrics("go_hedge_cap")
+	m := metricsOf(t, "go_hedge_cap")
 	if m.Calls != 1 || m.Attempts != 5 || m.Failures != 1 || m.Hedges != 4 {
 		t.Fatalf("metrics %+v", m)
 	}
@@ -145,7 +169,7 @@ func TestHedgeOpenBreakerStopsNewCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	p, err := mulligan.NewPolicy(mulligan.WithClock(clk), mulligan.WithBreaker(b), mulligan.WithName("go_hedge_breaker"))
+	p, err := mulligan.NewPolicy(mulligan.WithClock(clk), mulligan.WithBreaker(b), mulligan.WithName(unique("go_hedge_breaker")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +212,7 @@ func TestHedgeEmptyBudgetStopsNewCopies(t *testing.T) {
 	if err := budget.OnFailure(mulligan.FailureOther, 0); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := fakePolicy(t, mulligan.WithBudget(budget), mulligan.WithName("go_hedge_budget"))
+	p, _ := fakePolicy(t, mulligan.WithBudget(budget), mulligan.WithName(unique("go_hedge_budget")))
 	h := hedging(t, mulligan.HedgingOptions{MaxAttempts: 3}) // delay 0: copy 2 asked at once
 	var runs atomic.Int32
 	err = mulligan.Hedge(context.Background(), p, h, func(context.Context, int) error {
@@ -198,7 +222,7 @@ func TestHedgeEmptyBudgetStopsNewCopies(t *testing.T) {
 	if err != nil || runs.Load() != 1 || budget.Refused() != 1 {
 		t.Fatalf("err %v, %d copies, %d refused", err, runs.Load(), budget.Refused())
 	}
-	if m, _ := mulligan.Metrics("go_hedge_budget"); m.Hedges != 0 || m.Successes != 1 {
+	if m := metricsOf(t, "go_hedge_budget"); m.Hedges != 0 || m.Successes != 1 {
 		t.Fatalf("metrics %+v", m)
 	}
 }
@@ -211,7 +235,7 @@ func TestHedgeContextCancelIsNotAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	p, err := mulligan.NewPolicy(mulligan.WithClock(clk), mulligan.WithBreaker(b), mulligan.WithName("go_hedge_cancel"))
+	p, err := mulligan.NewPolicy(mulligan.WithClock(clk), mulligan.WithBreaker(b), mulligan.WithName(unique("go_hedge_cancel")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +268,7 @@ func TestHedgeContextCancelIsNotAFailure(t *testing.T) {
 	if b.State() != mulligan.StateClosed {
 		t.Fatalf("state %v", b.State())
 	}
-	m, _ := mulligan.Metrics("go_hedge_cancel")
+	m := metricsOf(t, "go_hedge_cancel")
 	if m.Calls != 1 || m.Attempts != 2 || m.Successes != 0 || m.Failures != 0 || m.Cancelled != 1 ||
 		m.Hedges != 1 || m.HedgeCancelled != 2 || m.InFlight != 0 {
 		t.Fatalf("metrics %+v", m)
@@ -252,7 +276,7 @@ func TestHedgeContextCancelIsNotAFailure(t *testing.T) {
 }
 
 func TestHedgeTerminalFailureCancelsTheOtherCopy(t *testing.T) {
-	p, _ := fakePolicy(t, mulligan.WithName("go_hedge_terminal"))
+	p, _ := fakePolicy(t, mulligan.WithName(unique("go_hedge_terminal")))
 	h := hedging(t, mulligan.HedgingOptions{MaxAttempts: 2})
 	started1 := make(chan struct{})
 	loser := make(chan error, 1)
@@ -274,20 +298,20 @@ func TestHedgeTerminalFailureCancelsTheOtherCopy(t *testing.T) {
 	if e := await(t, loser, "copy 1's cancel"); !errors.Is(e, context.Canceled) {
 		t.Fatalf("copy 1's context ended with %v", e)
 	}
-	m, _ := mulligan.Metrics("go_hedge_terminal")
+	m := metricsOf(t, "go_hedge_terminal")
 	if m.Calls != 1 || m.Failures != 1 || m.HedgeCancelled != 1 || m.Cancelled != 0 {
 		t.Fatalf("metrics %+v", m)
 	}
 }
 
 func TestHedgeCopyPanicReachesTheCaller(t *testing.T) {
-	p, _ := fakePolicy(t, mulligan.WithName("go_hedge_panic"))
+	p, _ := fakePolicy(t, mulligan.WithName(unique("go_hedge_panic")))
 	h := hedging(t, mulligan.HedgingOptions{MaxAttempts: 2, Delay: time.Second})
 	defer func() {
 		if v := recover(); v != "copy 1 broke" {
 			t.Fatalf("recovered %v", v)
 		}
-		if m, _ := mulligan.Metrics("go_hedge_panic"); m.Calls != 1 || m.Failures != 1 || m.InFlight != 0 {
+		if m := metricsOf(t, "go_hedge_panic"); m.Calls != 1 || m.Failures != 1 || m.InFlight != 0 {
 			t.Fatalf("metrics %+v", m)
 		}
 	}()
@@ -296,7 +320,7 @@ func TestHedgeCopyPanicReachesTheCaller(t *testing.T) {
 }
 
 func TestHedgeRealClockStartsTheHedgeAfterItsTimer(t *testing.T) {
-	p, err := mulligan.NewPolicy(mulligan.WithName("go_hedge_real"))
+	p, err := mulligan.NewPolicy(mulligan.WithName(unique("go_hedge_real")))
 	if err != nil {
 		t.Fatal(err)
 	}
