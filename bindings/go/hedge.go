@@ -4,24 +4,12 @@ package mulligan
 #include <stdlib.h>
 #include <mulligan.h>
 
-#include <string.h>
-
 // The hedged call's steps, each reading the pipeline's clock itself (one cgo
-// crossing per step) and copying the error text on failure (go_msg, as
+// crossing per step) and copying the error text on failure (go_msg.h, as
 // call.go's steps do: no OS-thread pinning needed).
-typedef struct { char *text; } go_hmsg;
+#include "go_msg.h"
 
-static void go_hcopy_msg(go_hmsg *m, int rc) {
-  m->text = NULL;
-  if (rc != MULLIGAN_OK) {
-    const char *t = mulligan_last_error();
-    size_t n = strlen(t) + 1;
-    m->text = (char *)malloc(n);
-    if (m->text != NULL) memcpy(m->text, t, n);
-  }
-}
-
-typedef struct { mulligan_hedged_call *call; int rc; go_hmsg msg; } go_hbegin_result;
+typedef struct { mulligan_hedged_call *call; int rc; go_msg msg; } go_hbegin_result;
 
 static go_hbegin_result go_hedge_begin(const mulligan_hedging_policy *h,
                                        const mulligan_pipeline *p) {
@@ -29,11 +17,11 @@ static go_hbegin_result go_hedge_begin(const mulligan_hedging_policy *h,
   r.call = NULL;
   r.rc = mulligan_hedged_call_begin(&r.call, h, p, mulligan_pipeline_now_ms(p), NULL,
                                     MULLIGAN_HEDGE_ACCOUNTING_FULL);
-  go_hcopy_msg(&r.msg, r.rc);
+  go_copy_msg(&r.msg, r.rc);
   return r;
 }
 
-typedef struct { mulligan_hedge_admission a; double now; int rc; go_hmsg msg; } go_hadmit_result;
+typedef struct { mulligan_hedge_admission a; double now; int rc; go_msg msg; } go_hadmit_result;
 
 static go_hadmit_result go_hedge_admit(mulligan_hedged_call *c, const mulligan_pipeline *p) {
   go_hadmit_result r;
@@ -41,11 +29,11 @@ static go_hadmit_result go_hedge_admit(mulligan_hedged_call *c, const mulligan_p
   r.now = mulligan_pipeline_now_ms(p);
   r.rc = mulligan_hedged_call_admit(c, r.now, &a);
   r.a = a;
-  go_hcopy_msg(&r.msg, r.rc);
+  go_copy_msg(&r.msg, r.rc);
   return r;
 }
 
-typedef struct { mulligan_hedge_decision d; int rc; go_hmsg msg; } go_hrecord_result;
+typedef struct { mulligan_hedge_decision d; int rc; go_msg msg; } go_hrecord_result;
 
 static go_hrecord_result go_hedge_record(mulligan_hedged_call *c, const mulligan_pipeline *p,
                                          int copy, int kind, int status, double ra, int sent) {
@@ -58,7 +46,7 @@ static go_hrecord_result go_hedge_record(mulligan_hedged_call *c, const mulligan
   o.request_sent = sent;
   r.rc = mulligan_hedged_call_record(c, copy, &o, mulligan_pipeline_now_ms(p), &d);
   r.d = d;
-  go_hcopy_msg(&r.msg, r.rc);
+  go_copy_msg(&r.msg, r.rc);
   return r;
 }
 
@@ -296,7 +284,7 @@ func hedge(ctx context.Context, p *Policy, h *HedgingPolicy,
 	}
 	r := C.go_hedge_begin(hp, pipe)
 	if r.rc != C.MULLIGAN_OK {
-		return 0, hmsgErr("Hedge", r.rc, &r.msg)
+		return 0, msgErr("Hedge", r.rc, &r.msg)
 	}
 	s := &hedgeRun{p: p, pipe: pipe, call: r.call, results: make(chan copyResult, C.MULLIGAN_MAX_HEDGED_ATTEMPTS)}
 	defer s.close(ctx)
@@ -318,7 +306,7 @@ func (s *hedgeRun) loop(ctx context.Context, fn func(context.Context, int) error
 	for C.mulligan_hedged_call_finished(s.call) == 0 {
 		a := C.go_hedge_admit(s.call, s.pipe)
 		if a.rc != C.MULLIGAN_OK {
-			e := hmsgErr("Hedge", a.rc, &a.msg)
+			e := msgErr("Hedge", a.rc, &a.msg)
 			if Code(a.rc) == CodeCircuitOpen {
 				e.Reason, e.RetryIn = StopCircuitOpen, durOf(a.a.retry_in_ms)
 			}
@@ -409,7 +397,7 @@ func (s *hedgeRun) record(ctx context.Context, res copyResult) (bool, error) {
 	r := C.go_hedge_record(s.call, s.pipe, C.int(res.copy), C.int(o.Kind), C.int(o.HTTPStatus), ra,
 		C.int(o.RequestSent))
 	if r.rc != C.MULLIGAN_OK {
-		return true, hmsgErr("Hedge", r.rc, &r.msg)
+		return true, msgErr("Hedge", r.rc, &r.msg)
 	}
 	for i := 0; i < int(r.d.cancel_count); i++ {
 		s.cancelCopy(int(r.d.cancel[i]))
@@ -475,13 +463,4 @@ func (s *hedgeRun) close(ctx context.Context) {
 	if s.panic != nil {
 		panic(s.panic.panicVal)
 	}
-}
-
-func hmsgErr(op string, rc C.int, m *C.go_hmsg) *Error {
-	msg := ""
-	if m.text != nil {
-		msg = C.GoString(m.text)
-		C.free(unsafe.Pointer(m.text))
-	}
-	return &Error{Code: Code(rc), Op: op, Msg: msg}
 }
