@@ -108,9 +108,10 @@ typedef struct mulligan_metrics_snapshot {
   /** The last state reported by a breaker under this name (a
    *  mulligan_breaker_state), or -1 when no breaker reports here. */
   int breaker_state;
-  /** Calls their caller cancelled (mulligan_call_cancel, a hedged request's
-   *  losing copy): neither successes nor failures; their attempts count in
-   *  attempts. Filled only when struct_size covers it. @since 0.6 */
+  /** Calls their caller cancelled (mulligan_call_cancel,
+   *  mulligan_hedged_call_cancel, a hedged request's losing copy): neither
+   *  successes nor failures; their attempts count in attempts. Filled only
+   *  when struct_size covers it. @since 0.6 */
   uint64_t cancelled;
   /** Hedged calls (mulligan_hedging.h): extra copies started (copy 2 or
    *  later; mulligan_hedges_total), calls won by an extra copy
