@@ -4,22 +4,9 @@ package mulligan
 #include <stdlib.h>
 #include <mulligan.h>
 
-#include <string.h>
-
 // Steps return their status and, on failure, a copy of the thread's error
-// text, so that no OS-thread pinning is needed around them.
-// On failure text is a malloc'ed copy (the Go side frees it); NULL on success.
-typedef struct { char *text; } go_msg;
-
-static void go_copy_msg(go_msg *m, int rc) {
-  m->text = NULL;
-  if (rc != MULLIGAN_OK) {
-    const char *t = mulligan_last_error();
-    size_t n = strlen(t) + 1;
-    m->text = (char *)malloc(n);
-    if (m->text != NULL) memcpy(m->text, t, n);
-  }
-}
+// text (go_msg, go_copy_msg).
+#include "go_msg.h"
 
 typedef struct { mulligan_call *call; int rc; go_msg msg; } go_begin_result;
 

@@ -22,6 +22,8 @@ import (
 type FakeClock struct {
 	mu  sync.Mutex
 	ptr *C.mulligan_clock
+	// changed is closed (and cleared) by the next Advance; guarded by mu.
+	changed chan struct{}
 }
 
 // NewFakeClock creates a fake clock.
@@ -56,7 +58,24 @@ func (c *FakeClock) Advance(d time.Duration) error {
 	if rc != C.MULLIGAN_OK {
 		return &Error{Code: Code(rc), Op: "FakeClock.Advance"}
 	}
+	c.mu.Lock()
+	if c.changed != nil {
+		close(c.changed) // wakes a Hedge waiting for the next copy's time
+		c.changed = nil
+	}
+	c.mu.Unlock()
 	return nil
+}
+
+// advanced returns a channel closed by the next Advance (Hedge waits on it
+// instead of a timer).
+func (c *FakeClock) advanced() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.changed == nil {
+		c.changed = make(chan struct{})
+	}
+	return c.changed
 }
 
 // Now returns the clock's reading since its arbitrary epoch (only

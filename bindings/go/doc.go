@@ -12,6 +12,11 @@
 // computed in Go. A call that succeeds at once, on a policy with no breaker,
 // no metrics name and no deadline, never enters C.
 //
+// Hedge (0.6) runs copies of an idempotent function under a HedgingPolicy
+// through the step API of mulligan_hedging.h: the engine says when each copy
+// may start and which copies lost; Go runs each copy in a goroutine with its
+// own context and cancels the losers' contexts.
+//
 // Units: every duration is a time.Duration (the C ABI's milliseconds are
 // converted, rounding to the nanosecond and saturating at the largest
 // Duration). Thread-safety follows the C headers: Policy, CircuitBreaker,

@@ -32,6 +32,10 @@ type MetricsSnapshot struct {
 	// given to Do, Call.Cancel): neither successes nor failures; their
 	// attempts count in Attempts. (Added in 0.6.)
 	Cancelled uint64
+	// Hedged calls (Hedge): extra copies started (copy 2 or later), calls
+	// won by an extra copy, and running copies cancelled (another copy won,
+	// a fatal failure, a cancelled ctx). (Added in 0.6.)
+	Hedges, HedgesWon, HedgeCancelled uint64
 }
 
 // Metrics reads the metrics of name; an unknown name is an *Error with
@@ -49,7 +53,8 @@ func Metrics(name string) (MetricsSnapshot, error) {
 		Successes: uint64(s.successes), Failures: uint64(s.failures), Fallbacks: uint64(s.fallbacks),
 		ShortCircuits: uint64(s.short_circuits), CircuitOpens: uint64(s.circuit_opens),
 		InFlight: int64(s.in_flight), WaitingToRetry: int64(s.waiting_to_retry), BreakerState: int(s.breaker_state),
-		Cancelled: uint64(s.cancelled)}
+		Cancelled: uint64(s.cancelled), Hedges: uint64(s.hedges), HedgesWon: uint64(s.hedges_won),
+		HedgeCancelled: uint64(s.hedge_cancelled)}
 	for i := range out.RetriesByReason {
 		out.RetriesByReason[i] = uint64(s.retries_by_reason[i])
 	}

@@ -6,7 +6,7 @@
 //   call = h.begin(pipeline, now, replay_safe=True)      # a _core.Pipeline
 //   action, copy, next_start, reason = call.admit(now)   # "start" | "wait" | "no_more"
 //   finished, winner, reason, cancel = call.record(copy, outcome, now)
-//   call.abandon(now)
+//   call.abandon(now)   (a failure)  /  call.cancel(now)   (the caller's cancel, 0.6)
 //
 // Every decision is the core HedgedCall's: the Python driver
 // (python/mulligan/_hedging/) only starts and cancels asyncio tasks and turns
@@ -118,7 +118,13 @@ void BindHedgedCall(py::module_& m) {
           "(finished, winner, reason, cancel): the copies in `cancel` must be cancelled now.")
       .def(
           "abandon", [](PyHedgedCall& c, double now) { c.call.Abandon(MonotonicToTimePoint(now)); },
-          py::arg("now"), "Ends a call its caller stopped: every running copy is released.")
+          py::arg("now"),
+          "Ends a call that stopped on a failure: every running copy is released; counted failed.")
+      .def(
+          "cancel", [](PyHedgedCall& c, double now) { c.call.Cancel(MonotonicToTimePoint(now)); },
+          py::arg("now"),
+          "Ends a call its caller cancelled (a cancelled task, Ctrl-C): every running copy is\n"
+          "released and the call counts cancelled, never failed (HedgedCall::Cancel). (0.6)")
       .def_property_readonly("started", [](const PyHedgedCall& c) { return c.call.started(); })
       .def_property_readonly("running", [](const PyHedgedCall& c) { return c.call.running(); })
       .def_property_readonly("finished", [](const PyHedgedCall& c) { return c.call.finished(); })

@@ -18,6 +18,8 @@
  *   mulligan_budget.h       retry budgets and adaptive throttling
  *   mulligan_outbox.h       the durable outbox (SQLite): enqueue, claim,
  *                           complete, fail, dead letters, metrics (0.6)
+ *   mulligan_hedging.h      hedged calls: extra copies after a delay, the
+ *                           first success wins, losers cancelled (0.6)
  *
  * (plus mulligan_export.h and mulligan_version.h, which they include). As in
  * sqlite, anything not declared in these headers is private and may change
@@ -71,5 +73,6 @@
 #include "mulligan_budget.h"
 #include "mulligan_adaptive_rate.h"
 #include "mulligan_outbox.h"
+#include "mulligan_hedging.h"
 
 #endif /* MULLIGAN_H_ */

@@ -108,16 +108,27 @@ typedef struct mulligan_metrics_snapshot {
   /** The last state reported by a breaker under this name (a
    *  mulligan_breaker_state), or -1 when no breaker reports here. */
   int breaker_state;
-  /** Calls their caller cancelled (mulligan_call_cancel, a hedged request's
-   *  losing copy): neither successes nor failures; their attempts count in
-   *  attempts. Filled only when struct_size covers it. @since 0.6 */
+  /** Calls their caller cancelled (mulligan_call_cancel,
+   *  mulligan_hedged_call_cancel, a hedged request's losing copy): neither
+   *  successes nor failures; their attempts count in attempts. Filled only
+   *  when struct_size covers it. @since 0.6 */
   uint64_t cancelled;
+  /** Hedged calls (mulligan_hedging.h): extra copies started (copy 2 or
+   *  later; mulligan_hedges_total), calls won by an extra copy
+   *  (mulligan_hedges_won_total), and running copies cancelled because
+   *  another won, a fatal outcome, an abandon or a cancel
+   *  (mulligan_hedge_cancelled_total). Filled only when struct_size covers
+   *  them. @since 0.6 */
+  uint64_t hedges;
+  uint64_t hedges_won;
+  uint64_t hedge_cancelled;
 } mulligan_metrics_snapshot;
 
-/** Initialiser for mulligan_metrics_snapshot. @since 0.1 (cancelled: 0.6) */
+/** Initialiser for mulligan_metrics_snapshot. @since 0.1 (cancelled and the
+ *  hedge counts: 0.6) */
 #define MULLIGAN_METRICS_SNAPSHOT_INIT                                              \
   { (uint32_t)sizeof(mulligan_metrics_snapshot), 0, 0, 0, {0, 0, 0, 0, 0}, 0, 0, 0, 0, 0, \
-    0, 0, -1, 0 }
+    0, 0, -1, 0, 0, 0, 0 }
 
 /**
  * Writes every name's metrics in the Prometheus text exposition format

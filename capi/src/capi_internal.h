@@ -11,8 +11,10 @@
 #ifndef MULLIGAN_CAPI_SRC_CAPI_INTERNAL_H_
 #define MULLIGAN_CAPI_SRC_CAPI_INTERNAL_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string_view>
 
@@ -74,6 +76,14 @@ struct mulligan_pipeline_options {
 
 struct mulligan_call {
   mulligan::Call impl;
+};
+
+// A pipeline (pipeline.cc); here so that hedging.cc can begin hedged calls
+// through it.
+struct mulligan_pipeline {
+  std::unique_ptr<mulligan::Pipeline> impl;
+  // Borrowed; never null.
+  const mulligan::Clock* clock;
 };
 
 struct mulligan_breaker {
@@ -171,6 +181,23 @@ int CheckDecision(const mulligan_decision* out);
 
 // Fills the 0.1 fields of a caller's decision (struct_size already checked).
 void DecisionToC(const Decision& d, mulligan_decision* out);
+
+// Resets a caller's struct (struct_size already checked) to its INIT values,
+// as far as its size goes: a failed step then says "refuse" / "stop".
+template <typename T>
+void Reset(T* out, const T& init) {
+  T value = init;
+  value.struct_size = out->struct_size;
+  std::memcpy(out, &value, std::min<size_t>(out->struct_size, sizeof(value)));
+}
+
+// ---------------------------------------------------------------------------
+// Call options (pipeline.cc)
+
+// Validates and converts the caller's call options (NULL: the defaults;
+// struct_size, attempt_timeout_ms, max_attempts), recording which field is
+// wrong; returns MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
+int CallOptionsFromC(const mulligan_call_options* in, CallOptions* out);
 
 }  // namespace capi_internal
 }  // namespace mulligan

@@ -86,6 +86,11 @@ void Fill(const MetricsSnapshot& s, mulligan_metrics_snapshot* out, size_t size)
   if (size >= offsetof(mulligan_metrics_snapshot, cancelled) + sizeof(out->cancelled)) {
     out->cancelled = s.cancelled;
   }
+  if (size >= offsetof(mulligan_metrics_snapshot, hedge_cancelled) + sizeof(out->hedge_cancelled)) {
+    out->hedges = s.hedges;
+    out->hedges_won = s.hedges_won;
+    out->hedge_cancelled = s.hedge_cancelled;
+  }
 }
 
 // Listener state: the callback and the caller's user_data, freed through

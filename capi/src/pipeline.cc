@@ -17,11 +17,7 @@
 
 // struct mulligan_pipeline_options: capi_internal.h (limits.cc sets it too).
 
-struct mulligan_pipeline {
-  std::unique_ptr<mulligan::Pipeline> impl;
-  // Borrowed; never null.
-  const mulligan::Clock* clock;
-};
+// struct mulligan_pipeline: capi_internal.h (hedging.cc begins hedged calls on it).
 
 // struct mulligan_call: capi_internal.h (limits.cc waits on it).
 
@@ -29,10 +25,12 @@ namespace {
 
 using mulligan::capi_internal::CheckDecision;
 using mulligan::capi_internal::CheckMs;
+using mulligan::capi_internal::CallOptionsFromC;
 using mulligan::capi_internal::CheckStructSize;
 using mulligan::capi_internal::DecisionToC;
 using mulligan::capi_internal::DurationToMs;
 using mulligan::capi_internal::OutcomeFromC;
+using mulligan::capi_internal::Reset;
 using mulligan::capi_internal::SetError;
 using mulligan::capi_internal::TimePointFromMs;
 using mulligan::capi_internal::TimePointToMs;
@@ -87,7 +85,28 @@ int Finished(const char* func) {
                   "%s: the call is finished (stopped or abandoned); begin a new call", func);
 }
 
-// Validates and converts the caller's call options (NULL: the defaults).
+void AdmissionToC(const mulligan::AttemptAdmission& a, mulligan_admission* out) {
+  out->action = static_cast<int>(a.action);
+  out->attempt = a.attempt;
+  out->timeout_ms = a.timeout ? DurationToMs(*a.timeout) : -1.0;
+  out->delay_ms = DurationToMs(a.delay);
+  out->reason = static_cast<int>(a.reason);
+  out->retry_in_ms = DurationToMs(a.retry_in);
+  out->use_fallback = a.use_fallback ? 1 : 0;
+}
+
+// The getters' NULL handling: records the error and returns 0.
+bool NullCall(const mulligan_call* call, const char* func) {
+  if (call != nullptr) return false;
+  SetError(MULLIGAN_E_INVALID_ARGUMENT, "%s: call must not be NULL", func);
+  return true;
+}
+
+}  // namespace
+
+namespace mulligan {
+namespace capi_internal {
+
 int CallOptionsFromC(const mulligan_call_options* in, mulligan::CallOptions* out) {
   if (in == nullptr) return MULLIGAN_OK;
   if (int rc = CheckStructSize("opts", in->struct_size, kCallOptionsSizeV0_2,
@@ -112,33 +131,8 @@ int CallOptionsFromC(const mulligan_call_options* in, mulligan::CallOptions* out
   return MULLIGAN_OK;
 }
 
-void AdmissionToC(const mulligan::AttemptAdmission& a, mulligan_admission* out) {
-  out->action = static_cast<int>(a.action);
-  out->attempt = a.attempt;
-  out->timeout_ms = a.timeout ? DurationToMs(*a.timeout) : -1.0;
-  out->delay_ms = DurationToMs(a.delay);
-  out->reason = static_cast<int>(a.reason);
-  out->retry_in_ms = DurationToMs(a.retry_in);
-  out->use_fallback = a.use_fallback ? 1 : 0;
-}
-
-// Resets a caller's struct (struct_size already checked) to its INIT values,
-// as far as its size goes: a failed step then says "refuse" / "stop".
-template <typename T>
-void Reset(T* out, const T& init) {
-  T value = init;
-  value.struct_size = out->struct_size;
-  std::memcpy(out, &value, std::min<size_t>(out->struct_size, sizeof(value)));
-}
-
-// The getters' NULL handling: records the error and returns 0.
-bool NullCall(const mulligan_call* call, const char* func) {
-  if (call != nullptr) return false;
-  SetError(MULLIGAN_E_INVALID_ARGUMENT, "%s: call must not be NULL", func);
-  return true;
-}
-
-}  // namespace
+}  // namespace capi_internal
+}  // namespace mulligan
 
 extern "C" {
 

@@ -18,6 +18,15 @@ int main() {
       admission.action != MULLIGAN_ADMISSION_REFUSE || retry_call_options.breaker_per_attempt != 0) {
     return 6;
   }
+  // The 0.6 hedging initialisers too.
+  mulligan_hedging_options hedging_options = MULLIGAN_HEDGING_OPTIONS_INIT;
+  mulligan_hedge_admission hedge_admission = MULLIGAN_HEDGE_ADMISSION_INIT;
+  mulligan_hedge_decision hedge_decision = MULLIGAN_HEDGE_DECISION_INIT;
+  if (hedging_options.max_attempts != 2 || hedging_options.quantile_min_samples != 20 ||
+      hedge_admission.action != MULLIGAN_HEDGE_NO_MORE || hedge_decision.cancel_count != 0 ||
+      hedge_decision.struct_size != sizeof hedge_decision) {
+    return 7;
+  }
   if (mulligan_version_number() != MULLIGAN_VERSION_NUMBER) return 1;
   if (mulligan_retry_policy_create(&policy, nullptr) != MULLIGAN_OK) return 2;
   if (mulligan_retry_session_begin(&session, policy, nullptr, 1) != MULLIGAN_OK) return 3;

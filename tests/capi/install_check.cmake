@@ -44,7 +44,8 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 # --- What got installed --------------------------------------------------------
 foreach(header mulligan.h mulligan_export.h mulligan_version.h mulligan_status.h
                mulligan_retry.h mulligan_pipeline.h mulligan_breaker.h
-               mulligan_idempotency.h mulligan_config.h mulligan_metrics.h mulligan_http.h)
+               mulligan_idempotency.h mulligan_config.h mulligan_metrics.h mulligan_http.h
+               mulligan_hedging.h)
   if(NOT EXISTS ${prefix}/include/${header})
     message(FATAL_ERROR "not installed: include/${header}")
   endif()

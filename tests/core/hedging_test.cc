@@ -430,6 +430,98 @@ TEST(HedgingTest, AbandonReleasesTheRunningCopies) {
   EXPECT_EQ(f.Metrics().hedge_cancelled, 2u);
 }
 
+TEST(HedgingTest, CancelCountsTheCallCancelledNeverFailed) {
+  // Threshold 1: a single failure recorded would open the breaker.
+  auto breaker = Breaker(1);
+  auto budget = Budget(10, 1);
+  Fixture f(breaker.get(), budget.get());
+  auto hedging = Hedging(3, milliseconds(50));
+  HedgedCall call = hedging->Begin(*f.pipeline, f.t0);
+  ASSERT_TRUE(call.Admit(f.t0).start());
+  ASSERT_TRUE(call.Admit(f.At(milliseconds(50))).start());
+  // The caller's task is cancelled at 70 ms, copies 1 and 2 running.
+  call.Cancel(f.At(milliseconds(70)));
+  EXPECT_TRUE(call.finished());
+  EXPECT_EQ(call.stop_reason(), StopReason::kNone);
+  EXPECT_EQ(call.winner(), 0);
+  EXPECT_EQ(call.running(), 0);
+  EXPECT_EQ(call.cancelled(), 2);
+  // Nothing starts after a cancel, and a late outcome changes nothing.
+  EXPECT_EQ(call.Admit(f.At(milliseconds(100))).action, HedgeAdmission::Action::kNoMore);
+  HedgeDecision d = call.Record(1, kRetryable, f.At(milliseconds(110)));
+  EXPECT_TRUE(d.finished);
+  EXPECT_TRUE(d.cancel.empty());
+  call.Cancel(f.At(milliseconds(120)));  // once finished: nothing
+  call.Abandon(f.At(milliseconds(120)));
+
+  BreakerCounts counts = breaker->counts(f.At(milliseconds(120)));
+  EXPECT_EQ(breaker->state(f.At(milliseconds(120))), BreakerState::kClosed);
+  EXPECT_EQ(counts.failures, 0u);
+  EXPECT_EQ(counts.successes, 0u);
+  EXPECT_EQ(counts.ignored, 2u);
+  // The budget was asked once (the hedge) and told no outcome: still full.
+  EXPECT_EQ(budget->Tokens(f.At(milliseconds(120))), 10.0);
+  EXPECT_EQ(budget->allowed(), 1u);
+  MetricsSnapshot m = f.Metrics();
+  EXPECT_EQ(m.calls, 1u);
+  EXPECT_EQ(m.attempts, 2u);
+  EXPECT_EQ(m.successes, 0u);
+  EXPECT_EQ(m.failures, 0u);
+  EXPECT_EQ(m.cancelled, 1u);
+  EXPECT_EQ(m.hedges, 1u);
+  EXPECT_EQ(m.hedges_won, 0u);
+  EXPECT_EQ(m.hedge_cancelled, 2u);
+  EXPECT_EQ(m.in_flight, 0);
+}
+
+TEST(HedgingTest, CancelBeforeAnyCopyAndAfterOneFailed) {
+  Fixture f;
+  auto hedging = Hedging(2, milliseconds(50));
+  {
+    HedgedCall call = hedging->Begin(*f.pipeline, f.t0);
+    call.Cancel(f.t0);  // cancelled before its first copy
+    EXPECT_EQ(call.cancelled(), 0);
+  }
+  MetricsSnapshot m = f.Metrics();
+  EXPECT_EQ(m.calls, 1u);
+  EXPECT_EQ(m.attempts, 0u);
+  EXPECT_EQ(m.cancelled, 1u);
+  EXPECT_EQ(m.hedge_cancelled, 0u);
+  {
+    // Copy 1 failed (recorded), copy 2 running when the caller cancels.
+    HedgedCall call = hedging->Begin(*f.pipeline, f.At(seconds(1)));
+    ASSERT_TRUE(call.Admit(f.At(seconds(1))).start());
+    EXPECT_FALSE(call.Record(1, kRetryable, f.At(seconds(1) + milliseconds(10))).finished);
+    ASSERT_TRUE(call.Admit(f.At(seconds(1) + milliseconds(10))).start());
+    call.Cancel(f.At(seconds(1) + milliseconds(20)));
+    EXPECT_EQ(call.cancelled(), 1);
+  }  // the destructor abandons nothing more
+  m = f.Metrics();
+  EXPECT_EQ(m.calls, 2u);
+  EXPECT_EQ(m.attempts, 2u);
+  EXPECT_EQ(m.failures, 0u);
+  EXPECT_EQ(m.cancelled, 2u);
+  EXPECT_EQ(m.hedges, 1u);
+  EXPECT_EQ(m.hedge_cancelled, 1u);
+  EXPECT_EQ(m.in_flight, 0);
+}
+
+TEST(HedgingTest, GateOnlyCancelCountsOnlyTheCancelledCopies) {
+  auto budget = Budget(10, 1);
+  Fixture f(nullptr, budget.get());
+  auto hedging = Hedging(2, Duration::zero());
+  HedgedCall call = hedging->Begin(*f.pipeline, f.t0, {}, HedgeAccounting::kGateOnly);
+  ASSERT_TRUE(call.Admit(f.t0).start());
+  ASSERT_TRUE(call.Admit(f.t0).start());
+  call.Cancel(f.At(milliseconds(5)));
+  MetricsSnapshot m = f.Metrics();
+  // The copies' own calls count the call: the hedged call adds none.
+  EXPECT_EQ(m.calls, 0u);
+  EXPECT_EQ(m.cancelled, 0u);
+  EXPECT_EQ(m.hedges, 1u);
+  EXPECT_EQ(m.hedge_cancelled, 2u);
+}
+
 TEST(HedgingTest, BadOptionsAreRefusedNamingTheField) {
   auto message = [](HedgingOptions o) {
     Result<std::shared_ptr<HedgingPolicy>> r = HedgingPolicy::Create(o);

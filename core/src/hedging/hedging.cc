@@ -225,6 +225,7 @@ HedgeAdmission HedgedCall::Admit(TimePoint now) {
   HedgeAdmission admission;
   if (finished_) {
     admission.reason = reason_;
+    if (reason_ == StopReason::kCircuitOpen) admission.retry_in = refused_retry_in_;
     return admission;
   }
   if (no_more_.has_value() || started_ >= max_attempts_) {
@@ -369,6 +370,18 @@ void HedgedCall::Abandon(TimePoint now) {
   ReleaseRunning(now, &cancelled);
   if (metrics_ != nullptr) metrics_->HedgesCancelled(cancelled.size());
   Finish(false, StopReason::kTerminal, now);
+}
+
+void HedgedCall::Cancel(TimePoint now) {
+  if (finished_ || !live_.value) return;
+  last_step_ = now;
+  std::vector<int> cancelled;
+  ReleaseRunning(now, &cancelled);
+  finished_ = true;
+  reason_ = StopReason::kNone;
+  if (metrics_ == nullptr) return;
+  metrics_->HedgesCancelled(cancelled.size());
+  if (!gate_only_) metrics_->CallCancelled(started_);
 }
 
 Status HedgedCall::RefusalStatus() const {

@@ -101,6 +101,7 @@ async def _run(h: _Hedged, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any
     call = h.hedging.begin(h.pipeline, loop.time())
     tasks: dict[int, asyncio.Task[Any]] = {}
     last_exc: Optional[BaseException] = None
+    stopped = False  # the caller's cancel (or Ctrl-C): counted cancelled, never failed
     try:
         while True:
             action, copy, next_start, reason = call.admit(loop.time())
@@ -133,9 +134,16 @@ async def _run(h: _Hedged, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any
             raise _circuit_open(call.breaker_name, call.retry_in, call.refusal_message)
         assert last_exc is not None
         raise last_exc
+    except _NEVER_CLASSIFIED:
+        stopped = True
+        raise
     finally:
         await _cancel([t for t in tasks.values() if not t.done()])
-        call.abandon(loop.time())
+        # Once finished (a win, a failure) both do nothing.
+        if stopped:
+            call.cancel(loop.time())
+        else:
+            call.abandon(loop.time())
 
 
 def hedge(

@@ -166,7 +166,7 @@ def test_open_breaker_refuses_the_first_copy() -> None:
 
 def test_cancelling_the_caller_cancels_every_copy() -> None:
     svc = Service([(5.0, "a"), (5.0, "b")])
-    fn = mulligan.hedge(max_attempts=2, delay=0.1, report_metrics=False)(svc.__call__)
+    fn = mulligan.hedge(max_attempts=2, delay=0.1, name="hedge-caller-cancel")(svc.__call__)
 
     async def script() -> None:
         task = asyncio.ensure_future(fn())
@@ -178,6 +178,11 @@ def test_cancelling_the_caller_cancels_every_copy() -> None:
     run(script())
     assert svc.starts == [0.0, 0.1]
     assert sorted(svc.cancelled) == [1, 2]
+    # The caller's cancel counts the call cancelled, never failed (DESIGN.md;
+    # HedgedCall::Cancel, 0.6): 2 copies started, both cancelled.
+    snap = {m["name"]: m for m in mulligan.metrics_snapshot()}["hedge-caller-cancel"]
+    assert (snap["calls"], snap["attempts"], snap["successes"], snap["failures"]) == (1, 2, 0, 0)
+    assert (snap["cancelled"], snap["hedges"], snap["hedge_cancelled"], snap["in_flight"]) == (1, 1, 2, 0)
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ pub const MULLIGAN_METRICS_OVERFLOW_NAME: &[u8; 10] = b"_overflow\0";
 pub const MULLIGAN_RETRY_REASON_COUNT: u32 = 5;
 pub const MULLIGAN_OUTBOX_KEY_SIZE: u32 = 256;
 pub const MULLIGAN_OUTBOX_MAX_BATCH: u32 = 1048576;
+pub const MULLIGAN_MAX_HEDGED_ATTEMPTS: u32 = 5;
 pub const MULLIGAN_OK: mulligan_status = 0;
 pub const MULLIGAN_E_INVALID_ARGUMENT: mulligan_status = 1;
 pub const MULLIGAN_E_NO_MEMORY: mulligan_status = 2;
@@ -1536,6 +1537,9 @@ pub struct mulligan_metrics_snapshot {
     pub waiting_to_retry: i64,
     pub breaker_state: core::ffi::c_int,
     pub cancelled: u64,
+    pub hedges: u64,
+    pub hedges_won: u64,
+    pub hedge_cancelled: u64,
 }
 unsafe extern "C" {
     pub fn mulligan_metrics_prometheus(
@@ -2226,4 +2230,121 @@ unsafe extern "C" {
         box_: *mut mulligan_outbox,
         out: *mut mulligan_outbox_stats,
     ) -> core::ffi::c_int;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mulligan_hedging_options {
+    pub struct_size: u32,
+    pub max_attempts: core::ffi::c_int,
+    pub hedging_delay_ms: f64,
+    pub delay_quantile: f64,
+    pub quantile_window: core::ffi::c_int,
+    pub quantile_min_samples: core::ffi::c_int,
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct mulligan_hedging_policy {
+    _unused: [u8; 0],
+}
+unsafe extern "C" {
+    pub fn mulligan_hedging_policy_create(
+        out: *mut *mut mulligan_hedging_policy,
+        opts: *const mulligan_hedging_options,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_hedging_policy_destroy(policy: *mut mulligan_hedging_policy);
+}
+unsafe extern "C" {
+    pub fn mulligan_hedging_policy_current_delay_ms(policy: *const mulligan_hedging_policy) -> f64;
+}
+pub const MULLIGAN_HEDGE_ACCOUNTING_FULL: mulligan_hedge_accounting = 0;
+pub const MULLIGAN_HEDGE_ACCOUNTING_GATE_ONLY: mulligan_hedge_accounting = 1;
+pub type mulligan_hedge_accounting = core::ffi::c_uint;
+pub const MULLIGAN_HEDGE_START: mulligan_hedge_action = 0;
+pub const MULLIGAN_HEDGE_WAIT: mulligan_hedge_action = 1;
+pub const MULLIGAN_HEDGE_NO_MORE: mulligan_hedge_action = 2;
+pub type mulligan_hedge_action = core::ffi::c_uint;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mulligan_hedge_admission {
+    pub struct_size: u32,
+    pub action: core::ffi::c_int,
+    pub copy: core::ffi::c_int,
+    pub timeout_ms: f64,
+    pub next_start_ms: f64,
+    pub reason: core::ffi::c_int,
+    pub retry_in_ms: f64,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mulligan_hedge_decision {
+    pub struct_size: u32,
+    pub finished: core::ffi::c_int,
+    pub winner: core::ffi::c_int,
+    pub reason: core::ffi::c_int,
+    pub classification: core::ffi::c_int,
+    pub cancel_count: core::ffi::c_int,
+    pub cancel: [core::ffi::c_int; 5usize],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct mulligan_hedged_call {
+    _unused: [u8; 0],
+}
+unsafe extern "C" {
+    pub fn mulligan_hedged_call_begin(
+        out: *mut *mut mulligan_hedged_call,
+        policy: *const mulligan_hedging_policy,
+        pipeline: *const mulligan_pipeline,
+        now_ms: f64,
+        opts: *const mulligan_call_options,
+        accounting: core::ffi::c_int,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_hedged_call_admit(
+        call: *mut mulligan_hedged_call,
+        now_ms: f64,
+        out: *mut mulligan_hedge_admission,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_hedged_call_record(
+        call: *mut mulligan_hedged_call,
+        copy: core::ffi::c_int,
+        outcome: *const mulligan_outcome,
+        now_ms: f64,
+        out: *mut mulligan_hedge_decision,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_hedged_call_abandon(
+        call: *mut mulligan_hedged_call,
+        now_ms: f64,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_hedged_call_cancel(
+        call: *mut mulligan_hedged_call,
+        now_ms: f64,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_hedged_call_destroy(call: *mut mulligan_hedged_call);
+}
+unsafe extern "C" {
+    pub fn mulligan_hedged_call_started(call: *const mulligan_hedged_call) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_hedged_call_running(call: *const mulligan_hedged_call) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_hedged_call_cancelled(call: *const mulligan_hedged_call) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_hedged_call_winner(call: *const mulligan_hedged_call) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_hedged_call_finished(call: *const mulligan_hedged_call) -> core::ffi::c_int;
 }

@@ -160,7 +160,8 @@ struct HedgeAdmission {
   // kCircuitOpen, kBudget, kDeadline; or the call's stop reason once it is
   // finished.
   StopReason reason = StopReason::kNone;
-  // kNoMore because the breaker refused: time until it admits a probe.
+  // kNoMore because the breaker refused (also once the call finished for
+  // that reason): time from the refusing Admit until it admits a probe.
   Duration retry_in = Duration::zero();
 
   bool start() const { return action == Action::kStart; }
@@ -274,8 +275,23 @@ class HedgedCall {
 
   // Ends a call its caller stopped (a cancelled task): every running copy is
   // released as cancelled (neither success nor failure), and the call is
-  // reported as failed with kTerminal. Does nothing once finished.
+  // reported as failed with kTerminal. Does nothing once finished. A call
+  // its caller cancelled is ended with Cancel instead.
   void Abandon(TimePoint now);
+
+  // Ends a call its caller cancelled because its answer is no longer wanted
+  // (a cancelled task, a Go context cancelled, an AbortSignal): every running
+  // copy is released as cancelled (its breaker permit as kIgnored, which
+  // frees a half-open slot; the budget is not told) and counted in
+  // hedge_cancelled, and the call is counted `cancelled` with one attempt
+  // per copy started (Metrics::CallCancelled, mulligan_cancelled_total):
+  // neither a success nor a failure, exactly as Call::Cancel does for a
+  // plain call (DESIGN.md: a caller's cancel is never counted as a
+  // failure). With HedgeAccounting::kGateOnly the copies' own calls count
+  // themselves (each is cancelled by its front door), so only the hedge
+  // metrics are told. The call is then finished with stop_reason() kNone
+  // and winner() 0. Does nothing once finished. (Added in 0.6.)
+  void Cancel(TimePoint now);
 
   // kCircuitOpen after the first copy was refused by the breaker; OK
   // otherwise.
