@@ -1070,7 +1070,12 @@ class Outbox:
     def retry(self, id: int, now_unix: float) -> None: ...
     def purge(self, state: str) -> int: ...
 
-# bind_simulate.cc (Added in 0.6.): the fleet simulator; returns (csv, json).
+# bind_simulate.cc (Added in 0.6.): the fleet simulator; returns (csv, json);
+# `sweep`: client counts, one run each (not with `clients`).
 def simulate(
-    scenario: str, source: str, clients: Optional[int] = None, seed: Optional[int] = None
+    scenario: str,
+    source: str,
+    clients: Optional[int] = None,
+    seed: Optional[int] = None,
+    sweep: Sequence[int] = ...,
 ) -> tuple[str, str]: ...
