@@ -191,6 +191,9 @@ class RequestCall:
     """One logical request through an adapter's pipeline.
 
     Not thread-safe: it belongs to one request (one thread, or one task).
+    ``bound`` (seconds or None) and ``trace`` (None while tracing is off) are
+    read directly by the adapters' hot path, as ``attempt_timeout`` and
+    before ``inject``.
     """
 
     __slots__ = ("cfg", "core", "method", "url", "key", "kind", "status", "trace", "bound", "pending")

@@ -195,8 +195,9 @@ async def _run(call: RequestCall, request: ClientRequest, handler: ClientHandler
         while True:
             if not call.admit():
                 return call.refused(CircuitOpenError, last)
-            call.inject(request.headers)  # the attempt's trace context (tracing on)
-            bound = call.attempt_timeout
+            if call.trace is not None:  # the attempt's trace context
+                call.inject(request.headers)
+            bound = call.bound
             in_flight = 1
             try:
                 if bound is None:

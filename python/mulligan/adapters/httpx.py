@@ -227,8 +227,9 @@ class Transport(httpx.BaseTransport):
             while True:
                 if not call.admit():
                     return _refusal(call, request, last)  # type: ignore[no-any-return]
-                call.inject(request.headers)  # the attempt's trace context (tracing on)
-                _bound(request, call.attempt_timeout)
+                if call.trace is not None:  # the attempt's trace context
+                    call.inject(request.headers)
+                _bound(request, call.bound)
                 in_flight = 1
                 try:
                     response = self._transport.handle_request(request)
@@ -316,8 +317,9 @@ class AsyncTransport(httpx.AsyncBaseTransport):
             while True:
                 if not call.admit():
                     return _refusal(call, request, last)  # type: ignore[no-any-return]
-                call.inject(request.headers)  # the attempt's trace context (tracing on)
-                _bound(request, call.attempt_timeout)
+                if call.trace is not None:  # the attempt's trace context
+                    call.inject(request.headers)
+                _bound(request, call.bound)
                 in_flight = 1
                 try:
                     response = await self._transport.handle_async_request(request)
