@@ -306,9 +306,12 @@ def _dashboard(args: argparse.Namespace) -> int:
         print(f"mulligan dashboard: cannot listen on {args.host}:{args.port}: {e.strerror}",
               file=sys.stderr)
         return EXIT_USAGE
-    print(f"mulligan dashboard at {dashboard.url} (Prometheus: {dashboard.url}metrics); "
-          "Ctrl-C to stop", file=sys.stderr, flush=True)
+    # The banner is printed inside the try: a Ctrl-C that arrives while the
+    # banner is still being written (a reader may already have acted on it)
+    # stops the dashboard as cleanly as one during the wait.
     try:
+        print(f"mulligan dashboard at {dashboard.url} (Prometheus: {dashboard.url}metrics); "
+              "Ctrl-C to stop", file=sys.stderr, flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
