@@ -308,16 +308,27 @@ typedef struct mulligan_outbox mulligan_outbox;
  * program's file. A file that can only be opened read-only still opens:
  * every write then fails with MULLIGAN_E_OUTBOX saying the file is
  * read-only.
+ * A `path` of the form redis://[[user]:password@]host[:port][/db] (or
+ * rediss://) opens instead the Redis Streams outbox named by
+ * mulligan_outbox_options_set_name() (required) on that server, with the
+ * key prefix "mulligan" and the RedisState's default bounds (README,
+ * "Durable outbox"; mulligan/outbox/redis_outbox.h): the same operations,
+ * shared by workers on many machines. The sync option "full" then requires
+ * the server to fsync every write (appendonly yes, appendfsync always;
+ * otherwise MULLIGAN_E_OUTBOX naming the settings); the size cap must be 0.
+ * Messages name the server without its credentials. (Redis: added in 0.6.)
  * (The pair of the handle is open/close, as for a file; it plays the part of
  * the create/destroy pair of the conventions.)
- * @param path  the database file, UTF-8, not NULL nor empty.
+ * @param path  the database file, UTF-8, not NULL nor empty; or a Redis
+ *              URL (above).
  * @param opts  the options, or NULL for every default.
  * @param out  OUT: the outbox; NULL on failure. Free with
  *             mulligan_outbox_close().
  * @return MULLIGAN_OK; MULLIGAN_E_INVALID_ARGUMENT naming a bad argument or
  *         option ("outbox option lease_timeout must be > 0", "retry.stop");
  *         MULLIGAN_E_OUTBOX when the file cannot be opened or is not an
- *         outbox (the message names the file and SQLite's text);
+ *         outbox (the message names the file and SQLite's text), or the
+ *         Redis server cannot be reached within its bounds;
  *         MULLIGAN_E_NO_MEMORY.
  * Thread-safety: thread-safe.
  * @since 0.6

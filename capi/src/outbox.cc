@@ -16,6 +16,10 @@
 #include "capi_internal.h"
 #include "internal/saturating.h"
 #include "mulligan/outbox/outbox.h"
+#ifdef MULLIGAN_CAPI_REDIS
+#include "mulligan/outbox/redis_outbox.h"
+#include "mulligan/state/redis.h"
+#endif
 
 struct mulligan_outbox_options {
   mulligan::OutboxOptions impl;
@@ -309,6 +313,35 @@ int mulligan_outbox_options_set_clock(mulligan_outbox_options* opts, const mulli
 // ---------------------------------------------------------------------------
 // Open and close
 
+namespace {
+
+// A redis:// or rediss:// location names a Redis Streams outbox (0.6).
+bool IsRedisLocation(const std::string& path) {
+  return path.rfind("redis://", 0) == 0 || path.rfind("rediss://", 0) == 0;
+}
+
+// Opens the outbox `options.path` names: an SQLite file, or, for a Redis URL,
+// the outbox options.name on that server through a RedisState with its
+// defaults (prefix "mulligan", bounded timeouts), as Python's
+// Outbox("redis://...", name=...) does.
+mulligan::Result<std::unique_ptr<mulligan::Outbox>> OpenAt(mulligan::OutboxOptions options) {
+  if (!IsRedisLocation(options.path)) return mulligan::Outbox::Open(options);
+#ifdef MULLIGAN_CAPI_REDIS
+  mulligan::RedisStateOptions state_options;
+  state_options.url = options.path;
+  auto state = mulligan::RedisState::Create(state_options);
+  if (!state.ok()) return state.status();
+  options.path.clear();
+  return mulligan::OpenRedisOutbox(std::move(*state), options);
+#else
+  return mulligan::Status(mulligan::StatusCode::kInvalidArgument,
+                          "outbox path: this libmulligan was built without Redis "
+                          "(MULLIGAN_BUILD_REDIS=OFF); a redis:// outbox needs it");
+#endif
+}
+
+}  // namespace
+
 int mulligan_outbox_open(const char* path, const mulligan_outbox_options* opts,
                          mulligan_outbox** out) {
   MULLIGAN_CAPI_BEGIN
@@ -317,7 +350,7 @@ int mulligan_outbox_open(const char* path, const mulligan_outbox_options* opts,
   MULLIGAN_CHECK_NOT_NULL(path);
   mulligan::OutboxOptions options = opts == nullptr ? mulligan::OutboxOptions() : opts->impl;
   options.path = path;
-  auto box = mulligan::Outbox::Open(options);
+  auto box = OpenAt(std::move(options));
   if (!box.ok()) return SetError(box.status());
   const mulligan::Clock* clock = opts == nullptr ? nullptr : opts->clock;
   *out = new mulligan_outbox{std::move(*box),
