@@ -18,6 +18,13 @@ path, or an empty file, is an error, never a new empty database.
 DB may be a ``redis://`` URL with ``--name NAME`` (0.6): the Redis outbox of
 that name (``create=False`` too: an absent one is "no such outbox"), opened
 with ``sync="normal"``, since the command checks no server persistence.
+``--prefix P`` names the key prefix the outbox's :class:`mulligan.RedisState`
+was made with (default ``mulligan``), and ``--timeout SECONDS`` bounds each
+Redis command (default 5 s: the command may read large entries).
+
+An :class:`mulligan.OutboxError` while the action runs (a read-only file on
+``purge``, Redis gone or too slow) is printed as ``mulligan outbox: ...``
+with exit code 1, never a traceback.
 
 .. versionadded:: 0.5.0
 """
@@ -34,6 +41,7 @@ from typing import Any, Optional, TextIO
 
 from .._errors import OutboxError
 from .._outbox import Outbox, OutboxEntry
+from .._state.redis import RedisState
 
 __all__ = ["add_outbox_parser", "outbox_main"]
 
@@ -81,6 +89,12 @@ def add_outbox_parser(sub: Any) -> None:
     for action in (ls, dead, retry, purge, stats):
         action.add_argument("--name", default=None,
                             help="the outbox's name, when DB is a redis:// URL (0.6)")
+        action.add_argument("--prefix", default="mulligan",
+                            help="the RedisState's key prefix, when DB is a redis:// URL "
+                                 "(default mulligan)")
+        action.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS",
+                            help="each Redis command's bound, when DB is a redis:// URL "
+                                 "(default 5)")
 
 
 def _target(e: OutboxEntry) -> str:
@@ -120,14 +134,30 @@ def outbox_main(
         # reads and edits outboxes that exist.
         print(f"mulligan outbox: {args.db} is an empty file, not an outbox", file=err)
         return 1
+    if not redis and (args.name is not None or args.prefix != "mulligan"):
+        print("mulligan outbox: --name and --prefix name a Redis outbox: DB must be a "
+              "redis:// URL", file=err)
+        return 2
     try:
         if redis:
-            box = Outbox(args.db, name=args.name, sync="normal", create=False, metrics=False)
+            state = RedisState(args.db, prefix=args.prefix, timeout=args.timeout)
+            box = Outbox(state=state, name=args.name, sync="normal", create=False, metrics=False)
         else:
             box = Outbox(args.db, create=False, metrics=False)
     except (OutboxError, ValueError) as e:
         print(f"mulligan outbox: {e}", file=err)
         return 1
+    try:
+        return _act(args, box, out, err)
+    except OutboxError as e:
+        print(f"mulligan outbox: {e}", file=err)
+        return 1
+    finally:
+        box.close()
+
+
+def _act(args: argparse.Namespace, box: Outbox, out: TextIO, err: TextIO) -> int:
+    """Runs the action on the open outbox; returns the exit code."""
     now = time.time()
     action = args.outbox_command
     if action in ("list", "dead"):

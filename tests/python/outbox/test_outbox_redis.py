@@ -91,3 +91,32 @@ def test_the_command_reads_and_repairs_a_redis_outbox(redis_server: Any, capsys:
     assert box.get(entry.id).state == "pending"
     assert main(["outbox", "list", url, "--name", "absent"]) == 1
     assert "no such outbox" in capsys.readouterr().err
+
+
+def test_the_command_finds_an_outbox_under_its_state_prefix(redis_server: Any, capsys: Any) -> None:
+    """--prefix (0.6) names the RedisState prefix the outbox was made with:
+    without it the command looks under "mulligan" and finds no such outbox,
+    never another outbox of the same name."""
+    from mulligan._cli.main import main
+
+    state = mulligan.RedisState(redis_server.url, prefix="shop")
+    box = mulligan.Outbox(state=state, name="webhooks", sync="normal", metrics=False)
+    box.enqueue_job("send", b"1")
+    box.enqueue_job("send", b"2")
+    url = redis_server.url
+    assert main(["outbox", "stats", url, "--name", "webhooks", "--prefix", "shop", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pending"] == 2
+    assert main(["outbox", "stats", url, "--name", "webhooks"]) == 1
+    assert "no such outbox" in capsys.readouterr().err
+    box.close()
+
+
+def test_redis_options_on_a_file_are_a_usage_error(tmp_path: Any, capsys: Any) -> None:
+    from mulligan._cli.main import main
+
+    path = tmp_path / "box.db"
+    mulligan.Outbox(path, metrics=False).close()
+    assert main(["outbox", "stats", str(path), "--name", "webhooks"]) == 2
+    assert main(["outbox", "stats", str(path), "--prefix", "shop"]) == 2
+    assert capsys.readouterr().err.count("DB must be a redis:// URL") == 2
+    assert main(["outbox", "stats", str(path)]) == 0
