@@ -20,6 +20,7 @@ scenario field, named on stderr).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
@@ -74,6 +75,15 @@ def simulate_main(args: Any) -> int:
         text, source = load_scenario(args.scenario)
     except OSError as e:
         print(f"mulligan simulate: {e}", file=sys.stderr)
+        return 2
+    # Before the run, which may take a minute: an --out that cannot hold the
+    # results is a usage error now, not a traceback after the table.
+    try:
+        os.makedirs(args.out, exist_ok=True)
+        if not os.access(args.out, os.W_OK | os.X_OK):
+            raise PermissionError(f"cannot write into {args.out!r}")
+    except OSError as e:
+        print(f"mulligan simulate: --out {args.out}: {e.strerror or e}", file=sys.stderr)
         return 2
     started = time.perf_counter()
     try:

@@ -524,8 +524,18 @@ class Outbox:
         ``until_idle``, until no entry is pending or leased), waiting
         ``poll_interval`` seconds (through the clock) when nothing is due.
 
+        An entry whose delivery kills the process (a poison entry) takes
+        its batch-mates' leases with it: each is charged the expired lease
+        as an attempt, so use ``batch=1`` where a handler can crash the
+        process.
+
         Returns:
             How many entries were leased in all.
+
+        Raises:
+            OutboxError: the backend failed (SQLite, or Redis down or too
+                slow); the entries stay as they were (a lease taken expires
+                and is handed over). Restart the worker (a supervisor).
         """
         total = 0
         while stop is None or not stop.is_set():

@@ -235,3 +235,18 @@ def test_sweep_plot_written_with_matplotlib(tmp_path: Any) -> None:
     pytest.importorskip("matplotlib")
     assert main(["simulate", "hedging", "--sweep", "10,20", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_out_that_cannot_hold_the_results_is_refused_before_the_run(
+    tmp_path: Any, capsys: Any
+) -> None:
+    """--out naming a file (or a path under one) is a usage error before the
+    simulation runs: no table is printed, nothing is written."""
+    taken = tmp_path / "afile"
+    taken.write_text("keep me")
+    for out in (taken, taken / "sub"):
+        assert main(["simulate", "occ", "--clients", "10", "--out", str(out)]) == 2
+        captured = capsys.readouterr()
+        assert captured.err.startswith(f"mulligan simulate: --out {out}: ")
+        assert captured.out == ""
+    assert taken.read_text() == "keep me"
