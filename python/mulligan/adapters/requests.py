@@ -110,6 +110,8 @@ def _kind(exc: BaseException, reading: bool) -> Optional[str]:
         return "timeout"
     if isinstance(exc, _rexc.ChunkedEncodingError):
         return "truncated"  # the body was cut short
+    if isinstance(exc, _rexc.ContentDecodingError):
+        return None  # the body cannot be decoded: the same answer every time
     if isinstance(exc, _rexc.ProxyError):
         return "transport"
     if isinstance(exc, _rexc.ConnectionError):

@@ -190,6 +190,17 @@ def test_read_timeout_is_requests_read_timeout(server: Any, clock: Any) -> None:
     assert len(server.wait_for_requests("/slow", 2, timeout=3)) == 2
 
 
+def test_a_body_that_cannot_be_decoded_is_terminal(server: Any, clock: Any) -> None:
+    """A gzip body that is not gzip fails the same way every time: raised at
+    once as requests' ContentDecodingError, sent once (httpx's DecodingError
+    is terminal too)."""
+    with session(attempts=3, **FAST) as s:
+        with pytest.raises(requests.exceptions.ContentDecodingError):
+            s.get(server.url("/bad-gzip"))
+    assert clock.sleeps == []
+    assert len(server.wait_for_requests("/bad-gzip", 2, timeout=0.5)) == 1
+
+
 def test_adapter_timeout_bounds_attempts(server: Any, clock: Any) -> None:
     with session(attempts=1, timeout=0.2, **FAST) as s:
         with pytest.raises(requests.exceptions.ReadTimeout):
