@@ -11,8 +11,9 @@ for 60 s that recovers) or ``hedging`` (a server with a latency tail). Writes DI
 matplotlib is importable (``pip install 'mulligan[simulate]'``),
 DIR/results.png; prints a table.
 
-Exit codes: 0 done, 2 usage (a bad option, an unreadable scenario, or a bad
-scenario field, named on stderr).
+Exit codes: 0 done, 1 out of memory (a scenario whose clients x calls this
+machine cannot hold), 2 usage (a bad option, an unreadable scenario, a bad
+scenario field, named on stderr, or an --out that cannot hold the results).
 
 .. versionadded:: 0.6.0
 """
@@ -93,6 +94,12 @@ def simulate_main(args: Any) -> int:
     except ValueError as e:
         print(f"mulligan simulate: {e}", file=sys.stderr)
         return 2
+    except MemoryError:
+        # Each field is bounded, their product (clients x calls, the events
+        # kept in flight) is not: the engine's std::bad_alloc arrives here.
+        print("mulligan simulate: out of memory: the scenario keeps too many calls in flight "
+              "(clients.count x clients.calls); use fewer clients or calls", file=sys.stderr)
+        return 1
     wall = time.perf_counter() - started
     paths = write_results(result, args.out)
     plot = write_plot(result, args.out)

@@ -250,3 +250,24 @@ def test_an_out_that_cannot_hold_the_results_is_refused_before_the_run(
         assert captured.err.startswith(f"mulligan simulate: --out {out}: ")
         assert captured.out == ""
     assert taken.read_text() == "keep me"
+
+
+def test_a_scenario_too_big_for_memory_is_a_clear_error(tmp_path: Any) -> None:
+    """clients.count and clients.calls are each in range, their product (the
+    calls kept in flight) is not bounded: under a 1 GiB address-space limit
+    the engine's allocation fails at once, and the command says so (exit 1)
+    instead of a MemoryError traceback."""
+    import subprocess
+    import sys
+
+    scenario = dict(TINY, clients={"count": 1000, "calls": 1_000_000})
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "from mulligan._cli.main import main\n"
+        f"sys.exit(main(['simulate', {_write(tmp_path, scenario)!r}, '--out', {str(tmp_path)!r}]))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.decode().startswith("mulligan simulate: out of memory: ")
+    assert b"Traceback" not in p.stderr
