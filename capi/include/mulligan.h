@@ -20,6 +20,8 @@
  *                           complete, fail, dead letters, metrics (0.6)
  *   mulligan_hedging.h      hedged calls: extra copies after a delay, the
  *                           first success wins, losers cancelled (0.6)
+ *   mulligan_state.h        shared state on Redis: a state handle for shared
+ *                           breakers, rate limiters and idempotency stores (0.6)
  *
  * (plus mulligan_export.h and mulligan_version.h, which they include). As in
  * sqlite, anything not declared in these headers is private and may change
@@ -74,5 +76,6 @@
 #include "mulligan_adaptive_rate.h"
 #include "mulligan_outbox.h"
 #include "mulligan_hedging.h"
+#include "mulligan_state.h"
 
 #endif /* MULLIGAN_H_ */

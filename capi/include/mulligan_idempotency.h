@@ -248,7 +248,10 @@ MULLIGAN_API void mulligan_idempotency_store_destroy(mulligan_idempotency_store 
  *             mulligan_idempotency_reservation_destroy().
  * @return MULLIGAN_OK, MULLIGAN_E_INVALID_ARGUMENT (bad key or argument),
  *         MULLIGAN_E_UNAVAILABLE (a new key and the store is full of
- *         in-flight entries: answer 503), MULLIGAN_E_NO_MEMORY.
+ *         in-flight entries: answer 503), MULLIGAN_E_NO_MEMORY;
+ *         MULLIGAN_E_STATE_UNAVAILABLE for a store on Redis that cannot
+ *         answer (mulligan_state.h, 0.6: it fails closed; answer 503 with
+ *         Retry-After and do not run the handler).
  * @since 0.1
  */
 MULLIGAN_API int mulligan_idempotency_store_reserve(mulligan_idempotency_store *store,
@@ -275,7 +278,11 @@ MULLIGAN_API int mulligan_idempotency_store_reserve(mulligan_idempotency_store *
  *         header value containing CR, LF or NUL (then the lease stays held:
  *         release the reservation, or complete it again with a valid
  *         response); MULLIGAN_E_UNAVAILABLE when the response does not fit the
- *         byte budget (the key is released); MULLIGAN_E_NO_MEMORY.
+ *         byte budget (the key is released); MULLIGAN_E_NO_MEMORY;
+ *         MULLIGAN_E_STATE_UNAVAILABLE for a store on Redis that cannot
+ *         answer (mulligan_state.h, 0.6): nothing is acknowledged; complete
+ *         again with the same reservation (a repeat of a complete whose
+ *         reply was lost is accepted), or let the lease run out.
  * @since 0.1
  */
 MULLIGAN_API int mulligan_idempotency_store_complete(

@@ -25,6 +25,8 @@
 #include "mulligan/breaker/circuit_breaker.h"
 #include "mulligan/breaker/registry.h"
 #include "mulligan/config/config.h"
+#include "mulligan/idempotency/store.h"
+#include "mulligan/limits/rate_limiter.h"
 #include "mulligan/retry/policy.h"
 #include "mulligan/pipeline/pipeline.h"
 
@@ -89,6 +91,28 @@ struct mulligan_pipeline {
 struct mulligan_breaker {
   std::shared_ptr<mulligan::CircuitBreaker> impl;
   // Borrowed; never null.
+  const mulligan::Clock* clock;
+  // The RedisSharedBreaker of mulligan_breaker_share (state.cc), type-erased
+  // so that this header needs no Redis: sharing lasts as long as the handle.
+  // Null: not shared. (Added in 0.6.)
+  std::shared_ptr<void> sharing = nullptr;
+};
+
+// A rate limiter (limits.cc), local or on Redis (state.cc, 0.6).
+struct mulligan_rate_limiter {
+  std::shared_ptr<mulligan::RateLimiter> impl;
+};
+
+// Idempotency store options (idempotency.cc; state.cc reads them, 0.6).
+struct mulligan_idempotency_options {
+  mulligan::IdempotencyStoreOptions impl;
+};
+
+// An idempotency store (idempotency.cc), local or on Redis (state.cc, 0.6).
+struct mulligan_idempotency_store {
+  std::unique_ptr<mulligan::IdempotencyStore> impl;
+  // Borrowed; never null (SystemClock::Default() when the caller passed NULL;
+  // the state's clock for a store on Redis).
   const mulligan::Clock* clock;
 };
 
@@ -190,6 +214,16 @@ void Reset(T* out, const T& init) {
   value.struct_size = out->struct_size;
   std::memcpy(out, &value, std::min<size_t>(out->struct_size, sizeof(value)));
 }
+
+// ---------------------------------------------------------------------------
+// Rate limiters (limits.cc)
+
+// Fills `out` from mulligan_rate_limiter_create's arguments (name NULL: "";
+// max_wait_ms < 0: no bound), recording a bad max_wait_ms; the rest is
+// checked by RateLimiter::Create. Returns MULLIGAN_OK or
+// MULLIGAN_E_INVALID_ARGUMENT.
+int RateLimiterOptionsFromC(const char* name, double rate, double burst, double max_wait_ms,
+                            int penalize_retry_after, RateLimiterOptions* out);
 
 // ---------------------------------------------------------------------------
 // Call options (pipeline.cc)

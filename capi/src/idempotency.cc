@@ -3,8 +3,9 @@
 // store, thin extern "C" shims over mulligan::NewIdempotencyKey,
 // ParseIdempotencyKey and IdempotencyStore.
 //
-// The handles are defined here rather than in capi_internal.h because no
-// other shim file needs them (and capi_internal.h is shared by every part).
+// The reservation handle is defined here, as no other shim file needs it;
+// the options and store handles are in capi_internal.h (state.cc makes
+// stores on Redis, 0.6).
 
 #include <cstring>
 #include <memory>
@@ -15,16 +16,6 @@
 #include "internal/saturating.h"
 #include "mulligan/http/client.h"
 #include "mulligan/idempotency/store.h"
-
-struct mulligan_idempotency_options {
-  mulligan::IdempotencyStoreOptions impl;
-};
-
-struct mulligan_idempotency_store {
-  std::unique_ptr<mulligan::IdempotencyStore> impl;
-  // Borrowed; never null (SystemClock::Default() when the caller passed NULL).
-  const mulligan::Clock* clock;
-};
 
 struct mulligan_idempotency_reservation {
   mulligan::Reservation impl;

@@ -16,10 +16,6 @@ struct mulligan_bulkhead {
   std::shared_ptr<mulligan::Bulkhead> impl;
 };
 
-struct mulligan_rate_limiter {
-  std::shared_ptr<mulligan::RateLimiter> impl;
-};
-
 namespace {
 
 using mulligan::capi_internal::SetError;
@@ -36,6 +32,21 @@ int OptionalMs(const char* name, double ms, std::optional<mulligan::Duration>* o
 }
 
 }  // namespace
+
+namespace mulligan {
+namespace capi_internal {
+
+int RateLimiterOptionsFromC(const char* name, double rate, double burst, double max_wait_ms,
+                            int penalize_retry_after, RateLimiterOptions* out) {
+  out->name = name != nullptr ? name : "";
+  out->rate = rate;
+  out->burst = burst;
+  out->penalize_retry_after = penalize_retry_after != 0;
+  return OptionalMs("max_wait_ms", max_wait_ms, &out->max_wait);
+}
+
+}  // namespace capi_internal
+}  // namespace mulligan
 
 extern "C" {
 
@@ -85,11 +96,10 @@ int mulligan_rate_limiter_create(mulligan_rate_limiter** out, const char* name, 
   MULLIGAN_CHECK_NOT_NULL(out);
   *out = nullptr;
   mulligan::RateLimiterOptions options;
-  options.name = name != nullptr ? name : "";
-  options.rate = rate;
-  options.burst = burst;
-  options.penalize_retry_after = penalize_retry_after != 0;
-  if (int rc = OptionalMs("max_wait_ms", max_wait_ms, &options.max_wait)) return rc;
+  if (int rc = mulligan::capi_internal::RateLimiterOptionsFromC(name, rate, burst, max_wait_ms,
+                                                                penalize_retry_after, &options)) {
+    return rc;
+  }
   auto created = mulligan::RateLimiter::Create(options);
   if (!created.ok()) return SetError(created.status());
   *out = new mulligan_rate_limiter{std::move(created).value()};

@@ -12,102 +12,9 @@
  * POSIX (fork/exec, sockets). Times come from a fake clock. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
 #include "capi_check.h"
 #include "mulligan.h"
-
-#define SKIP 77
-
-static pid_t g_redis = -1;
-static int g_port = 0;
-
-/* A port that was free a moment ago: bound to 0, read, closed. */
-static int free_port(void) {
-  struct sockaddr_in addr;
-  socklen_t len = sizeof addr;
-  int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
-  if (fd < 0) return 0;
-  memset(&addr, 0, sizeof addr);
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0 &&
-      getsockname(fd, (struct sockaddr *)&addr, &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
-static int can_connect(int port) {
-  struct sockaddr_in addr;
-  int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
-  if (fd < 0) return 0;
-  memset(&addr, 0, sizeof addr);
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons((unsigned short)port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ok = connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0;
-  close(fd);
-  return ok;
-}
-
-static void sleep_ms(long ms) {
-  struct timespec ts;
-  ts.tv_sec = ms / 1000;
-  ts.tv_nsec = (ms % 1000) * 1000000L;
-  nanosleep(&ts, NULL);
-}
-
-/* Starts redis-server on a free port (a few ports are tried: another
- * process may take the one chosen before the server binds it); 1 once it
- * accepts connections, within 10 s. */
-static int start_redis(const char *binary) {
-  int tries;
-  for (tries = 0; tries < 5; ++tries) {
-    char port_arg[16];
-    int waited, status;
-    g_port = free_port();
-    if (g_port == 0) continue;
-    snprintf(port_arg, sizeof port_arg, "%d", g_port);
-    g_redis = fork();
-    if (g_redis < 0) return 0;
-    if (g_redis == 0) {
-      execlp(binary, binary, "--port", port_arg, "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", "/tmp", "--loglevel", "warning", (char *)NULL);
-      _exit(127);
-    }
-    for (waited = 0; waited < 10000; waited += 20) {
-      if (can_connect(g_port)) return 1;
-      if (waitpid(g_redis, &status, WNOHANG) == g_redis) break; /* exited: port taken? */
-      sleep_ms(20);
-    }
-    if (kill(g_redis, 0) == 0) {
-      kill(g_redis, SIGKILL);
-      waitpid(g_redis, &status, 0);
-    }
-    g_redis = -1;
-  }
-  return 0;
-}
-
-static void stop_redis(void) {
-  int status;
-  if (g_redis <= 0) return;
-  kill(g_redis, SIGTERM);
-  waitpid(g_redis, &status, 0);
-  g_redis = -1;
-}
+#include "redis_server.h"
 
 static mulligan_outbox_options *options(mulligan_clock *clock, const char *name, int sync) {
   mulligan_outbox_options *opts = NULL;
@@ -202,15 +109,10 @@ static void test_errors_are_clear_and_keep_the_password(mulligan_clock *clock, c
 }
 
 int main(void) {
-  const char *named = getenv("MULLIGAN_REDIS_SERVER");
-  const char *binary = named != NULL && named[0] != '\0' ? named : "redis-server";
   mulligan_clock *clock = NULL;
   char url[64];
 
-  if (!start_redis(binary)) {
-    printf("redis-server (%s) did not start\n", binary);
-    return named != NULL && named[0] != '\0' ? 1 : SKIP;
-  }
+  if (!start_redis(redis_binary())) return redis_unavailable_exit();
   snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", g_port);
   CHECK_OK(mulligan_clock_create_fake(&clock));
   test_two_handles_share_one_outbox(clock, url);
