@@ -2348,3 +2348,99 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn mulligan_hedged_call_finished(call: *const mulligan_hedged_call) -> core::ffi::c_int;
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mulligan_state_options {
+    pub struct_size: u32,
+    pub prefix: *const core::ffi::c_char,
+    pub connect_timeout_ms: f64,
+    pub command_timeout_ms: f64,
+    pub clock: *const mulligan_clock,
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct mulligan_state {
+    _unused: [u8; 0],
+}
+unsafe extern "C" {
+    pub fn mulligan_state_open(
+        out: *mut *mut mulligan_state,
+        url: *const core::ffi::c_char,
+        opts: *const mulligan_state_options,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_state_destroy(state: *mut mulligan_state);
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mulligan_state_health {
+    pub struct_size: u32,
+    pub reachable: core::ffi::c_int,
+    pub round_trips: u64,
+    pub failures: u64,
+    pub reconnects: u64,
+}
+unsafe extern "C" {
+    pub fn mulligan_state_health_get(
+        state: *const mulligan_state,
+        out: *mut mulligan_state_health,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_state_endpoint(
+        state: *const mulligan_state,
+        buf: *mut core::ffi::c_char,
+        size: usize,
+        out_len: *mut usize,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_state_last_error(
+        state: *const mulligan_state,
+        buf: *mut core::ffi::c_char,
+        size: usize,
+        out_len: *mut usize,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_breaker_share(
+        breaker: *mut mulligan_breaker,
+        state: *mut mulligan_state,
+    ) -> core::ffi::c_int;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mulligan_breaker_sharing {
+    pub struct_size: u32,
+    pub shared: core::ffi::c_int,
+    pub subscribed: core::ffi::c_int,
+    pub epoch: i64,
+    pub published: u64,
+    pub publish_failures: u64,
+    pub applied: u64,
+}
+unsafe extern "C" {
+    pub fn mulligan_breaker_sharing_get(
+        breaker: *const mulligan_breaker,
+        out: *mut mulligan_breaker_sharing,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_rate_limiter_create_shared(
+        out: *mut *mut mulligan_rate_limiter,
+        state: *mut mulligan_state,
+        name: *const core::ffi::c_char,
+        rate: f64,
+        burst: f64,
+        max_wait_ms: f64,
+        penalize_retry_after: core::ffi::c_int,
+    ) -> core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn mulligan_idempotency_store_create_shared(
+        opts: *const mulligan_idempotency_options,
+        state: *mut mulligan_state,
+        out: *mut *mut mulligan_idempotency_store,
+    ) -> core::ffi::c_int;
+}
