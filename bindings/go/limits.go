@@ -121,6 +121,16 @@ type RateLimiter struct {
 // NewRateLimiter validates o and creates a limiter (ErrInvalidArgument
 // naming a bad field: "rate", "burst").
 func NewRateLimiter(o RateLimiterOptions) (*RateLimiter, error) {
+	return newRateLimiter("NewRateLimiter", o, func(out **C.mulligan_rate_limiter, name *C.char, wait C.double) C.int {
+		return C.mulligan_rate_limiter_create(out, name, C.double(o.Rate), C.double(o.Burst), wait,
+			cbool(o.PenalizeRetryAfter))
+	})
+}
+
+// newRateLimiter converts o's name and MaxWait (negative: -1, no bound) for
+// create, a mulligan_rate_limiter_create* call, and wraps its limiter.
+func newRateLimiter(op string, o RateLimiterOptions,
+	create func(out **C.mulligan_rate_limiter, name *C.char, wait C.double) C.int) (*RateLimiter, error) {
 	defer lockThread()()
 	cs, free := cstr(o.Name)
 	defer free()
@@ -129,9 +139,7 @@ func NewRateLimiter(o RateLimiterOptions) (*RateLimiter, error) {
 		wait = msOf(o.MaxWait)
 	}
 	var ptr *C.mulligan_rate_limiter
-	rc := C.mulligan_rate_limiter_create(&ptr, cs, C.double(o.Rate), C.double(o.Burst), wait,
-		cbool(o.PenalizeRetryAfter))
-	if err := cerr("NewRateLimiter", rc); err != nil {
+	if err := cerr(op, create(&ptr, cs, wait)); err != nil {
 		return nil, err
 	}
 	l := &RateLimiter{ptr: ptr}

@@ -207,23 +207,13 @@ func (b *CircuitBreaker) Sharing() BreakerSharing {
 // limiter's fallback rate. Errors as NewRateLimiter, plus the name rule.
 func NewSharedRateLimiter(state *State, o RateLimiterOptions) (*RateLimiter, error) {
 	var l *RateLimiter
-	err := state.with("NewSharedRateLimiter", func(sp *C.mulligan_state) error {
-		defer lockThread()()
-		cs, free := cstr(o.Name)
-		defer free()
-		wait := C.double(-1)
-		if o.MaxWait >= 0 {
-			wait = msOf(o.MaxWait)
-		}
-		var ptr *C.mulligan_rate_limiter
-		rc := C.mulligan_rate_limiter_create_shared(&ptr, sp, cs, C.double(o.Rate), C.double(o.Burst),
-			wait, cbool(o.PenalizeRetryAfter))
-		if err := cerr("NewSharedRateLimiter", rc); err != nil {
-			return err
-		}
-		l = &RateLimiter{ptr: ptr}
-		runtime.SetFinalizer(l, func(l *RateLimiter) { C.mulligan_rate_limiter_destroy(l.ptr) })
-		return nil
+	err := state.with("NewSharedRateLimiter", func(sp *C.mulligan_state) (err error) {
+		l, err = newRateLimiter("NewSharedRateLimiter", o,
+			func(out **C.mulligan_rate_limiter, name *C.char, wait C.double) C.int {
+				return C.mulligan_rate_limiter_create_shared(out, sp, name, C.double(o.Rate), C.double(o.Burst),
+					wait, cbool(o.PenalizeRetryAfter))
+			})
+		return err
 	})
 	return l, err
 }
