@@ -44,9 +44,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod breaker;
 mod guards;
+mod hedge;
 pub mod http;
 mod wait;
 pub use wait::Wait;
+pub use hedge::{hedge, hedge_async, hedge_async_classified, hedge_classified, CancelToken, HedgingOptions, HedgingPolicy, MAX_HEDGED_ATTEMPTS};
 pub use guards::{Bulkhead, BudgetFailure, BudgetKind, BudgetOptions, RateLimiter, RateLimiterOptions, RetryBudget, Throttle, ThrottleOptions};
 pub use breaker::{Breaker, BreakerBuilder, BreakerCounts, BreakerState, CallResult, Permit, Window};
 
@@ -355,6 +357,15 @@ pub trait Clock: Send + Sync {
     fn is_system(&self) -> bool {
         false
     }
+    /// Asks the clock to call `on_advance` after every advance, for as long
+    /// as it lives; false when the clock is not advanced by hand (only a
+    /// [`FakeClock`] is). A hedged call waiting on a fake clock is woken so.
+    /// Not for users.
+    #[doc(hidden)]
+    fn watch_advances(&self, on_advance: std::sync::Weak<dyn Fn() + Send + Sync>) -> bool {
+        let _ = on_advance;
+        false
+    }
 }
 
 /// The system's steady (monotonic) clock, the engine's default; waits with
@@ -377,7 +388,7 @@ impl Clock for SystemClock {
     }
 }
 
-struct FakeClockInner(NonNull<sys::mulligan_clock>);
+struct FakeClockInner(NonNull<sys::mulligan_clock>, hedge::Watchers);
 // SAFETY: mulligan_status.h: "Thread-safety: thread-safe (reads and advances are atomic)".
 unsafe impl Send for FakeClockInner {}
 unsafe impl Sync for FakeClockInner {}
@@ -403,14 +414,16 @@ impl FakeClock {
         // SAFETY: out is a valid pointer.
         let rc = unsafe { sys::mulligan_clock_create_fake(&mut out) };
         match (rc, NonNull::new(out)) {
-            (0, Some(p)) => FakeClock(Arc::new(FakeClockInner(p))),
+            (0, Some(p)) => FakeClock(Arc::new(FakeClockInner(p, Default::default()))),
             _ => panic!("mulligan_clock_create_fake failed: {}", last_error_text()),
         }
     }
-    /// Moves the clock forward by `d`.
+    /// Moves the clock forward by `d`, then wakes every [`hedge`] waiting
+    /// on this clock (so that it asks the engine again).
     pub fn advance(&self, d: Duration) {
         // SAFETY: valid clock; a finite ms >= 0 is always accepted.
         unsafe { sys::mulligan_clock_advance_ms(self.0 .0.as_ptr(), ms(d)) };
+        hedge::notify(&self.0 .1);
     }
 }
 
@@ -436,6 +449,10 @@ impl Clock for FakeClock {
     }
     fn engine_clock(&self) -> *const sys::mulligan_clock {
         self.0 .0.as_ptr()
+    }
+    fn watch_advances(&self, on_advance: std::sync::Weak<dyn Fn() + Send + Sync>) -> bool {
+        hedge::watch(&self.0 .1, on_advance);
+        true
     }
 }
 
@@ -1319,6 +1336,14 @@ pub mod metrics {
         pub cancelled: u64,
         /// Attempts refused by an open breaker.
         pub short_circuits: u64,
+        /// Hedged copies started after the first (gRPC A96
+        /// `grpc.client.call.hedges`). (0.6)
+        pub hedges: u64,
+        /// Hedged calls won by a copy after the first. (0.6)
+        pub hedges_won: u64,
+        /// Hedged copies cancelled (losers, copies running at a terminal
+        /// outcome, a caller's cancel). (0.6)
+        pub hedge_cancelled: u64,
         /// Calls in flight now.
         pub in_flight: i64,
         /// Calls waiting to retry now.
@@ -1375,6 +1400,9 @@ pub mod metrics {
             failures: s.failures,
             cancelled: s.cancelled,
             short_circuits: s.short_circuits,
+            hedges: s.hedges,
+            hedges_won: s.hedges_won,
+            hedge_cancelled: s.hedge_cancelled,
             in_flight: s.in_flight,
             waiting_to_retry: s.waiting_to_retry,
         })
