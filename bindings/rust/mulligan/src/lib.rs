@@ -28,7 +28,10 @@
 //! [`FakeClock`] (atomic reads and advances) is `Send + Sync`; a logical
 //! call's state (inside [`retry`] and [`retry_async`]) is `Send` but not
 //! shared, as the header says a call is "stepped by one thread or coroutine
-//! at a time"; a [`Permit`] borrows its breaker.
+//! at a time"; a [`Permit`] borrows its breaker. [`HedgingPolicy`] (its
+//! latency window is thread-safe) and [`CancelToken`] are `Send + Sync`; a
+//! hedged call's state (inside [`hedge`] and [`hedge_async`]) is stepped by
+//! one thread or task, like a retried call's.
 #![warn(missing_docs)]
 
 use mulligan_sys as sys;
