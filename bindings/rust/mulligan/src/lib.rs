@@ -1053,6 +1053,7 @@ enum Mark {
 }
 
 impl Mark {
+    #[inline]
     fn take(policy: &Policy) -> Mark {
         if policy.system {
             Mark::At(Instant::now())
@@ -1084,6 +1085,7 @@ fn all_retryable<E>(_: &E) -> Failure {
 ///
 /// A panic in `op` abandons the logical call (a breaker's half-open slot is
 /// freed, the call is reported failed) and then resumes unwinding.
+#[inline]
 pub fn retry<T, E, F>(policy: &Policy, op: F) -> Result<T, Error<E>>
 where
     F: FnMut() -> Result<T, E>,
@@ -1093,7 +1095,50 @@ where
 
 /// [`retry`] with a classifier: `classify` tells the engine how to see each
 /// error of `op` ([`Failure`]); the engine decides.
+///
+/// The success path is this small inlined front (issue 17): on a policy
+/// without a breaker, guards that admit, or a reported metrics name, the
+/// first attempt runs here and an `Ok` returns at once (a budget's lazy
+/// success count is its one C call; the start time is taken only when a
+/// deadline needs it). Everything else, the first failure included, is the
+/// engine's loop in a function of its own, kept out of line.
+#[inline]
 pub fn retry_classified<T, E, F, C>(policy: &Policy, classify: C, mut op: F) -> Result<T, Error<E>>
+where
+    F: FnMut() -> Result<T, E>,
+    C: Fn(&E) -> Failure,
+{
+    if !policy.fast {
+        return retry_engine(policy, classify, op, None);
+    }
+    // The hot path: no C call, and no clock read unless a deadline needs the
+    // start time, until the first attempt fails.
+    let mark = if policy.has_deadline { Some(Mark::take(policy)) } else { None };
+    match op() {
+        Ok(v) => {
+            policy.guards.fast_success();
+            Ok(v)
+        }
+        Err(e) => retry_after_first_failure(policy, classify, op, mark, e),
+    }
+}
+
+/// The fast path's first attempt failed: the call begins in the engine at
+/// the mark (the start time), then the engine's loop goes on.
+#[cold]
+#[inline(never)]
+fn retry_after_first_failure<T, E, F, C>(policy: &Policy, classify: C, op: F, mark: Option<Mark>, err: E) -> Result<T, Error<E>>
+where
+    F: FnMut() -> Result<T, E>,
+    C: Fn(&E) -> Failure,
+{
+    retry_engine(policy, classify, op, Some((mark, err)))
+}
+
+/// The engine's loop. `first`: the fast path's failed first attempt (its
+/// start mark and error), or None to begin and admit the first attempt here.
+#[inline(never)]
+fn retry_engine<T, E, F, C>(policy: &Policy, classify: C, mut op: F, first: Option<(Option<Mark>, E)>) -> Result<T, Error<E>>
 where
     F: FnMut() -> Result<T, E>,
     C: Fn(&E) -> Failure,
@@ -1102,17 +1147,8 @@ where
     let mut call;
     let mut err;
     let mut now;
-    if policy.fast {
-        // The hot path: no C call, and no clock read unless a deadline needs
-        // the start time, until the first attempt fails.
-        let mark = policy.has_deadline.then(|| Mark::take(policy));
-        match op() {
-            Ok(v) => {
-                policy.guards.fast_success();
-                return Ok(v);
-            }
-            Err(e) => err = e,
-        }
+    if let Some((mark, e)) = first {
+        err = e;
         now = clock.now_ms();
         let begin = mark.map_or(now, |m| m.ms(policy, now));
         call = Call::begin(policy, begin).map_err(Error::cast)?;
