@@ -480,3 +480,26 @@ fn async_panics_abandon_the_call_and_resume() {
     let (calls, _, successes, failures, cancelled, .., in_flight) = counts("rs_hedge_async_panic");
     assert_eq!((calls, successes, failures, cancelled, in_flight), (1, 0, 1, 0, 0));
 }
+
+#[test]
+fn async_pushback_delays_the_next_copy_until_it_has_passed() {
+    let clock = FakeClock::new();
+    let policy = fake_policy(&clock, "rs_hedge_async_pushback");
+    let h = hedging(2, Duration::from_secs(1));
+    let t0 = clock.now_ms();
+    let mut starts = Vec::new();
+    // Copy 1 fails retryably with a 200 ms Retry-After: copy 2 starts once it
+    // has passed (at 200 ms), not at once and not after the 1 s delay.
+    let v = futures::executor::block_on(mulligan::hedge_async_classified(
+        &policy,
+        &h,
+        clock.clone(),
+        |e: &MyError| if e.0 == "slow down" { Failure::RetryAfter(ms(200)) } else { Failure::Retryable },
+        |copy| {
+            starts.push(clock.now_ms() - t0);
+            async move { if copy == 1 { Err(MyError("slow down")) } else { Ok(copy) } }
+        },
+    ))
+    .unwrap();
+    assert_eq!((v, starts), (2, vec![0.0, 200.0]));
+}
