@@ -17,9 +17,8 @@
 use super::*;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::cancel::{Bell, CancelToken};
 use std::sync::mpsc;
-use std::sync::{Condvar, Mutex, Weak};
 use std::task::Context;
 
 /// The most copies of one hedged call (`MULLIGAN_MAX_HEDGED_ATTEMPTS`; gRPC
@@ -121,117 +120,6 @@ impl HedgingPolicy {
     pub fn current_delay(&self) -> Duration {
         // SAFETY: valid policy.
         from_ms(unsafe { sys::mulligan_hedging_policy_current_delay_ms(self.raw.as_ptr()) })
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Waking: a bell the copies, the caller's token and a fake clock ring
-// ---------------------------------------------------------------------------
-
-/// What a waiting hedged call sleeps on: a counter of rings and a condvar.
-#[derive(Default)]
-struct Bell {
-    rings: Mutex<u64>,
-    cv: Condvar,
-}
-
-impl Bell {
-    fn ring(&self) {
-        *self.rings.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-        self.cv.notify_all();
-    }
-    fn count(&self) -> u64 {
-        *self.rings.lock().unwrap_or_else(|p| p.into_inner())
-    }
-    /// Waits until a ring after the reading `seen`, or `timeout` (None: no limit).
-    fn wait(&self, seen: u64, timeout: Option<Duration>) {
-        let guard = self.rings.lock().unwrap_or_else(|p| p.into_inner());
-        match timeout {
-            None => drop(self.cv.wait_while(guard, |n| *n == seen)),
-            Some(d) => drop(self.cv.wait_timeout_while(guard, d, |n| *n == seen)),
-        }
-    }
-}
-
-/// The callbacks a [`CancelToken`] or a [`FakeClock`] calls when cancelled
-/// or advanced (weak: a finished call's callback goes away with it).
-pub(crate) type Watchers = Mutex<Vec<Weak<dyn Fn() + Send + Sync>>>;
-
-pub(crate) fn watch(watchers: &Watchers, f: Weak<dyn Fn() + Send + Sync>) {
-    let mut w = watchers.lock().unwrap_or_else(|p| p.into_inner());
-    w.retain(|x| x.strong_count() > 0);
-    w.push(f);
-}
-
-pub(crate) fn notify(watchers: &Watchers) {
-    let live: Vec<_> = {
-        let mut w = watchers.lock().unwrap_or_else(|p| p.into_inner());
-        w.retain(|x| x.strong_count() > 0);
-        w.iter().filter_map(Weak::upgrade).collect()
-    };
-    for f in live {
-        f();
-    }
-}
-
-/// A flag set once, from any thread, to stop work that is no longer
-/// wanted: each copy of a [`hedge`] gets one (set when the copy loses, or
-/// when the call ends without it), and a caller may pass one to
-/// [`hedge_classified`] to cancel the whole call. Clones share the flag.
-/// `Send + Sync`. mulligan never interrupts a closure: a copy checks
-/// [`CancelToken::is_cancelled`] or waits on the token
-/// ([`CancelToken::wait_timeout`]) where it can stop. (Added in 0.6.)
-#[derive(Clone, Default)]
-pub struct CancelToken(Arc<TokenInner>);
-
-#[derive(Default)]
-struct TokenInner {
-    cancelled: AtomicBool,
-    lock: Mutex<()>,
-    cv: Condvar,
-    watchers: Watchers,
-}
-
-impl fmt::Debug for CancelToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("CancelToken").field(&self.is_cancelled()).finish()
-    }
-}
-
-impl CancelToken {
-    /// A token not cancelled.
-    pub fn new() -> CancelToken {
-        CancelToken::default()
-    }
-    /// Sets the flag and wakes every waiter (idempotent).
-    pub fn cancel(&self) {
-        {
-            let _g = self.0.lock.lock().unwrap_or_else(|p| p.into_inner());
-            if self.0.cancelled.swap(true, Ordering::SeqCst) {
-                return;
-            }
-            self.0.cv.notify_all();
-        }
-        notify(&self.0.watchers);
-    }
-    /// Whether [`CancelToken::cancel`] was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.cancelled.load(Ordering::SeqCst)
-    }
-    /// Blocks until the token is cancelled.
-    pub fn wait(&self) {
-        let g = self.0.lock.lock().unwrap_or_else(|p| p.into_inner());
-        drop(self.0.cv.wait_while(g, |_| !self.is_cancelled()));
-    }
-    /// Blocks until the token is cancelled or `timeout` (real time) has
-    /// passed; true when cancelled. A copy's interruptible sleep.
-    pub fn wait_timeout(&self, timeout: Duration) -> bool {
-        let g = self.0.lock.lock().unwrap_or_else(|p| p.into_inner());
-        drop(self.0.cv.wait_timeout_while(g, timeout, |_| !self.is_cancelled()));
-        self.is_cancelled()
-    }
-    fn watch(&self, f: Weak<dyn Fn() + Send + Sync>) {
-        watch(&self.0.watchers, f);
     }
 }
 

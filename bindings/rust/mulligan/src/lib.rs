@@ -46,12 +46,14 @@ use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod breaker;
+mod cancel;
 mod guards;
 mod hedge;
 pub mod http;
 mod wait;
 pub use wait::Wait;
-pub use hedge::{hedge, hedge_async, hedge_async_classified, hedge_classified, CancelToken, HedgingOptions, HedgingPolicy, MAX_HEDGED_ATTEMPTS};
+pub use cancel::CancelToken;
+pub use hedge::{hedge, hedge_async, hedge_async_classified, hedge_classified, HedgingOptions, HedgingPolicy, MAX_HEDGED_ATTEMPTS};
 pub use guards::{Bulkhead, BudgetFailure, BudgetKind, BudgetOptions, RateLimiter, RateLimiterOptions, RetryBudget, Throttle, ThrottleOptions};
 pub use breaker::{Breaker, BreakerBuilder, BreakerCounts, BreakerState, CallResult, Permit, Window};
 
@@ -391,7 +393,7 @@ impl Clock for SystemClock {
     }
 }
 
-struct FakeClockInner(NonNull<sys::mulligan_clock>, hedge::Watchers);
+struct FakeClockInner(NonNull<sys::mulligan_clock>, cancel::Watchers);
 // SAFETY: mulligan_status.h: "Thread-safety: thread-safe (reads and advances are atomic)".
 unsafe impl Send for FakeClockInner {}
 unsafe impl Sync for FakeClockInner {}
@@ -426,7 +428,7 @@ impl FakeClock {
     pub fn advance(&self, d: Duration) {
         // SAFETY: valid clock; a finite ms >= 0 is always accepted.
         unsafe { sys::mulligan_clock_advance_ms(self.0 .0.as_ptr(), ms(d)) };
-        hedge::notify(&self.0 .1);
+        cancel::notify(&self.0 .1);
     }
 }
 
@@ -454,7 +456,7 @@ impl Clock for FakeClock {
         self.0 .0.as_ptr()
     }
     fn watch_advances(&self, on_advance: std::sync::Weak<dyn Fn() + Send + Sync>) -> bool {
-        hedge::watch(&self.0 .1, on_advance);
+        cancel::watch(&self.0 .1, on_advance);
         true
     }
 }
