@@ -510,6 +510,7 @@ impl Guards {
     }
     /// A first-attempt success that skipped the engine: the budget's lazy
     /// success counter (one relaxed increment in C).
+    #[inline]
     pub(crate) fn fast_success(&self) {
         if let Some(b) = &self.budget {
             b.add_successes(1);

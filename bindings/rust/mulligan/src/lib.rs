@@ -28,7 +28,10 @@
 //! [`FakeClock`] (atomic reads and advances) is `Send + Sync`; a logical
 //! call's state (inside [`retry`] and [`retry_async`]) is `Send` but not
 //! shared, as the header says a call is "stepped by one thread or coroutine
-//! at a time"; a [`Permit`] borrows its breaker.
+//! at a time"; a [`Permit`] borrows its breaker. [`HedgingPolicy`] (its
+//! latency window is thread-safe) and [`CancelToken`] are `Send + Sync`; a
+//! hedged call's state (inside [`hedge`] and [`hedge_async`]) is stepped by
+//! one thread or task, like a retried call's.
 #![warn(missing_docs)]
 
 use mulligan_sys as sys;
@@ -43,10 +46,14 @@ use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod breaker;
+mod cancel;
 mod guards;
+mod hedge;
 pub mod http;
 mod wait;
 pub use wait::Wait;
+pub use cancel::CancelToken;
+pub use hedge::{hedge, hedge_async, hedge_async_classified, hedge_classified, HedgingOptions, HedgingPolicy, MAX_HEDGED_ATTEMPTS};
 pub use guards::{Bulkhead, BudgetFailure, BudgetKind, BudgetOptions, RateLimiter, RateLimiterOptions, RetryBudget, Throttle, ThrottleOptions};
 pub use breaker::{Breaker, BreakerBuilder, BreakerCounts, BreakerState, CallResult, Permit, Window};
 
@@ -355,6 +362,15 @@ pub trait Clock: Send + Sync {
     fn is_system(&self) -> bool {
         false
     }
+    /// Asks the clock to call `on_advance` after every advance, for as long
+    /// as it lives; false when the clock is not advanced by hand (only a
+    /// [`FakeClock`] is). A hedged call waiting on a fake clock is woken so.
+    /// Not for users.
+    #[doc(hidden)]
+    fn watch_advances(&self, on_advance: std::sync::Weak<dyn Fn() + Send + Sync>) -> bool {
+        let _ = on_advance;
+        false
+    }
 }
 
 /// The system's steady (monotonic) clock, the engine's default; waits with
@@ -377,7 +393,7 @@ impl Clock for SystemClock {
     }
 }
 
-struct FakeClockInner(NonNull<sys::mulligan_clock>);
+struct FakeClockInner(NonNull<sys::mulligan_clock>, cancel::Watchers);
 // SAFETY: mulligan_status.h: "Thread-safety: thread-safe (reads and advances are atomic)".
 unsafe impl Send for FakeClockInner {}
 unsafe impl Sync for FakeClockInner {}
@@ -403,14 +419,16 @@ impl FakeClock {
         // SAFETY: out is a valid pointer.
         let rc = unsafe { sys::mulligan_clock_create_fake(&mut out) };
         match (rc, NonNull::new(out)) {
-            (0, Some(p)) => FakeClock(Arc::new(FakeClockInner(p))),
+            (0, Some(p)) => FakeClock(Arc::new(FakeClockInner(p, Default::default()))),
             _ => panic!("mulligan_clock_create_fake failed: {}", last_error_text()),
         }
     }
-    /// Moves the clock forward by `d`.
+    /// Moves the clock forward by `d`, then wakes every [`hedge`] waiting
+    /// on this clock (so that it asks the engine again).
     pub fn advance(&self, d: Duration) {
         // SAFETY: valid clock; a finite ms >= 0 is always accepted.
         unsafe { sys::mulligan_clock_advance_ms(self.0 .0.as_ptr(), ms(d)) };
+        cancel::notify(&self.0 .1);
     }
 }
 
@@ -436,6 +454,10 @@ impl Clock for FakeClock {
     }
     fn engine_clock(&self) -> *const sys::mulligan_clock {
         self.0 .0.as_ptr()
+    }
+    fn watch_advances(&self, on_advance: std::sync::Weak<dyn Fn() + Send + Sync>) -> bool {
+        cancel::watch(&self.0 .1, on_advance);
+        true
     }
 }
 
@@ -1033,6 +1055,7 @@ enum Mark {
 }
 
 impl Mark {
+    #[inline]
     fn take(policy: &Policy) -> Mark {
         if policy.system {
             Mark::At(Instant::now())
@@ -1064,6 +1087,7 @@ fn all_retryable<E>(_: &E) -> Failure {
 ///
 /// A panic in `op` abandons the logical call (a breaker's half-open slot is
 /// freed, the call is reported failed) and then resumes unwinding.
+#[inline]
 pub fn retry<T, E, F>(policy: &Policy, op: F) -> Result<T, Error<E>>
 where
     F: FnMut() -> Result<T, E>,
@@ -1073,7 +1097,50 @@ where
 
 /// [`retry`] with a classifier: `classify` tells the engine how to see each
 /// error of `op` ([`Failure`]); the engine decides.
+///
+/// The success path is this small inlined front (issue 17): on a policy
+/// without a breaker, guards that admit, or a reported metrics name, the
+/// first attempt runs here and an `Ok` returns at once (a budget's lazy
+/// success count is its one C call; the start time is taken only when a
+/// deadline needs it). Everything else, the first failure included, is the
+/// engine's loop in a function of its own, kept out of line.
+#[inline]
 pub fn retry_classified<T, E, F, C>(policy: &Policy, classify: C, mut op: F) -> Result<T, Error<E>>
+where
+    F: FnMut() -> Result<T, E>,
+    C: Fn(&E) -> Failure,
+{
+    if !policy.fast {
+        return retry_engine(policy, classify, op, None);
+    }
+    // The hot path: no C call, and no clock read unless a deadline needs the
+    // start time, until the first attempt fails.
+    let mark = if policy.has_deadline { Some(Mark::take(policy)) } else { None };
+    match op() {
+        Ok(v) => {
+            policy.guards.fast_success();
+            Ok(v)
+        }
+        Err(e) => retry_after_first_failure(policy, classify, op, mark, e),
+    }
+}
+
+/// The fast path's first attempt failed: the call begins in the engine at
+/// the mark (the start time), then the engine's loop goes on.
+#[cold]
+#[inline(never)]
+fn retry_after_first_failure<T, E, F, C>(policy: &Policy, classify: C, op: F, mark: Option<Mark>, err: E) -> Result<T, Error<E>>
+where
+    F: FnMut() -> Result<T, E>,
+    C: Fn(&E) -> Failure,
+{
+    retry_engine(policy, classify, op, Some((mark, err)))
+}
+
+/// The engine's loop. `first`: the fast path's failed first attempt (its
+/// start mark and error), or None to begin and admit the first attempt here.
+#[inline(never)]
+fn retry_engine<T, E, F, C>(policy: &Policy, classify: C, mut op: F, first: Option<(Option<Mark>, E)>) -> Result<T, Error<E>>
 where
     F: FnMut() -> Result<T, E>,
     C: Fn(&E) -> Failure,
@@ -1082,17 +1149,8 @@ where
     let mut call;
     let mut err;
     let mut now;
-    if policy.fast {
-        // The hot path: no C call, and no clock read unless a deadline needs
-        // the start time, until the first attempt fails.
-        let mark = policy.has_deadline.then(|| Mark::take(policy));
-        match op() {
-            Ok(v) => {
-                policy.guards.fast_success();
-                return Ok(v);
-            }
-            Err(e) => err = e,
-        }
+    if let Some((mark, e)) = first {
+        err = e;
         now = clock.now_ms();
         let begin = mark.map_or(now, |m| m.ms(policy, now));
         call = Call::begin(policy, begin).map_err(Error::cast)?;
@@ -1319,6 +1377,14 @@ pub mod metrics {
         pub cancelled: u64,
         /// Attempts refused by an open breaker.
         pub short_circuits: u64,
+        /// Hedged copies started after the first (gRPC A96
+        /// `grpc.client.call.hedges`). (0.6)
+        pub hedges: u64,
+        /// Hedged calls won by a copy after the first. (0.6)
+        pub hedges_won: u64,
+        /// Hedged copies cancelled (losers, copies running at a terminal
+        /// outcome, a caller's cancel). (0.6)
+        pub hedge_cancelled: u64,
         /// Calls in flight now.
         pub in_flight: i64,
         /// Calls waiting to retry now.
@@ -1375,6 +1441,9 @@ pub mod metrics {
             failures: s.failures,
             cancelled: s.cancelled,
             short_circuits: s.short_circuits,
+            hedges: s.hedges,
+            hedges_won: s.hedges_won,
+            hedge_cancelled: s.hedge_cancelled,
             in_flight: s.in_flight,
             waiting_to_retry: s.waiting_to_retry,
         })
