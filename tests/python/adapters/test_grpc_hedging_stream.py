@@ -69,6 +69,12 @@ def _cancelled(server: ScriptedServer, index: int) -> bool:
     return False
 
 
+def _wait_for(server: ScriptedServer, calls: int) -> None:
+    deadline = time.monotonic() + 5.0
+    while len(server.attempts(STREAM)) < calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _channel(server: ScriptedServer, **options: Any) -> Any:
     """RetryInterceptor(service_config=True) above the Recorder of the
     metadata each copy hands to the channel."""
@@ -101,10 +107,10 @@ def test_the_hedge_wins_a_stalled_stream_and_only_its_messages_arrive(
 def test_the_call_commits_at_the_first_message_and_is_not_hedged_after_it(
     server: ScriptedServer, tmp_path: Path
 ) -> None:
-    """The first copy's first message commits the call: its pause of 0.3 s
-    before the next message, six hedging delays, starts no copy."""
-    _hedged(tmp_path)
-    server.script(STREAM, Step(messages=(b"1", b"2", b"3"), pause=0.3))
+    """The first copy's first message commits the call: its pause of 1 s
+    before the next message, two hedging delays, starts no copy."""
+    _hedged(tmp_path, delay="0.5s")
+    server.script(STREAM, Step(messages=(b"1", b"2", b"3"), pause=1.0))
     ch = _channel(server)
     before = _counts()
     assert list(ch.unary_stream(STREAM)(b"x", timeout=10)) == [b"1", b"2", b"3"]
@@ -118,8 +124,8 @@ def test_a_non_fatal_status_starts_the_next_copy_at_once(server: ScriptedServer,
     server.script(STREAM, Step(code=U), Step(messages=(b"second",)))
     ch = _channel(server)
     before = _counts()
-    # The 2 s deadline is far below the 30 s delay: only an immediate copy answers.
-    assert list(ch.unary_stream(STREAM)(b"x", timeout=2)) == [b"second"]
+    # The 5 s deadline is far below the 30 s delay: only an immediate copy answers.
+    assert list(ch.unary_stream(STREAM)(b"x", timeout=5)) == [b"second"]
     assert len(server.attempts(STREAM)) == 2
     assert RECORDER.previous == [None, "1"]
     assert _delta(before) == {"calls": 1, "attempts": 2, "successes": 1, "hedges": 1, "hedges_won": 1}
@@ -175,13 +181,14 @@ def test_the_callers_cancel_before_a_winner_cancels_every_copy(server: ScriptedS
     ch = _channel(server)
     before = _counts()
     call = ch.unary_stream(STREAM)(b"x", timeout=10)
+    _wait_for(server, 1)  # the first copy reached the server (it is sent at once)
     assert call.cancel()
     with pytest.raises(grpc.RpcError) as raised:
         next(call)
     assert raised.value.code() == grpc.StatusCode.CANCELLED
     assert _cancelled(server, 0)
     assert len(server.attempts(STREAM)) == 1
-    assert _delta(before) == {"calls": 1, "attempts": 1, "cancelled": 1}
+    assert _delta(before) == {"calls": 1, "attempts": 1, "cancelled": 1, "hedge_cancelled": 1}
     ch.close()
 
 
@@ -207,7 +214,7 @@ def _aio(server: ScriptedServer, body: Any) -> tuple[Any, list[Any]]:
     async def main() -> Any:
         interceptors = [*aio_interceptors(service_config=True), recorder.for_streams()]
         async with grpc.aio.insecure_channel(server.target, interceptors=interceptors) as ch:
-            return await asyncio.wait_for(body(ch.unary_stream(STREAM)), 5)
+            return await asyncio.wait_for(body(ch.unary_stream(STREAM)), 8)
 
     return asyncio.run(main()), recorder.previous
 
@@ -255,7 +262,7 @@ def test_aio_a_non_fatal_status_starts_the_next_copy_at_once_up_to_the_cap(
     before = _counts()
 
     async def body(method: Any) -> Any:
-        call = method(b"x", timeout=2)  # far below the 30 s delay
+        call = method(b"x", timeout=5)  # far below the 30 s delay
         try:
             return [m async for m in call]
         except grpc.aio.AioRpcError as exc:
