@@ -311,17 +311,8 @@ async def run_hedged_aio_copies(
     clock = STATE.clock
     call = route.hedging.begin(pipeline, STATE.now(), True, False)
     began = STATE.now()
-    rpcs: dict[int, Any] = {}
-    tasks: dict[int, asyncio.Task[tuple[Any, int, Any]]] = {}
-    handled: set[int] = set()
+    copies = _AioCopies(call)
     last: Any = None
-
-    def cancel(copy: int) -> None:
-        rpc = rpcs.get(copy)
-        if rpc is not None:
-            rpc.cancel()
-        tasks[copy].cancel()
-
     stop: Optional[BaseException] = None
     try:
         while not call.finished:
@@ -330,12 +321,12 @@ async def run_hedged_aio_copies(
             if action == "start":
                 left = None if deadline is None else max(deadline - (now - began), 0.0)
                 details = make_details(left, _copy_metadata(metadata, copy, send_attempt_count))
-                tasks[copy] = loop.create_task(one(copy, details, rpcs))
+                copies.tasks[copy] = loop.create_task(one(copy, details, copies.rpcs))
                 continue
             if call.started == 0:
                 break  # the breaker refused the first copy
             wait = max(next_start - now, 0.0) if action == "wait" else None
-            running = [t for t in tasks.values() if not t.done()]
+            running = [t for t in copies.tasks.values() if not t.done()]
             if not running and wait is None:
                 break
             if clock is not None and wait is not None:
@@ -345,33 +336,62 @@ async def run_hedged_aio_copies(
                 await asyncio.sleep(wait or 0.0)  # a pushback is being waited out
                 continue
             await asyncio.wait(running, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-            for ended, task in sorted(tasks.items()):
-                if ended in handled or not task.done() or call.finished:
-                    continue
-                handled.add(ended)
-                if task.cancelled():
-                    continue
-                answer, code, trailers = task.result()
-                outcome = outcome_of(route.policy, code, trailers, False)
-                _finished, _winner, _why, losers = call.record(ended, outcome, STATE.now())
-                for loser in losers:
-                    cancel(loser)
-                last = answer
+            last = copies.record(route.policy, last)
     except BaseException as exc:
         stop = exc
         raise
     finally:
-        for copy, task in tasks.items():
-            if not task.done():
-                cancel(copy)
-        if tasks:
-            await asyncio.gather(*tasks.values(), return_exceptions=True)
-        if stop is not None and _never_retried(stop):
-            call.cancel(STATE.now())  # the caller's task was cancelled: counted cancelled
-        else:
-            call.abandon(STATE.now())
+        await copies.close(stop)
     if last is None:
         if call.started == 0:
             raise _circuit_open(call.breaker_name, call.retry_in, call.refusal_message)
-        last = unanswered(rpcs[max(rpcs)])
+        last = unanswered(copies.rpcs[max(copies.rpcs)])
     return last, call.stop_reason
+
+
+class _AioCopies:
+    """The copies of one grpc.aio hedged call: their tasks and call objects."""
+
+    def __init__(self, call: Any) -> None:
+        self.call = call
+        self.rpcs: dict[int, Any] = {}
+        self.tasks: dict[int, asyncio.Task[tuple[Any, int, Any]]] = {}
+        self._handled: set[int] = set()
+
+    def cancel(self, copy: int) -> None:
+        rpc = self.rpcs.get(copy)
+        if rpc is not None:
+            rpc.cancel()
+        self.tasks[copy].cancel()
+
+    def record(self, policy: Any, last: Any) -> Any:
+        """Records every copy that has answered since the last look (in copy
+        order) and cancels the losers the engine names; returns the answer
+        of the latest copy recorded (else ``last``)."""
+        for ended, task in sorted(self.tasks.items()):
+            if ended in self._handled or not task.done() or self.call.finished:
+                continue
+            self._handled.add(ended)
+            if task.cancelled():
+                continue
+            answer, code, trailers = task.result()
+            outcome = outcome_of(policy, code, trailers, False)
+            _finished, _winner, _why, losers = self.call.record(ended, outcome, STATE.now())
+            for loser in losers:
+                self.cancel(loser)
+            last = answer
+        return last
+
+    async def close(self, stop: Optional[BaseException]) -> None:
+        """Cancels and awaits every copy still running; ends the engine's
+        call (counted cancelled when ``stop`` is a stop exception: the
+        caller's task was cancelled)."""
+        for copy, task in self.tasks.items():
+            if not task.done():
+                self.cancel(copy)
+        if self.tasks:
+            await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+        if stop is not None and _never_retried(stop):
+            self.call.cancel(STATE.now())
+        else:
+            self.call.abandon(STATE.now())
