@@ -148,6 +148,20 @@ def test_copies_are_capped_and_the_last_status_is_raised(server: ScriptedServer,
     ch.close()
 
 
+def test_a_fallback_answers_when_every_copy_failed_but_not_a_fatal_status(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    _hedged(tmp_path, delay="0s", attempts=2)
+    ch = _channel(server, fallback=lambda exc: [b"fallback", exc.code().name.encode()])
+    server.script(STREAM, Step(code=U), Step(code=U))
+    assert list(ch.unary_stream(STREAM)(b"x", timeout=10)) == [b"fallback", b"UNAVAILABLE"]
+    server.script(STREAM, Step(code=grpc.StatusCode.NOT_FOUND), Step(hold=HOLD))
+    with pytest.raises(grpc.RpcError) as raised:
+        list(ch.unary_stream(STREAM)(b"x", timeout=10))
+    assert raised.value.code() == grpc.StatusCode.NOT_FOUND  # a fatal answer is the call's
+    ch.close()
+
+
 def test_a_fatal_status_ends_the_call_and_cancels_the_stalled_copy(
     server: ScriptedServer, tmp_path: Path
 ) -> None:
