@@ -28,12 +28,37 @@ import mulligan  # noqa: E402
 from mulligan.adapters.grpc import RetryInterceptor, aio_interceptors  # noqa: E402
 
 from grpc_server import STREAM, ScriptedServer, Step, server  # noqa: E402,F401
-from test_grpc_adapter import RECORDER  # noqa: E402
-from test_grpc_adapter_aio import Recorder as AioRecorder  # noqa: E402
 
 HOLD = 5.0
 U = grpc.StatusCode.UNAVAILABLE
 KEYS = ("calls", "attempts", "successes", "failures", "cancelled", "hedges", "hedges_won", "hedge_cancelled")
+
+
+class Recorder(grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    """Below mulligan's interceptor: the ``grpc-previous-rpc-attempts`` of
+    each copy handed to the channel (grpcio's server never shows it to a
+    handler: the ``grpc-`` prefix is reserved)."""
+
+    def __init__(self) -> None:
+        self.previous: list[Any] = []
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        self.previous.append(dict(details.metadata or ()).get("grpc-previous-rpc-attempts"))
+        return continuation(details, request)
+
+
+class AioRecorder(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    """Recorder for grpc.aio."""
+
+    def __init__(self) -> None:
+        self.previous: list[Any] = []
+
+    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        self.previous.append(dict(details.metadata or ()).get("grpc-previous-rpc-attempts"))
+        return await continuation(details, request)
+
+
+RECORDER = Recorder()
 
 
 def _hedged(tmp_path: Path, delay: str = "0.05s", attempts: int = 2) -> None:
@@ -226,7 +251,7 @@ def _aio(server: ScriptedServer, body: Any) -> tuple[Any, list[Any]]:
     recorder = AioRecorder()
 
     async def main() -> Any:
-        interceptors = [*aio_interceptors(service_config=True), recorder.for_streams()]
+        interceptors = [*aio_interceptors(service_config=True), recorder]
         async with grpc.aio.insecure_channel(server.target, interceptors=interceptors) as ch:
             return await asyncio.wait_for(body(ch.unary_stream(STREAM)), 8)
 
