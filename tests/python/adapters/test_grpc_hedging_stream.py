@@ -247,6 +247,24 @@ def test_an_open_breaker_sends_nothing(server: ScriptedServer, tmp_path: Path) -
     fallback.close()
 
 
+def test_an_empty_budget_stops_the_extra_copies(server: ScriptedServer, tmp_path: Path) -> None:
+    # gRPC A6 token bucket of 2: one non-fatal failure leaves 1 token, and an
+    # extra copy (as a retry) needs more than 2 / 2 = 1.
+    _hedged(tmp_path, delay="0.05s", attempts=3)
+    budget = mulligan.RetryBudget.token_bucket(max_tokens=2, token_ratio=0.5)
+    ch = _channel(server, budget=budget)
+    server.script(STREAM, Step(code=U), Step(messages=(b"never",)))
+    with pytest.raises(grpc.RpcError) as raised:
+        list(ch.unary_stream(STREAM)(b"x", timeout=10))
+    assert raised.value.code() == U  # the non-fatal failure could start no copy
+    assert len(server.attempts(STREAM)) == 1
+    # The first copy stalls 0.3 s, six hedging delays: still no second copy.
+    server.script(STREAM, Step(hold=0.3, messages=(b"slow",)), Step(messages=(b"never",)))
+    assert list(ch.unary_stream(STREAM)(b"x", timeout=10)) == [b"slow"]
+    assert len(server.attempts(STREAM)) == 1
+    ch.close()
+
+
 def _aio(server: ScriptedServer, body: Any) -> tuple[Any, list[Any]]:
     recorder = AioRecorder()
 
