@@ -201,7 +201,7 @@ class HedgedStream(grpc.Call):  # type: ignore[misc]
         first = chosen.first
         if first is not _PENDING and first is not _END:
             chosen.first = _PENDING
-            return first  # the message that won the copy the call
+            return first  # the first message, with which this copy won
         if chosen.error is not None and not isinstance(chosen.error, grpc.RpcError):
             raise chosen.error  # no RPC status (an interceptor's exception below)
         return next(chosen.rpc)  # the rest; grpcio raises the copy's end (StopIteration, its RpcError)
@@ -224,11 +224,12 @@ class HedgedStream(grpc.Call):  # type: ignore[misc]
         hedge = self._hedge
         with self._lock:
             settled, settling = self._settled, self._settling
+            copies = list(hedge.copies.values())
             if not settled:
                 hedge.stopped = True
-                if not settling:
-                    self._settled = True  # this thread ends the engine's call below
-            copies = list(hedge.copies.values())
+                if not settling:  # this thread ends the engine's call below
+                    self._settled = True
+                    self._chosen = copies[-1]  # next() raises its CANCELLED
         if settled:
             return bool(self._chosen.rpc.cancel()) if self._chosen is not None else False
         for copy in copies:
@@ -237,8 +238,6 @@ class HedgedStream(grpc.Call):  # type: ignore[misc]
             hedge.wake()  # the thread in next() ends the call
         else:
             hedge.close(None)
-            with self._lock:
-                self._chosen = copies[-1]
         return True
 
     def is_active(self) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -227,6 +228,31 @@ def test_the_callers_cancel_before_a_winner_cancels_every_copy(server: ScriptedS
     assert raised.value.code() == grpc.StatusCode.CANCELLED
     assert _cancelled(server, 0)
     assert len(server.attempts(STREAM)) == 1
+    assert _delta(before) == {"calls": 1, "attempts": 1, "cancelled": 1, "hedge_cancelled": 1}
+    ch.close()
+
+
+def test_a_cancel_from_another_thread_wakes_the_waiting_next(server: ScriptedServer, tmp_path: Path) -> None:
+    _hedged(tmp_path, delay="30s")
+    server.script(STREAM, Step(hold=HOLD, messages=(b"slow",)))
+    ch = _channel(server)
+    before = _counts()
+    call = ch.unary_stream(STREAM)(b"x", timeout=10)
+    outcome: list[Any] = []
+
+    def consume() -> None:
+        try:
+            outcome.append(next(call))
+        except grpc.RpcError as exc:
+            outcome.append(exc.code())
+
+    consumer = threading.Thread(target=consume)
+    consumer.start()
+    _wait_for(server, 1)
+    assert call.cancel()
+    consumer.join(5)
+    assert outcome == [grpc.StatusCode.CANCELLED]
+    assert _cancelled(server, 0)
     assert _delta(before) == {"calls": 1, "attempts": 1, "cancelled": 1, "hedge_cancelled": 1}
     ch.close()
 
