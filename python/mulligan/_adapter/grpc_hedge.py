@@ -30,6 +30,10 @@ blocks; the copies are then sent through the same multicallable's
 ``future()`` (found in grpcio's interceptor closure; when it cannot be
 found, the call is sent as one copy).
 
+The loops themselves (:class:`SyncHedge`, :func:`run_hedged_aio_copies`)
+take the way a copy is sent and answers, so hedged unary-stream calls
+(grpc_hedge_stream.py: a copy answers with its first message) share them.
+
 .. versionadded:: 0.6.0
 """
 
