@@ -73,7 +73,14 @@ metrics count the call once, with ``mulligan_hedges_total`` (gRPC A96
 ``mulligan_hedge_cancelled_total``; a cancelled copy is neither a success
 nor a failure. :class:`AsyncRetryInterceptor` (grpc.aio) hedges them too,
 each copy a task on the caller's loop. Unary-stream calls of such a method
-are sent once (one attempt, as its policy says).
+are hedged too (0.6, both interceptors): a copy wins with its first
+response message (or an OK end without one; gRFC A6's commit point, where
+a retried stream commits too), the other copies are cancelled, and the
+caller reads the winner's messages in order from its first; the returned
+call's ``code()``, ``details()`` and metadata are the winner's. The sync
+interceptor waits for each copy's first message on a short-lived thread
+per copy (grpcio's blocking stream has no message callback); grpc.aio
+runs the copies as tasks (mulligan/_adapter/grpc_hedge_stream.py).
 
 Not done as gRPC does: the backoff after a pushback is not reset to
 ``initialBackoff``; transparent retries are grpcio's own (below the
@@ -103,6 +110,7 @@ except ImportError:  # pragma: no cover - a grpcio without the module
 from .._adapter.flow import sleep
 from .._adapter.grpc_flow import GrpcCall, GrpcConfig
 from .._adapter.grpc_hedge import future_starter, run_hedged, run_hedged_aio
+from .._adapter.grpc_hedge_stream import HedgedStream, hedged_stream_aio
 from .._errors import CircuitOpenError
 from .._retry.fallback import call_fallback
 from .._validate import UNSET as _UNSET
@@ -344,18 +352,10 @@ class RetryInterceptor(
         future, or the one whose answer ended the call; the fallback's
         answer instead of a failure or a refusal when there is one."""
         timeout = details.timeout
-        own = route.policy.deadline
-        deadline = own if timeout is None else (timeout if own is None else min(own, timeout))
-
-        def make(left: Optional[float], pairs: Any) -> _Details:
-            return _Details(
-                details.method, left, pairs, getattr(details, "credentials", None),
-                getattr(details, "wait_for_ready", None), getattr(details, "compression", None),
-            )
-
         try:
-            outcome, reason = run_hedged(route, route.for_timeout(timeout), deadline, start, make,
-                                         details.metadata, request, self._cfg.send_attempt_count)
+            outcome, reason = run_hedged(route, route.for_timeout(timeout), _hedge_deadline(route, timeout),
+                                         start, _copy_details(details), details.metadata, request,
+                                         self._cfg.send_attempt_count)
         except CircuitOpenError as refused:
             if self._cfg.fallback is _UNSET:
                 raise
@@ -368,9 +368,60 @@ class RetryInterceptor(
     def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
         """Starts one unary-stream call (grpcio calls it): returns a
         response iterator that is also a ``grpc.Call`` (the current
-        attempt's), retrying until the first message arrives."""
+        attempt's), retrying until the first message arrives; a method with
+        a hedgingPolicy is hedged until a copy's first message (0.6, see
+        mulligan/_adapter/grpc_hedge_stream.py).
+
+        Raises:
+            mulligan.CircuitOpenError: (hedged) the breaker refused the
+                first copy; grpcio raises it from the first ``next()``.
+        """
+        route = self._cfg.route(_method(client_call_details))
+        if route.hedging is not None:
+            timeout = client_call_details.timeout
+            return HedgedStream(route, route.for_timeout(timeout), _hedge_deadline(route, timeout),
+                                continuation, _copy_details(client_call_details), client_call_details,
+                                request, self._cfg.send_attempt_count, _fallback_of(self._cfg))
         return _Stream(self._cfg.begin(_method(client_call_details), client_call_details.timeout),
                        continuation, client_call_details, request)
+
+
+def _hedge_deadline(route: Any, timeout: Optional[float]) -> Optional[float]:
+    """A hedged call's deadline, seconds: the smaller of the call's own
+    ``timeout`` and its policy's deadline (None: neither)."""
+    own = route.policy.deadline
+    return own if timeout is None else (timeout if own is None else min(own, timeout))
+
+
+def _copy_details(details: Any) -> Callable[[Optional[float], Any], _Details]:
+    """``(timeout, metadata) -> call details`` of one hedged copy (sync)."""
+
+    def make(left: Optional[float], pairs: Any) -> _Details:
+        return _Details(
+            details.method, left, pairs, getattr(details, "credentials", None),
+            getattr(details, "wait_for_ready", None), getattr(details, "compression", None),
+        )
+
+    return make
+
+
+def _aio_copy_details(details: Any) -> Callable[[Optional[float], Any], Any]:
+    """``(timeout, metadata) -> call details`` of one hedged grpc.aio copy."""
+
+    def make(left: Optional[float], pairs: Any) -> Any:
+        return grpc.aio.ClientCallDetails(
+            details.method, left, grpc.aio.Metadata(*(pairs or ())),
+            details.credentials, details.wait_for_ready,
+        )
+
+    return make
+
+
+def _fallback_of(cfg: GrpcConfig) -> Optional[Callable[[BaseException], Any]]:
+    """The configured fallback as ``(error) -> answer`` (None: none)."""
+    if cfg.fallback is _UNSET:
+        return None
+    return lambda error: call_fallback(cfg.fallback, error)
 
 
 class _Stream(grpc.Call):  # type: ignore[misc]
@@ -548,18 +599,10 @@ class AsyncRetryInterceptor(_Options, grpc.aio.UnaryUnaryClientInterceptor):  # 
     async def _hedged(self, route: Any, continuation: Any, details: Any, request: Any) -> Any:
         """RetryInterceptor._hedged for grpc.aio (copies as tasks)."""
         timeout = details.timeout
-        own = route.policy.deadline
-        deadline = own if timeout is None else (timeout if own is None else min(own, timeout))
-
-        def make(left: Optional[float], pairs: Any) -> Any:
-            return grpc.aio.ClientCallDetails(
-                details.method, left, grpc.aio.Metadata(*(pairs or ())),
-                details.credentials, details.wait_for_ready,
-            )
-
         try:
-            rpc, reason = await run_hedged_aio(route, route.for_timeout(timeout), deadline, continuation,
-                                               make, details.metadata, request, self._cfg.send_attempt_count)
+            rpc, reason = await run_hedged_aio(route, route.for_timeout(timeout), _hedge_deadline(route, timeout),
+                                               continuation, _aio_copy_details(details), details.metadata,
+                                               request, self._cfg.send_attempt_count)
         except CircuitOpenError as refused:
             if self._cfg.fallback is _UNSET:
                 raise
@@ -589,7 +632,12 @@ class AsyncStreamRetryInterceptor(_Options, grpc.aio.UnaryStreamClientIntercepto
     async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
         """Runs one unary-stream call until its first message (or its end):
         returns an async iterator of the responses; errors after the first
-        message reach the caller as they are."""
+        message reach the caller as they are. A method with a hedgingPolicy
+        is hedged until a copy's first message (0.6): the winning copy's
+        call is returned (an AioHedgedStream)."""
+        route = self._cfg.route(_method(client_call_details))
+        if route.hedging is not None:
+            return await self._hedged(route, continuation, client_call_details, request)
         call = self._cfg.begin(_method(client_call_details), client_call_details.timeout)
         in_flight = 0
         try:
@@ -619,6 +667,26 @@ class AsyncStreamRetryInterceptor(_Options, grpc.aio.UnaryStreamClientIntercepto
         except BaseException:
             call.abandon(in_flight)
             raise
+
+
+    async def _hedged(self, route: Any, continuation: Any, details: Any, request: Any) -> Any:
+        """A hedged unary-stream call (see grpc_hedge_stream): the winning
+        copy's call, the failed one's (iterating it raises its
+        AioRpcError), or the fallback's answer (to a refusal or a give-up)."""
+        timeout = details.timeout
+        try:
+            stream, reason = await hedged_stream_aio(
+                route, route.for_timeout(timeout), _hedge_deadline(route, timeout), continuation,
+                _aio_copy_details(details), details.metadata, request, self._cfg.send_attempt_count)
+        except CircuitOpenError as refused:
+            if self._cfg.fallback is _UNSET:
+                raise
+            return _aiter_of(call_fallback(self._cfg.fallback, refused))
+        if self._cfg.fallback is not _UNSET and reason not in ("succeeded", "terminal"):
+            error = stream.error if stream.error is not None else grpc.aio.AioRpcError(
+                await stream.code(), None, None, await stream.details())
+            return _aiter_of(call_fallback(self._cfg.fallback, error))
+        return stream
 
 
 def aio_interceptors(**options: Any) -> list[Any]:

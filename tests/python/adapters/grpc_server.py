@@ -10,7 +10,9 @@ A step is ``Step(code=..., pushback=..., messages=..., hold=...)``: ``code``
 the status to end with (None: OK), ``pushback`` a ``grpc-retry-pushback-ms``
 trailing value, ``messages`` the stream messages sent before the end,
 ``hold`` seconds to wait before answering (an Event wait, cut short when
-the RPC ends first: a cancelled call, recorded as ``Seen.cancelled``).
+the RPC ends first: a cancelled call, recorded as ``Seen.cancelled``),
+``tag`` a stream's initial metadata ``x-tag`` (tells copies apart),
+``pause`` seconds a stream waits after its first message.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ class Step:
     hold: float = 0.0
     # The unary answer instead of b"ok:" + request (tells copies apart).
     reply: Optional[bytes] = None
+    # A stream's initial metadata ("x-tag", tag), sent after the hold.
+    tag: Optional[str] = None
+    # Seconds a stream waits after its first message (cut short when the
+    # RPC ends first).
+    pause: float = 0.0
 
 
 @dataclass
@@ -113,7 +120,14 @@ class ScriptedServer:
 
     def _stream(self, request: bytes, context: Any) -> Iterator[bytes]:
         step = self._take(STREAM, context)
-        yield from step.messages
+        if step.tag is not None:
+            context.send_initial_metadata((("x-tag", step.tag),))
+        for index, message in enumerate(step.messages):
+            yield message
+            if index == 0 and step.pause:
+                ended = threading.Event()
+                context.add_callback(ended.set)
+                ended.wait(step.pause)
         self._end(step, context)
 
     def stop(self) -> None:
