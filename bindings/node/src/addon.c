@@ -406,6 +406,9 @@ static napi_value metrics_get(napi_env env, napi_callback_info info) {
   set_num(env, out, "waitingToRetry", (double)m.waiting_to_retry);
   set_num(env, out, "breakerState", m.breaker_state);
   set_num(env, out, "cancelled", (double)m.cancelled);
+  set_num(env, out, "hedges", (double)m.hedges);
+  set_num(env, out, "hedgesWon", (double)m.hedges_won);
+  set_num(env, out, "hedgeCancelled", (double)m.hedge_cancelled);
   return out;
 }
 
@@ -436,6 +439,9 @@ napi_value call_cancel(napi_env env, napi_callback_info info);
 napi_value call_attempts(napi_env env, napi_callback_info info);
 
 double *addon_scratch(napi_env env) { return scratch(env); }
+
+/* retry budgets and hedged calls (hedging.c, 0.6) */
+void hedging_define(napi_env env, napi_value exports);
 
 static napi_value init(napi_env env, napi_value exports) {
   instance *in = (instance *)calloc(1, sizeof(instance));
@@ -475,6 +481,7 @@ static napi_value init(napi_env env, napi_value exports) {
 #undef FN
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+  hedging_define(env, exports);
   napi_value size;
   napi_create_uint32(env, (uint32_t)sizeof(mulligan_breaker_permit), &size);
   napi_set_named_property(env, exports, "PERMIT_SIZE", size);

@@ -13,6 +13,9 @@ static void destroy_handle(box *b) {
     case BOX_REGISTRY: mulligan_breaker_registry_destroy((mulligan_breaker_registry *)b->ptr); break;
     case BOX_PIPELINE: mulligan_pipeline_destroy((mulligan_pipeline *)b->ptr); break;
     case BOX_CALL: mulligan_call_destroy((mulligan_call *)b->ptr); break;
+    case BOX_BUDGET: mulligan_budget_destroy((mulligan_budget *)b->ptr); break;
+    case BOX_HEDGING: mulligan_hedging_policy_destroy((mulligan_hedging_policy *)b->ptr); break;
+    case BOX_HEDGED_CALL: mulligan_hedged_call_destroy((mulligan_hedged_call *)b->ptr); break;
   }
   b->ptr = NULL;
 }
@@ -20,7 +23,7 @@ static void destroy_handle(box *b) {
 box *box_new(box_kind kind, void *ptr, box *const *deps, int ndeps) {
   box *b = (box *)calloc(1, sizeof(box));
   if (b == NULL) {
-    box tmp = {kind, ptr, 1, 0, 0, {NULL, NULL, NULL}};
+    box tmp = {kind, ptr, 1, 0, 0, {NULL, NULL, NULL, NULL}};
     destroy_handle(&tmp);
     return NULL;
   }
@@ -83,6 +86,9 @@ static const char *kind_name(box_kind kind) {
     case BOX_REGISTRY: return "breaker registry";
     case BOX_PIPELINE: return "pipeline";
     case BOX_CALL: return "call";
+    case BOX_BUDGET: return "retry budget";
+    case BOX_HEDGING: return "hedging policy";
+    case BOX_HEDGED_CALL: return "hedged call";
   }
   return "handle";
 }

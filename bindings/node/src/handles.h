@@ -4,7 +4,8 @@
  * Every engine handle a JS object holds lives in a Box: the JS External's
  * finalizer (or an explicit close) drops the JS reference, and a Box that
  * another handle borrows (a call borrows its pipeline, a pipeline or a
- * breaker borrows its clock, a pipeline shares its breaker) is kept alive by
+ * breaker borrows its clock, a pipeline shares its breaker and its budget, a
+ * hedged call borrows its hedging policy and its pipeline) is kept alive by
  * that handle's reference, so the garbage collector may finalize them in any
  * order without a use-after-free (mulligan_pipeline.h "Lifetime").
  *
@@ -21,10 +22,13 @@ typedef enum box_kind {
   BOX_BREAKER = 2,
   BOX_REGISTRY = 3,
   BOX_PIPELINE = 4,
-  BOX_CALL = 5
+  BOX_CALL = 5,
+  BOX_BUDGET = 6,        /* (0.6) */
+  BOX_HEDGING = 7,       /* (0.6) */
+  BOX_HEDGED_CALL = 8    /* (0.6) */
 } box_kind;
 
-#define BOX_MAX_DEPS 3
+#define BOX_MAX_DEPS 4
 
 typedef struct box {
   box_kind kind;
