@@ -62,6 +62,23 @@ test('copy 2 wins at 50 ms and copy 3 never starts', async () => {
     [1, 2, 1, 0, 1, 1, 1]);
 });
 
+test("the quantile delay is learned from the winners' latencies", async () => {
+  const { clock, policy } = fakePolicy('node_hedge_quantile');
+  // p100 of the last winners once 1 is known; 1000 ms until then.
+  const hedging = new m.HedgingPolicy({ maxAttempts: 2, delayMs: 1000, delayQuantile: 1, quantileMinSamples: 1 });
+  assert.equal(hedging.currentDelayMs, 1000);
+  await m.hedge(() => { clock.advance(30); return 'won in 30 ms'; }, { hedging, policy });
+  assert.equal(hedging.currentDelayMs, 30);
+  const t0 = clock.nowMs;
+  const starts = [];
+  const v = await m.hedge((ctx) => {
+    starts.push(clock.nowMs - t0);
+    return ctx.copy === 1 ? hanging([], 1)(ctx) : 'hedge';
+  }, { hedging, policy });
+  assert.equal(v, 'hedge');
+  assert.deepEqual(starts, [0, 30]);
+});
+
 test('a retryable failure starts the next copy at once', async () => {
   const { clock, policy } = fakePolicy('node_hedge_retryable');
   const t0 = clock.nowMs;
