@@ -7,6 +7,10 @@
 // (awaited) after a warm-up, in ROUNDS interleaved rounds (see timeAll);
 // the median round is printed in ns per call. Run: eval "$(scripts/install_capi.sh)"; (cd bindings/node && npm ci);
 // cd bench/node && npm ci && node bench.mjs
+// MULLIGAN_BASELINE=<a bindings/node directory, built> adds its column,
+// 'mulligan (baseline)', timed in the same rounds: before and after a change
+// in one run (its addon must link a libmulligan of another soname, or the
+// process loads one library for both).
 import { createRequire } from 'node:module';
 import pRetry from 'p-retry';
 import { retry, handleAll, ConstantBackoff, circuitBreaker, ConsecutiveBreaker } from 'cockatiel';
@@ -14,6 +18,7 @@ import CircuitBreakerOpossum from 'opossum';
 
 const require = createRequire(import.meta.url);
 const m = require('../../bindings/node');
+const baseline = process.env.MULLIGAN_BASELINE ? require(process.env.MULLIGAN_BASELINE) : undefined;
 
 const N = Number(process.env.N ?? 20000);
 const ROUNDS = Number(process.env.ROUNDS ?? 9);
@@ -61,9 +66,10 @@ async function timeAll(impls) {
   });
 }
 
+// Each case's mulligan entry takes the module, so the baseline runs the same code.
 const cases = {
   'retry, first-attempt success': {
-    mulligan: () => {
+    mulligan: (m) => {
       const p = new m.RetryPolicy({ strategy: 'immediate', maxAttempts: 3 });
       const f = async () => 1;
       return () => m.withRetry(f, p);
@@ -80,7 +86,7 @@ const cases = {
     opossum: null,
   },
   'two failures then success, zero wait': {
-    mulligan: () => {
+    mulligan: (m) => {
       const p = new m.RetryPolicy({ strategy: 'immediate', maxAttempts: 3 });
       const f = flaky(2);
       return () => { f.reset(); return m.withRetry(f.fn, p); };
@@ -97,7 +103,7 @@ const cases = {
     opossum: null,
   },
   'breaker guarding a success': {
-    mulligan: () => {
+    mulligan: (m) => {
       const b = new m.CircuitBreaker({ failureThreshold: 5 });
       const f = async () => 1;
       return () => b.execute(f);
@@ -116,6 +122,12 @@ const cases = {
 };
 
 const libs = ['mulligan', 'p-retry', 'cockatiel', 'opossum'];
+if (baseline !== undefined) libs.splice(1, 0, 'mulligan (baseline)');
+for (const impls of Object.values(cases)) {
+  const make = impls.mulligan;
+  impls.mulligan = () => make(m);
+  if (baseline !== undefined) impls['mulligan (baseline)'] = () => make(baseline);
+}
 console.log(`node ${process.version}, rounds of up to ${N} calls or ${BUDGET_MS} ms, median of ${ROUNDS}, ns per call`);
 console.log(`| path | ${libs.join(' | ')} |`);
 console.log(`| --- | ${libs.map(() => '---').join(' | ')} |`);

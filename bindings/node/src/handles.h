@@ -15,6 +15,7 @@
 #ifndef MULLIGAN_NODE_HANDLES_H_
 #define MULLIGAN_NODE_HANDLES_H_
 
+#include <mulligan.h>
 #include <node_api.h>
 
 typedef enum box_kind {
@@ -37,6 +38,14 @@ typedef struct box {
   int js_closed;                /* 1 once the JS side let go (close or GC) */
   int ext_alive;                /* 1 while the JS External exists (owns the memory) */
   struct box *deps[BOX_MAX_DEPS];
+  /* BOX_BREAKER: the permits of CircuitBreaker.execute() calls in flight
+   * (breakerExecAcquire / breakerExecRecord, addon.c), so that a guarded
+   * call passes a slot number instead of a permit buffer (0.6). A slot is
+   * free when its struct_size is 0 and its number is on free_slots. */
+  mulligan_breaker_permit *slots;
+  int *free_slots;
+  int nslots;
+  int nfree;
 } box;
 
 /* Creates a box holding `ptr` with one reference (the JS one), borrowing
