@@ -7,6 +7,7 @@
 // (awaited) after a warm-up, in ROUNDS interleaved rounds (see timeAll);
 // the median round is printed in ns per call. Run: eval "$(scripts/install_capi.sh)"; (cd bindings/node && npm ci);
 // cd bench/node && npm ci && node bench.mjs
+// MULLIGAN_MODULE=<dir> replaces ../../bindings/node (to swap the columns);
 // MULLIGAN_BASELINE=<a bindings/node directory, built> adds its column,
 // 'mulligan (baseline)', timed in the same rounds: before and after a change
 // in one run (its addon must link a libmulligan of another soname, or the
@@ -17,7 +18,7 @@ import { retry, handleAll, ConstantBackoff, circuitBreaker, ConsecutiveBreaker }
 import CircuitBreakerOpossum from 'opossum';
 
 const require = createRequire(import.meta.url);
-const m = require('../../bindings/node');
+const m = require(process.env.MULLIGAN_MODULE ?? '../../bindings/node');
 const baseline = process.env.MULLIGAN_BASELINE ? require(process.env.MULLIGAN_BASELINE) : undefined;
 
 const N = Number(process.env.N ?? 20000);
@@ -35,7 +36,7 @@ function flaky(failures) {
 }
 
 // Each round times every library of a path in turn (interleaved, so that
-// they share the machine's load), each for up to N calls or about
+// they share the machine's load; the order rotates from round to round), each for up to N calls or about
 // BUDGET_MS, whichever ends first (a peer that waits on setTimeout(0) takes
 // >= 1 ms a retry); the median round of each library is printed.
 const BUDGET_MS = Number(process.env.BUDGET_MS ?? 100);
@@ -56,8 +57,13 @@ async function timeAll(impls) {
   const runs = impls.map((make) => make && make());
   const results = runs.map(() => []);
   for (const run of runs) if (run) for (let i = 0; i < 200; i++) await run();
+  // Round r starts with library r (mod their number), so that no library
+  // always runs first, after the previous round's garbage.
   for (let r = 0; r < ROUNDS; r++) {
-    for (const [i, run] of runs.entries()) if (run) results[i].push(await slice(run));
+    for (let j = 0; j < runs.length; j++) {
+      const i = (j + r) % runs.length;
+      if (runs[i]) results[i].push(await slice(runs[i]));
+    }
   }
   return results.map((xs) => {
     if (xs.length === 0) return null;
@@ -123,10 +129,15 @@ const cases = {
 
 const libs = ['mulligan', 'p-retry', 'cockatiel', 'opossum'];
 if (baseline !== undefined) libs.splice(1, 0, 'mulligan (baseline)');
+// Each mulligan column runs its own copy of the case's code (a fresh function
+// literal from a direct eval): closures of one literal share V8's inline
+// caches, which two modules' objects would make polymorphic, slowing
+// whichever column ran second by up to 40% even for identical code.
+const fresh = (make) => eval(`(${make.toString()})`); // eslint-disable-line no-eval
 for (const impls of Object.values(cases)) {
   const make = impls.mulligan;
-  impls.mulligan = () => make(m);
-  if (baseline !== undefined) impls['mulligan (baseline)'] = () => make(baseline);
+  impls.mulligan = () => fresh(make)(m);
+  if (baseline !== undefined) impls['mulligan (baseline)'] = () => fresh(make)(baseline);
 }
 console.log(`node ${process.version}, rounds of up to ${N} calls or ${BUDGET_MS} ms, median of ${ROUNDS}, ns per call`);
 console.log(`| path | ${libs.join(' | ')} |`);
