@@ -7,13 +7,19 @@
 // (awaited) after a warm-up, in ROUNDS interleaved rounds (see timeAll);
 // the median round is printed in ns per call. Run: eval "$(scripts/install_capi.sh)"; (cd bindings/node && npm ci);
 // cd bench/node && npm ci && node bench.mjs
+// MULLIGAN_MODULE=<dir> replaces ../../bindings/node (to swap the columns);
+// MULLIGAN_BASELINE=<a bindings/node directory, built> adds its column,
+// 'mulligan (baseline)', timed in the same rounds: before and after a change
+// in one run (its addon must link a libmulligan of another soname, or the
+// process loads one library for both).
 import { createRequire } from 'node:module';
 import pRetry from 'p-retry';
 import { retry, handleAll, ConstantBackoff, circuitBreaker, ConsecutiveBreaker } from 'cockatiel';
 import CircuitBreakerOpossum from 'opossum';
 
 const require = createRequire(import.meta.url);
-const m = require('../../bindings/node');
+const m = require(process.env.MULLIGAN_MODULE ?? '../../bindings/node');
+const baseline = process.env.MULLIGAN_BASELINE ? require(process.env.MULLIGAN_BASELINE) : undefined;
 
 const N = Number(process.env.N ?? 20000);
 const ROUNDS = Number(process.env.ROUNDS ?? 9);
@@ -30,7 +36,7 @@ function flaky(failures) {
 }
 
 // Each round times every library of a path in turn (interleaved, so that
-// they share the machine's load), each for up to N calls or about
+// they share the machine's load; the order rotates from round to round), each for up to N calls or about
 // BUDGET_MS, whichever ends first (a peer that waits on setTimeout(0) takes
 // >= 1 ms a retry); the median round of each library is printed.
 const BUDGET_MS = Number(process.env.BUDGET_MS ?? 100);
@@ -51,8 +57,13 @@ async function timeAll(impls) {
   const runs = impls.map((make) => make && make());
   const results = runs.map(() => []);
   for (const run of runs) if (run) for (let i = 0; i < 200; i++) await run();
+  // Round r starts with library r (mod their number), so that no library
+  // always runs first, after the previous round's garbage.
   for (let r = 0; r < ROUNDS; r++) {
-    for (const [i, run] of runs.entries()) if (run) results[i].push(await slice(run));
+    for (let j = 0; j < runs.length; j++) {
+      const i = (j + r) % runs.length;
+      if (runs[i]) results[i].push(await slice(runs[i]));
+    }
   }
   return results.map((xs) => {
     if (xs.length === 0) return null;
@@ -61,9 +72,10 @@ async function timeAll(impls) {
   });
 }
 
+// Each case's mulligan entry takes the module, so the baseline runs the same code.
 const cases = {
   'retry, first-attempt success': {
-    mulligan: () => {
+    mulligan: (m) => {
       const p = new m.RetryPolicy({ strategy: 'immediate', maxAttempts: 3 });
       const f = async () => 1;
       return () => m.withRetry(f, p);
@@ -80,7 +92,7 @@ const cases = {
     opossum: null,
   },
   'two failures then success, zero wait': {
-    mulligan: () => {
+    mulligan: (m) => {
       const p = new m.RetryPolicy({ strategy: 'immediate', maxAttempts: 3 });
       const f = flaky(2);
       return () => { f.reset(); return m.withRetry(f.fn, p); };
@@ -97,7 +109,7 @@ const cases = {
     opossum: null,
   },
   'breaker guarding a success': {
-    mulligan: () => {
+    mulligan: (m) => {
       const b = new m.CircuitBreaker({ failureThreshold: 5 });
       const f = async () => 1;
       return () => b.execute(f);
@@ -116,6 +128,17 @@ const cases = {
 };
 
 const libs = ['mulligan', 'p-retry', 'cockatiel', 'opossum'];
+if (baseline !== undefined) libs.splice(1, 0, 'mulligan (baseline)');
+// Each mulligan column runs its own copy of the case's code (a fresh function
+// literal from a direct eval): closures of one literal share V8's inline
+// caches, which two modules' objects would make polymorphic, slowing
+// whichever column ran second by up to 40% even for identical code.
+const fresh = (make) => eval(`(${make.toString()})`); // eslint-disable-line no-eval
+for (const impls of Object.values(cases)) {
+  const make = impls.mulligan;
+  impls.mulligan = () => fresh(make)(m);
+  if (baseline !== undefined) impls['mulligan (baseline)'] = () => fresh(make)(baseline);
+}
 console.log(`node ${process.version}, rounds of up to ${N} calls or ${BUDGET_MS} ms, median of ${ROUNDS}, ns per call`);
 console.log(`| path | ${libs.join(' | ')} |`);
 console.log(`| --- | ${libs.map(() => '---').join(' | ')} |`);

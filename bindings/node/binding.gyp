@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "mulligan_node",
-      "sources": ["src/addon.c", "src/calls.c", "src/handles.c", "src/options.c"],
+      "sources": ["src/addon.c", "src/calls.c", "src/handles.c", "src/hedging.c", "src/options.c"],
       "include_dirs": ["<!@(pkg-config --variable=includedir mulligan)"],
       "libraries": [
         "<!@(pkg-config --libs mulligan)",

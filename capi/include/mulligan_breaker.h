@@ -524,7 +524,11 @@ MULLIGAN_API int mulligan_breaker_create(mulligan_breaker **out,
 MULLIGAN_API void mulligan_breaker_destroy(mulligan_breaker *breaker);
 
 /**
- * Asks to make one call now (read from the breaker's clock).
+ * Asks to make one call now (read from the breaker's clock). The clock is
+ * read only when the answer depends on it: a closed, disabled or
+ * metrics-only breaker with no slow_call_duration and no call listener
+ * admits without a reading (0.6; a steady-clock read is most of the cost of
+ * an acquire on a virtual machine).
  * @param breaker  the breaker.
  * @param permit  IN/OUT: struct_size set (MULLIGAN_BREAKER_PERMIT_INIT);
  *                filled in with the answer.
@@ -546,7 +550,11 @@ MULLIGAN_API int mulligan_breaker_acquire(mulligan_breaker *breaker,
  * @param result  a mulligan_call_result.
  * @param duration_ms  how long the call took, for slow-call detection; a
  *                     negative value means "from the acquire until now".
- *                     NaN and infinity are rejected.
+ *                     NaN and infinity are rejected. The clock is read only
+ *                     when the breaker uses the time: a failure, a probe, a
+ *                     window, slow_call_duration or a call listener (0.6; a
+ *                     success of a consecutive-failures breaker is a counter
+ *                     increment).
  * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT.
  * @since 0.1
  */

@@ -301,7 +301,9 @@ int mulligan_breaker_acquire(mulligan_breaker* breaker, mulligan_breaker_permit*
                                "MULLIGAN_BREAKER_PERMIT_INIT")) {
     return rc;
   }
-  const mulligan::Admission admission = breaker->impl->Acquire(breaker->clock->Now());
+  // The clock is read only when the engine's answer needs it (no reading for
+  // a closed breaker that measures no durations: CircuitBreaker::Acquire(Clock)).
+  const mulligan::Admission admission = breaker->impl->Acquire(*breaker->clock);
   PackPermit(admission, breaker->impl.get(), permit);
   if (!admission.admitted()) return Refused(*breaker->impl, admission);
   return MULLIGAN_OK;
@@ -329,9 +331,18 @@ int mulligan_breaker_record(mulligan_breaker* breaker, const mulligan_breaker_pe
                     breaker->impl->name().c_str());
   }
   const mulligan::Permit p = UnpackPermit(permit);
-  const mulligan::TimePoint now = breaker->clock->Now();
-  const Duration duration = duration_ms < 0 ? now - p.acquired_at : DurationFromMillis(duration_ms);
-  breaker->impl->Record(p, static_cast<mulligan::CallResult>(result), duration, now);
+  const auto r = static_cast<mulligan::CallResult>(result);
+  // No clock reading when the engine would not use it (a success of a closed
+  // breaker that measures no durations: CircuitBreaker::RecordNeedsTime).
+  Duration duration = duration_ms < 0 ? Duration::zero() : DurationFromMillis(duration_ms);
+  mulligan::TimePoint now = p.acquired_at;
+  if (breaker->impl->RecordNeedsTime(p, r)) {
+    now = breaker->clock->Now();
+    if (duration_ms < 0 && p.acquired_at != mulligan::CircuitBreaker::kTimeNotRead) {
+      duration = now - p.acquired_at;
+    }
+  }
+  breaker->impl->Record(p, r, duration, now);
   return MULLIGAN_OK;
   MULLIGAN_CAPI_END
 }

@@ -93,7 +93,6 @@ class CircuitBreaker {
       throw new TypeError('isFailure: expected a function');
     }
     this._isFailure = options.isFailure;
-    this._pool = [];
     this._h = native.breakerCreate(o, clockHandle(options.clock, 'clock'));
   }
   /** @internal wraps a handle from a registry. */
@@ -101,7 +100,6 @@ class CircuitBreaker {
     const b = Object.create(CircuitBreaker.prototype);
     b._h = h;
     b._isFailure = undefined;
-    b._pool = [];
     return b;
   }
   /** Asks to make one call now; returns a Permit (admitted or refused). */
@@ -118,13 +116,12 @@ class CircuitBreaker {
   async execute(fn) {
     if (typeof fn !== 'function') throw new TypeError('fn: expected a function');
     const h = this._h;
-    // permit buffers are reused once recorded (execute always records)
-    const pool = this._pool;
-    const buf = pool.length > 0 ? pool.pop() : Buffer.allocUnsafe(PERMIT_SIZE);
-    if (native.breakerAcquire(h, buf) !== Status.OK) {
-      pool.push(buf);
+    // The permit stays in a slot of the addon's breaker box: one number
+    // crosses instead of a permit buffer (execute always records).
+    if (native.breakerExecAcquire(h) !== Status.OK) {
       throw new CircuitOpenError(native.lastError(), { retryInMs: scratch[2] });
     }
+    const slot = scratch[4];
     let value;
     try {
       value = await fn();
@@ -139,15 +136,11 @@ class CircuitBreaker {
           thrown = new TypeError(`isFailure threw: ${cbErr && cbErr.message}`, { cause: cbErr });
         }
       }
-      this._record(h, buf, result);
+      native.breakerExecRecord(h, slot, result);
       throw thrown;
     }
-    this._record(h, buf, RESULTS.success);
+    native.breakerExecRecord(h, slot, RESULTS.success);
     return value;
-  }
-  _record(h, buf, result) {
-    native.breakerRecord(h, buf, result, -1);
-    if (this._pool.length < 64) this._pool.push(buf);
   }
   /** 'closed', 'open', 'half_open', 'forced_open', 'disabled' or 'metrics_only'. */
   get state() { return STATES[native.breakerInfo(this._h, 0)]; }

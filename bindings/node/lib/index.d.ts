@@ -65,6 +65,8 @@ export interface RetryPolicyOptions<T = unknown> extends RetryOptions {
   /** Metrics name (metricsFor(name)); also turns off the engine-free success path. */
   name?: string;
   breaker?: CircuitBreaker;
+  /** Asked before every retry and every hedged copy after the first. (Added in 0.6.) */
+  budget?: RetryBudget;
   breakerPerAttempt?: boolean;
   reportMetrics?: boolean;
   clock?: FakeClock;
@@ -160,6 +162,96 @@ export declare class CircuitBreaker {
   close(): void;
 }
 
+export type BudgetKind = 'tokenBucket' | 'quota' | 'ratio';
+
+/** Retry budget options (mulligan_budget_options); the defaults are the C ABI's. (Added in 0.6.) */
+export interface RetryBudgetOptions {
+  /** 'tokenBucket' (gRPC A6, the default), 'quota' (AWS standard), 'ratio' (Finagle). */
+  kind?: BudgetKind;
+  /** Token bucket: (0, 1000], default 100. */
+  maxTokens?: number;
+  /** Token bucket: > 0, default 0.5. */
+  tokenRatio?: number;
+  capacity?: number;
+  retryCost?: number;
+  timeoutCost?: number;
+  throttlingCost?: number;
+  noRetryIncrement?: number;
+  /** Ratio: [1000, 60000] ms, default 10000. */
+  ttlMs?: number;
+  /** Ratio: [0, 1], default 0.2. */
+  percent?: number;
+  minRetriesPerSecond?: number;
+  name?: string;
+  /** The process-wide budget of `name`. */
+  shared?: boolean;
+  clock?: FakeClock;
+}
+
+/** A retry budget shared by policies (`budget`). (Added in 0.6.) */
+export declare class RetryBudget {
+  /** @throws TypeError (wrong type, unknown option) or RangeError (engine-rejected value). */
+  constructor(options?: RetryBudgetOptions);
+  onFailure(kind?: 'other' | 'timeout' | 'throttling'): void;
+  tokens(): number;
+  readonly refused: number;
+  readonly allowed: number;
+  readonly kind: BudgetKind;
+  close(): void;
+}
+
+/** Hedging policy options (gRPC A6 hedgingPolicy). All times ms. (Added in 0.6.) */
+export interface HedgingOptions {
+  /** Copies per call, the first included: >= 2; above 5 is 5. Default 2. */
+  maxAttempts?: number;
+  /** Wait from one copy's start before the next may start, >= 0. Default 0. */
+  delayMs?: number;
+  /** 0 (default): delayMs; else (0, 1]: that quantile of recent winners' latencies. */
+  delayQuantile?: number;
+  /** [1, 100000], default 100. */
+  quantileWindow?: number;
+  /** [1, quantileWindow], default 20. */
+  quantileMinSamples?: number;
+}
+
+/** A validated hedging policy; share it between hedge() calls. (Added in 0.6.) */
+export declare class HedgingPolicy {
+  /** @throws TypeError (wrong type, unknown option) or RangeError (engine-rejected value). */
+  constructor(options?: HedgingOptions);
+  /** The delay a copy started now would wait before the next, ms. */
+  readonly currentDelayMs: number;
+  close(): void;
+}
+
+export interface CopyContext {
+  /** The copy's number, 1 for the first. */
+  copy: number;
+  /** Aborted when the copy loses, the call ends, or the caller's signal fires. */
+  signal: AbortSignal;
+}
+
+export interface HedgeOptions {
+  hedging?: HedgingPolicy | HedgingOptions;
+  /** Classification, breaker, budget, deadline, attempt timeout, metrics name, clock. */
+  policy?: RetryPolicy | RetryPolicyOptions;
+  /** Aborts every copy; the call counts as cancelled. */
+  signal?: AbortSignal;
+  /** The call's breaker (of a registry) and metrics key. */
+  key?: string;
+  /** false: one copy only. Default true. */
+  replaySafe?: boolean;
+}
+
+/**
+ * Runs fn as a hedged call: copies started by the engine's schedule, the
+ * first to resolve wins, the others are aborted. (Added in 0.6.)
+ * @throws TerminalError | RetriesExhaustedError | DeadlineExceededError |
+ *   CircuitOpenError | AbortError (cause: the last copy's error); TypeError
+ *   for bad input.
+ */
+export declare function hedge<T>(fn: (ctx: CopyContext) => T | Promise<T>,
+  options?: HedgeOptions | HedgingPolicy): Promise<T>;
+
 export interface ClientRetryOptions extends RetryOptions {
   /** Default 408 429 500 502 503 504. */
   retryableStatuses?: number[];
@@ -211,6 +303,12 @@ export interface MetricsSnapshot {
   waitingToRetry: number; breakerState: number;
   /** Calls their caller cancelled (an AbortSignal fired): neither successes nor failures. (Added in 0.6.) */
   cancelled: number;
+  /** Hedged copies started after the first (gRPC A96 grpc.client.call.hedges). (Added in 0.6.) */
+  hedges: number;
+  /** Hedged calls won by a copy after the first. (Added in 0.6.) */
+  hedgesWon: number;
+  /** Running copies cancelled because another won, the call failed or its caller aborted. (Added in 0.6.) */
+  hedgeCancelled: number;
 }
 export declare function metrics(): { metrics: Array<Record<string, unknown>>; totals: Record<string, number> };
 export declare function metricsFor(name: string): MetricsSnapshot | null;

@@ -1,13 +1,15 @@
 'use strict';
-// mulligan for Node.js: retries, circuit breakers and a resilient fetch
-// client on mulligan's engine, through its C ABI (an N-API addon). Every
-// decision (delays, stops, refusals, Retry-After) is the engine's; see the
+// mulligan for Node.js: retries, circuit breakers, a resilient fetch
+// client, retry budgets and hedged calls (0.6) on mulligan's engine, through
+// its C ABI (an N-API addon). Every decision (delays, stops, refusals, Retry-After) is the engine's; see the
 // README's "Quick start: Node.js" and lib/index.d.ts for the types.
 const { native } = require('./native');
 const errors = require('./errors');
 const { RetryPolicy, withRetry, STRATEGIES } = require('./retry');
 const { FakeClock, CircuitBreaker, Permit } = require('./breaker');
 const client = require('./client');
+const { RetryBudget } = require('./budget');
+const { HedgingPolicy, hedge } = require('./hedge');
 
 module.exports = {
   withRetry,
@@ -16,6 +18,9 @@ module.exports = {
   CircuitBreaker,
   Permit,
   FakeClock,
+  RetryBudget,
+  HedgingPolicy,
+  hedge,
   ResilientClient: client.ResilientClient,
   parseRetryAfter: client.parseRetryAfter,
   newIdempotencyKey: client.newIdempotencyKey,

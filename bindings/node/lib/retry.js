@@ -10,6 +10,7 @@ const { native, scratch } = require('./native');
 const errors = require('./errors');
 const { CircuitBreaker, FakeClock, clockHandle } = require('./breaker');
 const { attemptSignal, wait } = require('./signals');
+const { RetryBudget } = require('./budget');
 
 const { Status, kPermanent, kRetryAfter } = errors;
 
@@ -44,7 +45,7 @@ const ENGINE_KEYS = ['maxAttempts', 'baseDelayMs', 'multiplier', 'maxDelayMs', '
   'jitterFraction', 'deadlineMs', 'attemptTimeoutMs', 'retryAfterMaxMs', 'retryAfterClamp',
   'respectRetryAfter', 'seed', 'name', 'breakerPerAttempt', 'reportMetrics'];
 const JS_KEYS = ['strategy', 'backoff', 'jitter', 'isRetryable', 'onRetry', 'logger', 'signal',
-  'breaker', 'clock', 'fallback'];
+  'breaker', 'clock', 'fallback', 'budget'];
 
 function checkFunction(options, key) {
   const f = options[key];
@@ -75,6 +76,10 @@ function engineOptions(options) {
     if (!(options.breaker instanceof CircuitBreaker)) throw new TypeError('breaker: expected a CircuitBreaker');
     o.breaker = options.breaker._h;
   }
+  if (options.budget !== undefined && options.budget !== null) {
+    if (!(options.budget instanceof RetryBudget)) throw new TypeError('budget: expected a RetryBudget');
+    o.budget = options.budget._h;
+  }
   const clock = clockHandle(options.clock, 'clock');
   if (clock !== null) o.clock = clock;
   return o;
@@ -91,7 +96,8 @@ function engineOptions(options) {
  *   deadlineMs (total budget from the first attempt), attemptTimeoutMs
  *   (each attempt's AbortSignal times out), retryAfterMaxMs (60000),
  *   retryAfterClamp, respectRetryAfter, name (metrics name), breaker (CircuitBreaker),
- *   breakerPerAttempt, reportMetrics, clock (FakeClock),
+ *   breakerPerAttempt, reportMetrics, clock (FakeClock), budget (RetryBudget,
+ *   asked before every retry; 0.6),
  *   isRetryable(err, attempt) => boolean, onRetry(event), logger
  *   (a function or an object with info()), fallback(err) => value.
  * All times are milliseconds. A wrong type throws TypeError, a value the
@@ -119,7 +125,8 @@ class RetryPolicy {
     if (options.name === undefined && options.reportMetrics === undefined) engine.reportMetrics = false;
     this._h = native.pipelineCreate(engine);
     this.attemptTimeout = options.attemptTimeoutMs !== undefined;
-    this.fast = options.breaker == null && options.name === undefined && options.deadlineMs === undefined &&
+    this.fast = options.breaker == null && options.budget == null && options.name === undefined &&
+      options.deadlineMs === undefined &&
       !this.attemptTimeout && this.fake === undefined && this.fallback === undefined;
   }
   /** The engine clock's reading, ms. */
@@ -333,4 +340,7 @@ function engineOptionsForClient(retry) {
   return o;
 }
 
-module.exports = { callFallback, engineOptionsForClient, RetryPolicy, withRetry, STRATEGIES, BACKOFF, JITTER };
+module.exports = {
+  callFallback, engineOptionsForClient, outcomeOf, policyOf, stopError, RetryPolicy, withRetry, STRATEGIES,
+  BACKOFF, JITTER,
+};

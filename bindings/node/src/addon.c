@@ -256,6 +256,82 @@ static napi_value breaker_acquire(napi_env env, napi_callback_info info) {
   return num(env, rc);
 }
 
+/* Takes a free permit slot of breaker box b, growing the slots; -1 when out
+ * of memory. */
+static int take_slot(box *b) {
+  if (b->nfree == 0) {
+    int cap = b->nslots < 8 ? 8 : b->nslots * 2;
+    mulligan_breaker_permit *slots =
+        (mulligan_breaker_permit *)realloc(b->slots, (size_t)cap * sizeof *slots);
+    if (slots == NULL) return -1;
+    b->slots = slots;
+    int *free_slots = (int *)realloc(b->free_slots, (size_t)cap * sizeof *free_slots);
+    if (free_slots == NULL) return -1;
+    b->free_slots = free_slots;
+    for (int i = cap - 1; i >= b->nslots; --i) {
+      b->slots[i].struct_size = 0;
+      b->free_slots[b->nfree++] = i;
+    }
+    b->nslots = cap;
+  }
+  return b->free_slots[--b->nfree];
+}
+
+static void give_slot(box *b, int slot) {
+  b->slots[slot].struct_size = 0;
+  b->free_slots[b->nfree++] = slot;
+}
+
+/* breakerExecAcquire(breaker): as breakerAcquire, with the permit kept in a
+ * slot of the breaker's box (CircuitBreaker.execute: no permit buffer per
+ * call). scratch = [admitted, state, retry_in_ms, probe, slot] (slot -1 when
+ * refused). (Added in 0.6.) */
+static napi_value breaker_exec_acquire(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  double *s = scratch(env);
+  box *b = box_get(env, argv[0], BOX_BREAKER, "breaker");
+  if (b == NULL || s == NULL) return NULL;
+  int slot = take_slot(b);
+  if (slot < 0) {
+    napi_throw_error(env, "ERR_MULLIGAN", "mulligan: out of memory for a breaker permit");
+    return NULL;
+  }
+  mulligan_breaker_permit *p = &b->slots[slot];
+  mulligan_breaker_permit init = MULLIGAN_BREAKER_PERMIT_INIT;
+  *p = init;
+  int rc = mulligan_breaker_acquire((mulligan_breaker *)b->ptr, p);
+  s[0] = p->admitted;
+  s[1] = p->state;
+  s[2] = p->retry_in_ms;
+  s[3] = p->probe;
+  s[4] = p->admitted ? slot : -1;
+  if (!p->admitted) give_slot(b, slot);
+  return num(env, rc);
+}
+
+/* breakerExecRecord(breaker, slot, result): records the call of a slot from
+ * breakerExecAcquire ("from the acquire until now") and frees the slot. A
+ * slot that is not in use, or a bad result: RangeError. (Added in 0.6.) */
+static napi_value breaker_exec_record(napi_env env, napi_callback_info info) {
+  ARGS(3);
+  int32_t slot = -1, result = 0;
+  box *b = box_get(env, argv[0], BOX_BREAKER, "breaker");
+  if (b == NULL) return NULL;
+  if (napi_get_value_int32(env, argv[1], &slot) != napi_ok ||
+      napi_get_value_int32(env, argv[2], &result) != napi_ok) {
+    throw_type(env, "slot", "a number");
+    return NULL;
+  }
+  if (slot < 0 || slot >= b->nslots || b->slots[slot].struct_size == 0) {
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "slot: not a permit in use");
+    return NULL;
+  }
+  int rc = mulligan_breaker_record((mulligan_breaker *)b->ptr, &b->slots[slot], result, -1);
+  give_slot(b, slot);
+  if (rc != MULLIGAN_OK) throw_range(env, "result");
+  return NULL;
+}
+
 /* breakerRecord(breaker, permit, result, durationMs): status. */
 static napi_value breaker_record(napi_env env, napi_callback_info info) {
   ARGS(4);
@@ -406,6 +482,9 @@ static napi_value metrics_get(napi_env env, napi_callback_info info) {
   set_num(env, out, "waitingToRetry", (double)m.waiting_to_retry);
   set_num(env, out, "breakerState", m.breaker_state);
   set_num(env, out, "cancelled", (double)m.cancelled);
+  set_num(env, out, "hedges", (double)m.hedges);
+  set_num(env, out, "hedgesWon", (double)m.hedges_won);
+  set_num(env, out, "hedgeCancelled", (double)m.hedge_cancelled);
   return out;
 }
 
@@ -437,6 +516,9 @@ napi_value call_attempts(napi_env env, napi_callback_info info);
 
 double *addon_scratch(napi_env env) { return scratch(env); }
 
+/* retry budgets and hedged calls (hedging.c, 0.6) */
+void hedging_define(napi_env env, napi_value exports);
+
 static napi_value init(napi_env env, napi_value exports) {
   instance *in = (instance *)calloc(1, sizeof(instance));
   if (in == NULL) return NULL;
@@ -456,6 +538,8 @@ static napi_value init(napi_env env, napi_value exports) {
       FN("registryGet", registry_get_cb),
       FN("breakerAcquire", breaker_acquire),
       FN("breakerRecord", breaker_record),
+      FN("breakerExecAcquire", breaker_exec_acquire),
+      FN("breakerExecRecord", breaker_exec_record),
       FN("breakerInfo", breaker_info),
       FN("breakerCounts", breaker_counts),
       FN("breakerControl", breaker_control),
@@ -475,6 +559,7 @@ static napi_value init(napi_env env, napi_value exports) {
 #undef FN
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+  hedging_define(env, exports);
   napi_value size;
   napi_create_uint32(env, (uint32_t)sizeof(mulligan_breaker_permit), &size);
   napi_set_named_property(env, exports, "PERMIT_SIZE", size);

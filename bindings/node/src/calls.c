@@ -33,7 +33,7 @@ static int get_number(napi_env env, napi_value v, const char *what, double *out)
 }
 
 /* Reads the pipeline-level options and the handles they name; fills deps
- * (clock, breaker or registry). Returns 0 or -1 (exception pending). */
+ * (clock, breaker, registry, budget). Returns 0 or -1 (exception pending). */
 static int apply_pipeline_options(napi_env env, napi_value obj, mulligan_pipeline_options *po,
                                   box **deps) {
   char name[256];
@@ -64,6 +64,11 @@ static int apply_pipeline_options(napi_env env, napi_value obj, mulligan_pipelin
     if (deps[2] != NULL)
       mulligan_pipeline_options_set_breaker_registry(po, (mulligan_breaker_registry *)deps[2]->ptr);
   }
+  if (opt_get(env, obj, "budget", &v) > 0) {
+    deps[3] = box_get_optional(env, v, BOX_BUDGET, "budget", &ok);
+    if (!ok) return -1;
+    if (deps[3] != NULL) mulligan_pipeline_options_set_budget(po, (mulligan_budget *)deps[3]->ptr);
+  }
   return 0;
 }
 
@@ -71,7 +76,7 @@ static int apply_pipeline_options(napi_env env, napi_value obj, mulligan_pipelin
 napi_value pipeline_create(napi_env env, napi_callback_info info) {
   ARGS(1);
   napi_valuetype t;
-  box *deps[3] = {NULL, NULL, NULL};
+  box *deps[4] = {NULL, NULL, NULL, NULL};
   napi_typeof(env, argv[0], &t);
   if (t != napi_object) {
     throw_type(env, "options", "an object");
@@ -98,7 +103,7 @@ napi_value pipeline_create(napi_env env, napi_callback_info info) {
   mulligan_retry_options_destroy(ro);
   mulligan_pipeline_options_destroy(po);
   if (failed) return NULL;
-  box *b = box_new(BOX_PIPELINE, p, deps, 3);
+  box *b = box_new(BOX_PIPELINE, p, deps, 4);
   return b != NULL ? box_wrap(env, b) : NULL;
 }
 

@@ -4,7 +4,8 @@
  * Every engine handle a JS object holds lives in a Box: the JS External's
  * finalizer (or an explicit close) drops the JS reference, and a Box that
  * another handle borrows (a call borrows its pipeline, a pipeline or a
- * breaker borrows its clock, a pipeline shares its breaker) is kept alive by
+ * breaker borrows its clock, a pipeline shares its breaker and its budget, a
+ * hedged call borrows its hedging policy and its pipeline) is kept alive by
  * that handle's reference, so the garbage collector may finalize them in any
  * order without a use-after-free (mulligan_pipeline.h "Lifetime").
  *
@@ -14,6 +15,7 @@
 #ifndef MULLIGAN_NODE_HANDLES_H_
 #define MULLIGAN_NODE_HANDLES_H_
 
+#include <mulligan.h>
 #include <node_api.h>
 
 typedef enum box_kind {
@@ -21,10 +23,13 @@ typedef enum box_kind {
   BOX_BREAKER = 2,
   BOX_REGISTRY = 3,
   BOX_PIPELINE = 4,
-  BOX_CALL = 5
+  BOX_CALL = 5,
+  BOX_BUDGET = 6,        /* (0.6) */
+  BOX_HEDGING = 7,       /* (0.6) */
+  BOX_HEDGED_CALL = 8    /* (0.6) */
 } box_kind;
 
-#define BOX_MAX_DEPS 3
+#define BOX_MAX_DEPS 4
 
 typedef struct box {
   box_kind kind;
@@ -33,6 +38,14 @@ typedef struct box {
   int js_closed;                /* 1 once the JS side let go (close or GC) */
   int ext_alive;                /* 1 while the JS External exists (owns the memory) */
   struct box *deps[BOX_MAX_DEPS];
+  /* BOX_BREAKER: the permits of CircuitBreaker.execute() calls in flight
+   * (breakerExecAcquire / breakerExecRecord, addon.c), so that a guarded
+   * call passes a slot number instead of a permit buffer (0.6). A slot is
+   * free when its struct_size is 0 and its number is on free_slots. */
+  mulligan_breaker_permit *slots;
+  int *free_slots;
+  int nslots;
+  int nfree;
 } box;
 
 /* Creates a box holding `ptr` with one reference (the JS one), borrowing

@@ -173,6 +173,27 @@ test('CircuitBreaker.execute', async () => {
   assert.deepEqual([b.counts().successes, b.counts().failures, b.counts().ignored, b.counts().rejected], [1, 1, 1, 1]);
 });
 
+test('CircuitBreaker.execute keeps the permits of concurrent calls apart', async () => {
+  // 20 calls in flight at once (more than the first 8 permit slots), settled
+  // in reverse order: each records its own result, and slots are reused.
+  const clock = new m.FakeClock();
+  const b = new m.CircuitBreaker({ failureThreshold: 100, slowCallDurationMs: 50, window: 'count', windowSize: 100, minimumCalls: 100, clock });
+  const settle = [];
+  const calls = [];
+  for (let i = 0; i < 20; i++) {
+    calls.push(b.execute(() => new Promise((resolve, reject) => settle.push(() => (i % 4 === 0 ? reject(new Error(`f${i}`)) : resolve(i))))));
+  }
+  clock.advance(60); // every call lasts 60 ms on the breaker's clock: slow
+  for (let i = 19; i >= 0; i--) settle[i]();
+  const results = await Promise.allSettled(calls);
+  assert.deepEqual(results.map((r) => (r.status === 'fulfilled' ? r.value : r.reason.message)),
+    Array.from({ length: 20 }, (_, i) => (i % 4 === 0 ? `f${i}` : i)));
+  const c = b.counts();
+  assert.deepEqual([c.calls, c.successes, c.failures, c.slow, c.stale], [20, 15, 5, 20, 0]);
+  for (let i = 0; i < 30; i++) assert.equal(await b.execute(() => i), i);
+  assert.equal(b.counts().successes, 45);
+});
+
 test('bad input: TypeError or RangeError naming the option, never a crash', async () => {
   assert.throws(() => new m.RetryPolicy({ maxAttempts: 0 }), (e) => e instanceof RangeError && /^maxAttempts: /.test(e.message));
   assert.throws(() => new m.RetryPolicy({ maxAttempts: 'three' }), (e) => e instanceof TypeError && /^maxAttempts: /.test(e.message));

@@ -4,7 +4,8 @@
 import * as http from 'node:http';
 import {
   withRetry, RetryPolicy, CircuitBreaker, ResilientClient, FakeClock, metricsHandler,
-  parseRetryAfter, MulliganError, CircuitOpenError, permanent,
+  parseRetryAfter, MulliganError, CircuitOpenError, permanent, hedge, HedgingPolicy, RetryBudget,
+  metricsFor,
 } from '../lib';
 
 async function main(): Promise<void> {
@@ -26,6 +27,18 @@ async function main(): Promise<void> {
     if (e instanceof CircuitOpenError) console.log(e.retryInMs);
     if (e instanceof MulliganError) console.log(e.code, e.reason, e.attempts, e.cause);
   }
+  const hp = new HedgingPolicy({ maxAttempts: 3, delayMs: 50, delayQuantile: 0.95 });
+  const budget = new RetryBudget({ kind: 'tokenBucket', maxTokens: 10, tokenRatio: 0.1 });
+  const hpol = new RetryPolicy({ name: 'reads', budget, breaker: b });
+  const h: string = await hedge(async ({ copy, signal }) => `${copy}${signal.aborted}`,
+    { hedging: hp, policy: hpol, signal: AbortSignal.timeout(1000) });
+  const h2: number = await hedge(() => 2, hp);
+  const d: number = hp.currentDelayMs + budget.refused + (metricsFor('reads')?.hedgesWon ?? 0);
+  // @ts-expect-error: not a budget kind
+  new RetryBudget({ kind: 'leaky' });
+  // @ts-expect-error: the copy's context has no attempt
+  await hedge(({ attempt }) => attempt);
+  console.log(h, h2, d);
   // @ts-expect-error: not a strategy
   await withRetry(() => 1, { strategy: 'fibonacci' });
   // @ts-expect-error: not a breaker window

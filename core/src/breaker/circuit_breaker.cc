@@ -284,6 +284,30 @@ Admission CircuitBreaker::Acquire(TimePoint now) {
   return AcquireSlow(now);
 }
 
+Admission CircuitBreaker::Acquire(const Clock& clock) {
+  const uint64_t word = word_.load(std::memory_order_acquire);
+  const BreakerState mode = ModeOf(word);
+  const bool timeless = mode == BreakerState::kClosed || mode == BreakerState::kDisabled ||
+                        mode == BreakerState::kMetricsOnly;
+  if (!timeless || options_.slow_call_duration ||
+      has_call_listeners_.load(std::memory_order_relaxed)) {
+    return Acquire(clock.Now());
+  }
+  Admission admission;
+  admission.permit.generation = GenOf(word);
+  admission.permit.acquired_at = kTimeNotRead;
+  admission.permit.valid = true;
+  admission.state = mode;
+  return admission;
+}
+
+bool CircuitBreaker::RecordNeedsTime(const Permit& permit, CallResult result) const {
+  if (!permit.valid) return false;
+  return permit.probe || result == CallResult::kFailure || window_ != nullptr ||
+         options_.slow_call_duration.has_value() ||
+         has_call_listeners_.load(std::memory_order_relaxed);
+}
+
 Admission CircuitBreaker::AcquireSlow(TimePoint now) {
   Admission admission;
   Pending pending;
