@@ -383,7 +383,10 @@ class RequestCall:
         unless the retries gave up on a retryable status; then the fallback
         answers (given an ``error_type`` carrying ``response``), or, with
         ``raise_on_give_up``, that ``error_type`` (a RetriesExhausted
-        subclass) is raised; else the response is returned."""
+        subclass) is raised; else the response is returned. "Gave up" is
+        one rule (``_GAVE_UP_REASONS``): the stop reasons of a retryable
+        outcome, ``not_replay_safe`` included, which are the calls the
+        engine's ``use_fallback`` flags."""
         if decision is ANSWERED:
             return response
         reason = decision.reason

@@ -271,7 +271,12 @@ class Adapter(requests.adapters.HTTPAdapter):
             ``HTTPAdapter.build_response`` gives them (0.6). Default: none.
         raise_on_give_up: raise :class:`RetriesExhausted` when the retries
             give up on a retryable status. Default False (the last response
-            is returned).
+            is returned). The calls it raises for are exactly those a
+            fallback answers: every stop on a retryable status, whatever
+            stopped it (attempts, deadline, Retry-After, budget, ``stop=``,
+            or ``not_replay_safe``: a POST without Idempotency-Key is not
+            replayed) (0.6: ``not_replay_safe`` and ``stop_condition``
+            returned the response).
         pool_connections, pool_maxsize, pool_block: HTTPAdapter's.
 
     Raises:

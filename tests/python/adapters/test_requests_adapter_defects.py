@@ -77,3 +77,49 @@ def test_a_response_object_as_fallback_is_returned(server: Any, clock: Any) -> N
     url, _ = script(server, "503")
     with session(attempts=1, fallback=canned, **FAST) as s:
         assert s.get(url, timeout=5).status_code == 298
+
+
+def test_raise_on_give_up_raises_for_a_post_not_replayed(server: Any, clock: Any) -> None:
+    """A 503 to a POST without Idempotency-Key stops at once
+    (not_replay_safe): the retries gave up on a retryable status, so
+    raise_on_give_up raises, as a fallback answers it."""
+    url, call_id = script(server, "503,200")
+    with session(attempts=3, raise_on_give_up=True, **FAST) as s:
+        with pytest.raises(RetriesExhausted) as info:
+            s.post(url, data=b"x", timeout=5)
+    assert (info.value.stop_reason, info.value.attempts) == ("not_replay_safe", 1)
+    assert info.value.response.status_code == 503
+    assert len(lines(server, call_id, 1)) == 1
+
+
+def test_a_fallback_answers_the_same_post_not_replayed(server: Any, clock: Any) -> None:
+    seen: list[Any] = []
+
+    def fallback(exc: BaseException) -> Any:
+        seen.append(exc)
+        r = requests.Response()
+        r.status_code = 299
+        return r
+
+    url, call_id = script(server, "503,200")
+    with session(attempts=3, fallback=fallback, **FAST) as s:
+        assert s.post(url, data=b"x", timeout=5).status_code == 299
+    assert [(e.stop_reason, e.attempts) for e in seen] == [("not_replay_safe", 1)]
+    assert len(lines(server, call_id, 1)) == 1
+
+
+def test_the_client_follows_the_same_rule(server: Any) -> None:
+    import mulligan
+
+    url, call_id = script(server, "503,200")
+    with mulligan.testing.FakeClock():
+        with pytest.raises(mulligan.RetriesExhausted) as info:
+            mulligan.post(url, data=b"x", attempts=3, raise_on_give_up=True, **FAST)
+    assert (info.value.stop_reason, info.value.attempts) == ("not_replay_safe", 1)
+    assert len(lines(server, call_id, 1)) == 1
+
+
+def test_a_terminal_status_is_no_give_up(server: Any, clock: Any) -> None:
+    url, _ = script(server, "404")
+    with session(attempts=3, raise_on_give_up=True, **FAST) as s:
+        assert s.post(url, data=b"x", timeout=5).status_code == 404
