@@ -234,6 +234,12 @@ class Adapter(requests.adapters.HTTPAdapter):
     request unsafe to replay once sent. A response that is retried is closed
     first (its connection goes back to the pool).
 
+    Pickling: a pickled adapter (or a ``requests.Session`` it is mounted on)
+    keeps its options and is rebuilt from them when unpickled, as
+    HTTPAdapter keeps its pool options and rebuilds its pools (0.6); the
+    options must pickle (a lambda ``on_retry`` does not). Run-time state
+    (the breakers, a per-origin budget) starts afresh.
+
     Thread-safety: like HTTPAdapter, safe to share between threads (one
     session per thread is requests' advice); the options are immutable.
 
@@ -294,10 +300,25 @@ class Adapter(requests.adapters.HTTPAdapter):
         **options: Any,
     ) -> None:
         self._mulligan = _config(options)
+        self._mulligan_options = options
         super().__init__(
             pool_connections=pool_connections, pool_maxsize=pool_maxsize, max_retries=0,
             pool_block=pool_block,
         )
+
+    # What pickle keeps: HTTPAdapter's own attributes (its __getstate__ reads
+    # __attrs__) and the options, from which __setstate__ rebuilds the
+    # engine's pipeline (0.6).
+    __attrs__ = [*requests.adapters.HTTPAdapter.__attrs__, "_mulligan_options"]
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restores a pickled adapter (a pickled ``requests.Session`` pickles
+        its mounted adapters): HTTPAdapter's state, then the pipeline rebuilt
+        from the options, as HTTPAdapter rebuilds its pool manager. What it
+        held at run time starts afresh, as the pools do: the breakers' and
+        the budget's state (0.6)."""
+        super().__setstate__(state)
+        self._mulligan = _config(self._mulligan_options)
 
     def send(
         self,

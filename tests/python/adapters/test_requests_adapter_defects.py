@@ -79,6 +79,30 @@ def test_a_response_object_as_fallback_is_returned(server: Any, clock: Any) -> N
         assert s.get(url, timeout=5).status_code == 298
 
 
+def test_a_pickled_session_keeps_its_adapter_and_retries(server: Any, clock: Any) -> None:
+    with session(attempts=3, **FAST) as s:
+        restored = pickle.loads(pickle.dumps(s))
+    adapter = restored.get_adapter("http://127.0.0.1/")
+    assert isinstance(adapter, Adapter)
+    url, call_id = script(server, "503,503,200")
+    with restored:
+        r = restored.get(url, timeout=5)
+    assert r.status_code == 200
+    assert len(lines(server, call_id, 3)) == 3
+    assert clock.sleeps == [0.5, 0.5]
+
+
+def test_a_pickled_adapter_keeps_its_pool_options() -> None:
+    adapter = pickle.loads(pickle.dumps(Adapter(pool_connections=3, pool_maxsize=7, pool_block=True)))
+    assert (adapter._pool_connections, adapter._pool_maxsize, adapter._pool_block) == (3, 7, True)
+    assert adapter.poolmanager.connection_pool_kw["maxsize"] == 7
+
+
+def test_an_adapter_with_an_option_that_cannot_pickle_says_so() -> None:
+    with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+        pickle.dumps(Adapter(on_retry=lambda event: None))
+
+
 def test_raise_on_give_up_raises_for_a_post_not_replayed(server: Any, clock: Any) -> None:
     """A 503 to a POST without Idempotency-Key stops at once
     (not_replay_safe): the retries gave up on a retryable status, so
