@@ -52,6 +52,7 @@ try:
     import requests.structures
     import requests.utils
     import urllib3.exceptions as _uexc
+    from urllib3.util.timeout import Timeout as _UrllibTimeout
 except ImportError as _missing:  # pragma: no cover - exercised without requests
     raise ImportError(
         "mulligan.adapters.requests needs requests: pip install 'mulligan[requests]'"
@@ -139,16 +140,31 @@ _CaseInsensitiveDict = requests.structures.CaseInsensitiveDict
 _Timeout = Union[None, float, tuple[Optional[float], Optional[float]], Any]
 
 
+def _phase(value: Any, bound: float) -> Optional[float]:
+    """One phase of a urllib3 Timeout bounded by ``bound``: urllib3's
+    DEFAULT_TIMEOUT sentinel (the socket's default: none) counts as none."""
+    return trimmed(value if isinstance(value, (int, float)) else None, bound)
+
+
 def _trim(timeout: _Timeout, bound: Optional[float]) -> _Timeout:
-    """requests' ``timeout`` (None, seconds, or a (connect, read) pair)
-    bounded by the engine's attempt bound (None: unchanged)."""
+    """requests' ``timeout`` (None, seconds, a (connect, read) pair, or a
+    ``urllib3.Timeout``) bounded by the engine's attempt bound (None:
+    unchanged). A Timeout object, which requests passes to urllib3 as it is,
+    is bounded phase by phase like a pair: a new Timeout whose connect and
+    read parts (and ``total``, when set) are each at most ``bound``."""
     if bound is None:
         return timeout
     if isinstance(timeout, tuple):
         return (trimmed(timeout[0], bound), trimmed(timeout[1], bound))
     if timeout is None or isinstance(timeout, (int, float)):
         return trimmed(timeout, bound)
-    return timeout  # a urllib3 Timeout object: the caller's own
+    if isinstance(timeout, _UrllibTimeout):
+        total = timeout.total
+        return _UrllibTimeout(
+            connect=_phase(timeout._connect, bound), read=_phase(timeout._read, bound),
+            total=None if total is None else trimmed(total, bound),
+        )
+    return timeout
 
 
 def _field(headers: Any, lower: str, name: str) -> Optional[str]:
@@ -227,7 +243,8 @@ class Adapter(requests.adapters.HTTPAdapter):
     timeout), the breakers per origin, the metrics (by origin, as the
     Client's) and the fallback. Each attempt is ``HTTPAdapter.send`` with
     requests' own ``timeout`` (trimmed to ``timeout=``/the deadline when
-    given); with ``stream=False`` the adapter reads the body inside the
+    given: a number, a (connect, read) pair and a ``urllib3.Timeout`` alike,
+    each phase at most the bound); with ``stream=False`` the adapter reads the body inside the
     attempt, so a truncated body is retried too. With ``stream=True`` the
     attempt ends at the response head: a body that fails while you read it is
     not retried. A body that cannot be sent twice (a generator) makes the

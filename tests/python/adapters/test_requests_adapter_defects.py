@@ -103,6 +103,29 @@ def test_an_adapter_with_an_option_that_cannot_pickle_says_so() -> None:
         pickle.dumps(Adapter(on_retry=lambda event: None))
 
 
+def test_a_urllib3_timeout_is_trimmed_to_the_attempt_timeout(server: Any, clock: Any) -> None:
+    timeout = urllib3.Timeout(connect=5, read=5)
+    with session(attempts=1, timeout=0.2, **FAST) as s:
+        with pytest.raises(requests.exceptions.ReadTimeout):
+            s.get(server.url("/slow?s=1"), timeout=timeout)  # 5 s read, trimmed to 0.2 s
+
+
+def test_a_urllib3_timeout_is_trimmed_to_the_deadline(server: Any, clock: Any) -> None:
+    with session(attempts=3, deadline=0.3, **FAST) as s:
+        with pytest.raises(requests.exceptions.ReadTimeout):
+            s.get(server.url("/slow?s=2"), timeout=urllib3.Timeout(read=10))
+    assert clock.sleeps == []
+
+
+def test_trim_bounds_each_phase_of_a_timeout() -> None:
+    t = _trim(urllib3.Timeout(connect=5, read=0.25, total=9), 1.0)
+    assert (t._connect, t._read, t.total) == (1.0, 0.25, 1.0)
+    default = _trim(urllib3.Timeout(), 2.0)  # the socket default: no bound of its own
+    assert (default._connect, default._read, default.total) == (2.0, 2.0, None)
+    given = urllib3.Timeout(read=3)
+    assert _trim(given, None) is given
+
+
 def test_raise_on_give_up_raises_for_a_post_not_replayed(server: Any, clock: Any) -> None:
     """A 503 to a POST without Idempotency-Key stops at once
     (not_replay_safe): the retries gave up on a retryable status, so
