@@ -58,7 +58,7 @@ except ImportError as _missing:  # pragma: no cover - exercised without requests
         "mulligan.adapters.requests needs requests: pip install 'mulligan[requests]'"
     ) from _missing
 
-from .. import _errors
+from .. import _errors, _validate
 from .._validate import UNSET
 from .._adapter.flow import (
     ANSWERED, IDEMPOTENT_METHODS, AdapterConfig, RequestCall, new_key, sleep, trimmed,
@@ -300,7 +300,11 @@ class Adapter(requests.adapters.HTTPAdapter):
             or ``not_replay_safe``: a POST without Idempotency-Key is not
             replayed) (0.6: ``not_replay_safe`` and ``stop_condition``
             returned the response).
-        pool_connections, pool_maxsize, pool_block: HTTPAdapter's.
+        pool_connections, pool_maxsize, pool_block: HTTPAdapter's (the
+            number of pools urllib3's PoolManager keeps, the connections a
+            pool keeps, whether a full pool blocks): ints >= 1 and a bool,
+            checked at construction (0.6; requests itself checks none and
+            fails later, in urllib3, on the first request).
 
     Raises:
         ValueError, TypeError: a bad option, naming it (at construction).
@@ -316,6 +320,10 @@ class Adapter(requests.adapters.HTTPAdapter):
         pool_block: bool = requests.adapters.DEFAULT_POOLBLOCK,
         **options: Any,
     ) -> None:
+        owner = "mulligan.adapters.requests.Adapter"
+        pool_connections = _validate.integer(owner, "pool_connections", pool_connections, 1, _validate.INT_MAX)
+        pool_maxsize = _validate.integer(owner, "pool_maxsize", pool_maxsize, 1, _validate.INT_MAX)
+        pool_block = _validate.flag(owner, "pool_block", pool_block)
         self._mulligan = _config(options)
         self._mulligan_options = options
         super().__init__(

@@ -126,6 +126,38 @@ def test_trim_bounds_each_phase_of_a_timeout() -> None:
     assert _trim(given, None) is given
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"pool_connections": 0}, "pool_connections must be >= 1, got 0"),
+        ({"pool_connections": -2}, "pool_connections must be >= 1, got -2"),
+        ({"pool_maxsize": 0}, "pool_maxsize must be >= 1, got 0"),
+        ({"pool_maxsize": 2.5}, "pool_maxsize must be an int, got 2.5"),
+        ({"pool_connections": "10"}, "pool_connections must be an int, got '10'"),
+        ({"pool_maxsize": True}, "pool_maxsize must be an int, got True"),
+        ({"pool_block": 1}, "pool_block must be a bool, got 1"),
+        ({"multiplier": -1}, "multiplier must be a finite number >= 0, got -1"),
+        ({"multiplier": float("nan")}, "multiplier must be a finite number >= 0"),
+        ({"multiplier": "2"}, "multiplier must be a number, got '2'"),
+    ],
+)
+def test_bad_pool_and_backoff_options_raise_at_construction(options: dict[str, Any], message: str) -> None:
+    with pytest.raises((ValueError, TypeError)) as info:
+        Adapter(**options)
+    assert message in str(info.value)
+    assert "mulligan.adapters.requests.Adapter" in str(info.value) or "multiplier" in message
+
+
+def test_multiplier_zero_is_no_wait(server: Any, clock: Any) -> None:
+    """DESIGN.md: multiplier 0 (or base 0) means no wait at every retry;
+    the core accepts it, so the adapter does too."""
+    url, call_id = script(server, "503,503,200")
+    with session(attempts=3, backoff="exponential", base_delay=0.5, multiplier=0, jitter="none") as s:
+        assert s.get(url, timeout=5).status_code == 200
+    assert len(lines(server, call_id, 3)) == 3
+    assert clock.sleeps == []
+
+
 def test_raise_on_give_up_raises_for_a_post_not_replayed(server: Any, clock: Any) -> None:
     """A 503 to a POST without Idempotency-Key stops at once
     (not_replay_safe): the retries gave up on a retryable status, so
