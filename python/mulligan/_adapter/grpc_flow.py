@@ -30,7 +30,8 @@ Rules and their sources:
   a CLIENT child span per attempt carrying ``rpc.grpc.status_code``,
   ``error.type`` (the status code's name) and ``mulligan.retry.delay_s``;
   each attempt's trace context goes out in its request metadata
-  (``traceparent``, through the configured propagator).
+  (``traceparent``, through the configured propagator), replacing the
+  fields the caller's metadata carried.
 - Deadline: the call's own ``timeout`` is the logical call's deadline (the
   smaller of it and the policy's ``deadline``); each attempt is sent with
   the time left, trimmed to the policy's attempt timeout. An attempt that
@@ -434,7 +435,10 @@ class GrpcCall:
         counted = previous > 0 and self.cfg.send_attempt_count
         if self.trace is None and not counted:
             return None if metadata is None else list(metadata)
-        pairs = [(k, val) for k, val in (metadata or ()) if k != PREVIOUS_ATTEMPTS]
+        dropped = {PREVIOUS_ATTEMPTS}
+        if self.trace is not None:  # the attempt's context replaces the caller's fields
+            dropped.update(_tracing.propagated_fields())
+        pairs = [(k, val) for k, val in (metadata or ()) if k not in dropped]
         if counted:
             pairs.append((PREVIOUS_ATTEMPTS, str(previous)))
         if self.trace is not None:

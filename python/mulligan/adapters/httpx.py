@@ -178,7 +178,7 @@ def _begin(cfg: AdapterConfig, request: httpx.Request) -> tuple[RequestCall, Any
         request.headers["Idempotency-Key"] = key
     body, position = (None, -1) if isinstance(request.stream, httpx.ByteStream) else _file_body(request)
     replayable = body is not None or isinstance(request.stream, httpx.ByteStream)
-    return cfg.begin(method, str(request.url), key, replayable), body, position
+    return cfg.begin(method, str(request.url), key, replayable, request.headers), body, position
 
 
 def _bound(request: httpx.Request, bound: Optional[float]) -> None:

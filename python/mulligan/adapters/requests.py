@@ -375,7 +375,7 @@ class Adapter(requests.adapters.HTTPAdapter):
             key = new_key()
             request.headers["Idempotency-Key"] = key
         replayable = _replayable(request)
-        call = cfg.begin(method, request.url or "", key, replayable)
+        call = cfg.begin(method, request.url or "", key, replayable, request.headers)
         return self._run(  # type: ignore[no-any-return]
             call, request, stream, timeout, verify, cert, proxies, replayable
         )

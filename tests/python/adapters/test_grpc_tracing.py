@@ -132,3 +132,15 @@ def test_no_spans_and_no_traceparent_when_off(server: ScriptedServer, clock: Any
     assert ch.unary_unary(UNARY)(b"x") == b"ok:x"
     ch.close()
     assert ["traceparent" in s.metadata for s in server.attempts(UNARY)] == [False, False]
+
+
+def test_a_callers_traceparent_in_metadata_is_replaced_not_doubled(
+        server: ScriptedServer, clock: Any, exporter: InMemorySpanExporter) -> None:
+    server.script(UNARY, Step(U))
+    stale = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    ch = grpc.intercept_channel(grpc.insecure_channel(server.target), RetryInterceptor(**OPTIONS))
+    assert ch.unary_unary(UNARY)(b"x", metadata=[("traceparent", stale)]) == b"ok:x"
+    ch.close()
+    _root, attempts = call_and_attempts(exporter)
+    seen = [[v for k, v in s.pairs if k == "traceparent"] for s in server.attempts(UNARY)]
+    assert [[parent_id(tp) for tp in values] for values in seen] == [[s.context.span_id] for s in attempts]
