@@ -28,8 +28,13 @@ Rules and their sources:
   its leading slash (``pkg.Service/Method``, the RPC conventions' span
   name) with ``rpc.system`` "grpc", ``rpc.service`` and ``rpc.method``, and
   a CLIENT child span per attempt carrying ``rpc.grpc.status_code``,
-  ``error.type`` (the status code's name) and ``mulligan.retry.delay_s``;
-  each attempt's trace context goes out in its request metadata
+  ``error.type`` (the status code's name) and ``mulligan.retry.delay_s``.
+  The call's span carries the ``rpc.grpc.status_code`` the call ended with
+  too (0.6; the gRPC conventions require it on every span): its span status
+  stays unset on OK and is Error with ``error.type`` on any other code (the
+  conventions' rule for client spans, and "Recording Errors": never Ok).
+  A call refused before any attempt (an open breaker) has no gRPC status.
+  Each attempt's trace context goes out in its request metadata
   (``traceparent``, through the configured propagator), replacing the
   fields the caller's metadata carried.
 - Deadline: the call's own ``timeout`` is the logical call's deadline (the
@@ -459,6 +464,11 @@ class GrpcCall:
         if decision.retry:
             self.trace.retry_scheduled(float(decision.delay))
         else:
+            # The call's span carries the status the call ended with, as
+            # every span of the gRPC conventions must (rpc.grpc.status_code,
+            # Required); its status stays unset on OK and is Error on any
+            # other code (client spans, Recording Errors).
+            self.trace.set_call_attribute("rpc.grpc.status_code", code)
             self.trace.finished(decision.reason, decision.attempt)
             self.trace.end(None, 0, None, error_type)
         return decision
@@ -474,6 +484,7 @@ class GrpcCall:
         if self.trace is not None:
             self.trace.set_attempt_attribute("rpc.grpc.status_code", 0)
             self.trace.end_attempt()
+            self.trace.set_call_attribute("rpc.grpc.status_code", 0)
             self.trace.finished(decision.reason, decision.attempt)
             self.trace.end()
 

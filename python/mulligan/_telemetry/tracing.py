@@ -243,6 +243,10 @@ class CallTrace:
         if self.current is not None:
             self.current.set_attribute(key, value)
 
+    def set_call_attribute(self, key: str, value: Any) -> None:
+        """Sets ``key`` on the call's span (before :meth:`end`)."""
+        self.span.set_attribute(key, value)
+
     def retry_scheduled(self, delay: float) -> None:
         """The engine decided a retry after ``delay`` seconds."""
         self.delay = delay
