@@ -67,6 +67,7 @@ Thread-safety: :func:`enable`/:func:`disable` swap one reference; a
 from __future__ import annotations
 
 import contextvars
+import sys
 from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
 
@@ -163,10 +164,39 @@ def disable() -> None:
     SWITCH.tracer = None
 
 
+# mulligan's own exception classes by their public names, once looked up.
+_PUBLIC_NAMES: dict[type, str] = {}
+
+
+def _public_name(cls: type) -> str:
+    """``cls``'s name where users import it from: the module path up to its
+    first private part (``mulligan._errors`` -> ``mulligan``) when that
+    module exports the class under its name, else its defining path."""
+    module = cls.__module__
+    parts = module.split(".")
+    public = next((i for i, part in enumerate(parts) if part.startswith("_")), len(parts))
+    if public < len(parts) and public > 0:
+        prefix = ".".join(parts[:public])
+        if getattr(sys.modules.get(prefix), cls.__qualname__, None) is cls:
+            return f"{prefix}.{cls.__qualname__}"
+    return f"{module}.{cls.__qualname__}"
+
+
 def qualname(exc: BaseException) -> str:
-    """The fully qualified class name of ``exc`` (its ``error.type``)."""
+    """The fully qualified class name of ``exc`` (its ``error.type``): the
+    name users see, as the conventions ask ("the exception's fully
+    qualified type name" a user would catch: ``builtins.KeyError``,
+    ``requests.exceptions.ConnectionError``). mulligan's own exceptions are
+    named by their public path (``mulligan.CircuitOpenError``, not the
+    private module defining it: 0.6)."""
     cls = type(exc)
-    return f"{cls.__module__}.{cls.__qualname__}"
+    module = cls.__module__
+    if module == "mulligan" or module.startswith("mulligan."):
+        name = _PUBLIC_NAMES.get(cls)
+        if name is None:
+            name = _PUBLIC_NAMES[cls] = _public_name(cls)
+        return name
+    return f"{module}.{cls.__qualname__}"
 
 
 class CallTrace:
