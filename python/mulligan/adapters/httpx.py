@@ -151,7 +151,7 @@ def _file_body(request: httpx.Request) -> tuple[Any, int]:
     file's ``tell()`` when the call begins, as urllib3 records ``body_pos``
     and requests ``_body_position``; a file whose ``seekable()`` is not True
     (a pipe, a socket) or whose ``tell()`` fails is no seekable body."""
-    body = getattr(request.stream, "_stream", None)  # httpx's IteratorByteStream
+    body: Any = getattr(request.stream, "_stream", None)  # httpx's IteratorByteStream
     seekable = getattr(body, "seekable", None)
     if not callable(getattr(body, "read", None)) or not callable(seekable):
         return None, -1

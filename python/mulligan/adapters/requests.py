@@ -162,7 +162,7 @@ def _trim(timeout: _Timeout, bound: Optional[float]) -> _Timeout:
         total = timeout.total
         return _UrllibTimeout(
             connect=_phase(timeout._connect, bound), read=_phase(timeout._read, bound),
-            total=None if total is None else trimmed(total, bound),
+            total=trimmed(total, bound) if isinstance(total, (int, float)) else None,
         )
     return timeout
 
