@@ -176,8 +176,11 @@ def _begin(cfg: AdapterConfig, request: httpx.Request) -> tuple[RequestCall, Any
     if key is None and cfg.idempotency_key and method not in IDEMPOTENT_METHODS:
         key = new_key()
         request.headers["Idempotency-Key"] = key
-    body, position = (None, -1) if isinstance(request.stream, httpx.ByteStream) else _file_body(request)
-    replayable = body is not None or isinstance(request.stream, httpx.ByteStream)
+    if isinstance(request.stream, httpx.ByteStream):
+        body, position, replayable = None, -1, True
+    else:
+        body, position = _file_body(request)
+        replayable = body is not None
     return cfg.begin(method, str(request.url), key, replayable, request.headers), body, position
 
 
