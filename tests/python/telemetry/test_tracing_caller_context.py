@@ -12,6 +12,7 @@ replaced traceparent, is gone.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 from typing import Any
@@ -50,6 +51,17 @@ def send(kind: str, url: str, headers: dict[str, str]) -> Any:
             r = s.get(url, headers=headers, timeout=5)
         assert r.status_code == 200
         return r.request.headers
+    if kind == "aiohttp":
+        aiohttp = pytest.importorskip("aiohttp")
+        from mulligan.adapters.aiohttp import Middleware
+
+        async def run() -> Any:
+            async with aiohttp.ClientSession(middlewares=(Middleware(**FAST),)) as session:
+                async with session.get(url, headers=headers) as response:
+                    assert response.status == 200
+                    return response.request_info.headers
+
+        return asyncio.run(run())
     httpx = pytest.importorskip("httpx")
     from mulligan.adapters.httpx import Transport
 
@@ -59,7 +71,7 @@ def send(kind: str, url: str, headers: dict[str, str]) -> Any:
     return r.request.headers
 
 
-@pytest.mark.parametrize("kind", ["requests", "httpx"])
+@pytest.mark.parametrize("kind", ["requests", "httpx", "aiohttp"])
 def test_a_callers_trace_context_is_continued(kind: str, server: Any, spans: Spans) -> None:
     url, call_id = script(server, "503,200")
     with FakeClock():
@@ -72,7 +84,7 @@ def test_a_callers_trace_context_is_continued(kind: str, server: Any, spans: Spa
     assert sent["tracestate"] == "caller=1"  # it belongs to the caller's trace, still the one sent
 
 
-@pytest.mark.parametrize("kind", ["requests", "httpx"])
+@pytest.mark.parametrize("kind", ["requests", "httpx", "aiohttp"])
 def test_the_current_span_wins_and_the_stale_tracestate_goes(kind: str, server: Any, spans: Spans) -> None:
     tracer = spans.provider.get_tracer("test")
     url, call_id = script(server, "503,200")
