@@ -162,9 +162,12 @@ class AdapterConfig:
         fn = self._breaker_key_fn
         return "" if fn is None else _breaker_key_of(self.owner, fn, method, url)
 
-    def begin(self, method: str, url: str, key: Optional[str], body_replayable: bool = True) -> RequestCall:
-        """Begins one logical request (``key``: its Idempotency-Key, or None)."""
-        return RequestCall(self, method, url, key, body_replayable)
+    def begin(self, method: str, url: str, key: Optional[str], body_replayable: bool = True,
+              headers: Any = None) -> RequestCall:
+        """Begins one logical request (``key``: its Idempotency-Key, or None;
+        ``headers``: the request's, read for a trace context the caller
+        propagates while tracing is on)."""
+        return RequestCall(self, method, url, key, body_replayable, headers)
 
 
 _NO_BOUND = float("inf")  # admit_bound's "no attempt bound"
@@ -199,7 +202,8 @@ class RequestCall:
     __slots__ = ("cfg", "core", "method", "url", "key", "kind", "status", "trace", "bound", "pending")
 
     def __init__(
-        self, cfg: AdapterConfig, method: str, url: str, key: Optional[str], body_replayable: bool
+        self, cfg: AdapterConfig, method: str, url: str, key: Optional[str], body_replayable: bool,
+        headers: Any = None,
     ) -> None:
         # mulligan.testing's switches, as _http.base._testing reads them
         # (inlined: this runs once per request of every adapter).
@@ -216,7 +220,7 @@ class RequestCall:
         self.bound: Optional[float] = None
         # The call's spans while mulligan.otel tracing is on, else None.
         self.trace = trace = (
-            _tracing.http_call(method, url) if _tracing.SWITCH.tracer is not None else None
+            _tracing.http_call(method, url, headers) if _tracing.SWITCH.tracer is not None else None
         )
         if trace is None:
             # One crossing begins the call and asks for its first attempt;
@@ -383,7 +387,10 @@ class RequestCall:
         unless the retries gave up on a retryable status; then the fallback
         answers (given an ``error_type`` carrying ``response``), or, with
         ``raise_on_give_up``, that ``error_type`` (a RetriesExhausted
-        subclass) is raised; else the response is returned."""
+        subclass) is raised; else the response is returned. "Gave up" is
+        one rule (``_GAVE_UP_REASONS``): the stop reasons of a retryable
+        outcome, ``not_replay_safe`` included, which are the calls the
+        engine's ``use_fallback`` flags."""
         if decision is ANSWERED:
             return response
         reason = decision.reason

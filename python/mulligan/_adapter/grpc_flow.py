@@ -28,9 +28,15 @@ Rules and their sources:
   its leading slash (``pkg.Service/Method``, the RPC conventions' span
   name) with ``rpc.system`` "grpc", ``rpc.service`` and ``rpc.method``, and
   a CLIENT child span per attempt carrying ``rpc.grpc.status_code``,
-  ``error.type`` (the status code's name) and ``mulligan.retry.delay_s``;
-  each attempt's trace context goes out in its request metadata
-  (``traceparent``, through the configured propagator).
+  ``error.type`` (the status code's name) and ``mulligan.retry.delay_s``.
+  The call's span carries the ``rpc.grpc.status_code`` the call ended with
+  too (0.6; the gRPC conventions require it on every span): its span status
+  stays unset on OK and is Error with ``error.type`` on any other code (the
+  conventions' rule for client spans, and "Recording Errors": never Ok).
+  A call refused before any attempt (an open breaker) has no gRPC status.
+  Each attempt's trace context goes out in its request metadata
+  (``traceparent``, through the configured propagator), replacing the
+  fields the caller's metadata carried.
 - Deadline: the call's own ``timeout`` is the logical call's deadline (the
   smaller of it and the policy's ``deadline``); each attempt is sent with
   the time left, trimmed to the policy's attempt timeout. An attempt that
@@ -434,7 +440,10 @@ class GrpcCall:
         counted = previous > 0 and self.cfg.send_attempt_count
         if self.trace is None and not counted:
             return None if metadata is None else list(metadata)
-        pairs = [(k, val) for k, val in (metadata or ()) if k != PREVIOUS_ATTEMPTS]
+        dropped = {PREVIOUS_ATTEMPTS}
+        if self.trace is not None:  # the attempt's context replaces the caller's fields
+            dropped.update(_tracing.propagated_fields())
+        pairs = [(k, val) for k, val in (metadata or ()) if k not in dropped]
         if counted:
             pairs.append((PREVIOUS_ATTEMPTS, str(previous)))
         if self.trace is not None:
@@ -455,6 +464,11 @@ class GrpcCall:
         if decision.retry:
             self.trace.retry_scheduled(float(decision.delay))
         else:
+            # The call's span carries the status the call ended with, as
+            # every span of the gRPC conventions must (rpc.grpc.status_code,
+            # Required); its status stays unset on OK and is Error on any
+            # other code (client spans, Recording Errors).
+            self.trace.set_call_attribute("rpc.grpc.status_code", code)
             self.trace.finished(decision.reason, decision.attempt)
             self.trace.end(None, 0, None, error_type)
         return decision
@@ -470,6 +484,7 @@ class GrpcCall:
         if self.trace is not None:
             self.trace.set_attempt_attribute("rpc.grpc.status_code", 0)
             self.trace.end_attempt()
+            self.trace.set_call_attribute("rpc.grpc.status_code", 0)
             self.trace.finished(decision.reason, decision.attempt)
             self.trace.end()
 

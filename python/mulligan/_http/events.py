@@ -115,4 +115,16 @@ def _log_give_up(method: str, url: str, attempts: int, reason: str, what: str) -
     )
 
 
-_GAVE_UP_REASONS = frozenset(("attempts_exhausted", "deadline", "retry_after_too_long", "budget"))
+# The stop reasons of a call that ended on a retryable outcome the engine
+# would not retry (any more): every reason the engine can give after
+# classifying an outcome retryable (RetrySession::OnOutcome, then the
+# pipeline's budget). The one rule of "the retries gave up", shared by
+# Client, AsyncClient and the adapters: exactly the calls a fallback answers
+# (the engine's use_fallback, pipeline.cc) are the ones raise_on_give_up
+# raises RetriesExhausted for. not_replay_safe (a POST without
+# Idempotency-Key got a 503) and stop_condition (a composed stop=) were
+# missing before 0.6: the fallback answered them, raise_on_give_up did not.
+_GAVE_UP_REASONS = frozenset((
+    "attempts_exhausted", "deadline", "retry_after_too_long", "not_replay_safe", "stop_condition",
+    "budget",
+))

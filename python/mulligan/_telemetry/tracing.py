@@ -45,7 +45,11 @@ status ERROR (for HTTP client spans: a status of 400 or more, or no response).
 Trace context: the configured propagator (``opentelemetry.propagate``, W3C
 ``traceparent`` by default) injects the attempt span's context into each
 attempt's request headers, so each server span is the child of its own
-attempt's span. The adapters send each attempt anew; ``Client`` and
+attempt's span. The fields the request already carries are replaced (as
+OTel's HTTP instrumentations inject over them), and a call of an adapter
+with no current span whose request carries a trace context (propagated by
+hand) starts its span as that context's child, so the caller's trace goes
+on (0.6; before, it was replaced by a new trace). The adapters send each attempt anew; ``Client`` and
 ``AsyncClient`` replace the fields before each resend (since 0.5; before,
 every attempt carried the call's span context).
 
@@ -63,6 +67,7 @@ Thread-safety: :func:`enable`/:func:`disable` swap one reference; a
 from __future__ import annotations
 
 import contextvars
+import sys
 from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
 
@@ -82,6 +87,7 @@ __all__ = [
     "enable",
     "qualname",
     "http_call",
+    "propagated_fields",
 ]
 
 RESEND_COUNT = "http.request.resend_count"
@@ -158,10 +164,39 @@ def disable() -> None:
     SWITCH.tracer = None
 
 
+# mulligan's own exception classes by their public names, once looked up.
+_PUBLIC_NAMES: dict[type, str] = {}
+
+
+def _public_name(cls: type) -> str:
+    """``cls``'s name where users import it from: the module path up to its
+    first private part (``mulligan._errors`` -> ``mulligan``) when that
+    module exports the class under its name, else its defining path."""
+    module = cls.__module__
+    parts = module.split(".")
+    public = next((i for i, part in enumerate(parts) if part.startswith("_")), len(parts))
+    if public < len(parts) and public > 0:
+        prefix = ".".join(parts[:public])
+        if getattr(sys.modules.get(prefix), cls.__qualname__, None) is cls:
+            return f"{prefix}.{cls.__qualname__}"
+    return f"{module}.{cls.__qualname__}"
+
+
 def qualname(exc: BaseException) -> str:
-    """The fully qualified class name of ``exc`` (its ``error.type``)."""
+    """The fully qualified class name of ``exc`` (its ``error.type``): the
+    name users see, as the conventions ask ("the exception's fully
+    qualified type name" a user would catch: ``builtins.KeyError``,
+    ``requests.exceptions.ConnectionError``). mulligan's own exceptions are
+    named by their public path (``mulligan.CircuitOpenError``, not the
+    private module defining it: 0.6)."""
     cls = type(exc)
-    return f"{cls.__module__}.{cls.__qualname__}"
+    module = cls.__module__
+    if module == "mulligan" or module.startswith("mulligan."):
+        name = _PUBLIC_NAMES.get(cls)
+        if name is None:
+            name = _PUBLIC_NAMES[cls] = _public_name(cls)
+        return name
+    return f"{module}.{cls.__qualname__}"
 
 
 class CallTrace:
@@ -237,6 +272,10 @@ class CallTrace:
         """Sets ``key`` on the attempt span in progress (none: nothing)."""
         if self.current is not None:
             self.current.set_attribute(key, value)
+
+    def set_call_attribute(self, key: str, value: Any) -> None:
+        """Sets ``key`` on the call's span (before :meth:`end`)."""
+        self.span.set_attribute(key, value)
 
     def retry_scheduled(self, delay: float) -> None:
         """The engine decided a retry after ``delay`` seconds."""
@@ -325,6 +364,13 @@ class CallTrace:
         span = self.current if self.current is not None else self.span
         ctx = _api.trace.set_span_in_context(span, self.ctx)
         if setter is None:
+            # The caller's own fields go first: the attempt's context
+            # replaces them all, so no stale tracestate is left beside a
+            # new traceparent (W3C Trace Context: tracestate belongs to its
+            # traceparent).
+            for name in propagated_fields():
+                if name in headers:
+                    del headers[name]
             _api.propagate.inject(headers, context=ctx)
         else:
             carrier: dict[str, str] = {}
@@ -352,6 +398,34 @@ class CallTrace:
         names = {name.lower() for name in carrier}
         kept = [p for p in pairs if p[0].lower() not in names]
         return kept + [(name, value.encode("latin-1")) for name, value in carrier.items()]
+
+
+def propagated_fields() -> Any:
+    """The header fields the configured propagator writes (a set of
+    lower-case names: ``traceparent`` and ``tracestate`` with W3C Trace
+    Context, ``baggage`` with the default composite)."""
+    return _api.propagate.get_global_textmap().fields
+
+
+def _parent_of(headers: Any) -> Any:
+    """The context an HTTP call's span starts in: None (the current one)
+    when a span is current; with none, the trace context ``headers``
+    already carry (a caller propagating it by hand, read with the
+    configured propagator), else None. OTel's HTTP instrumentations
+    (opentelemetry-instrumentation-requests, -httpx) make the current span
+    the client span's parent and inject its context over the request's
+    fields; where nothing is current they would start a new trace and
+    overwrite the caller's traceparent, cutting the caller's trace, so the
+    caller's context is the parent then (as OpenTelemetry eBPF
+    instrumentation adopts a traceparent the request already carries, its
+    PR #1162; the OTel spec leaves the case open, issue #4496)."""
+    if headers is None or _api.trace.get_current_span().get_span_context().is_valid:
+        return None
+    try:
+        carried = _api.propagate.extract(headers)
+    except Exception:  # a malformed carrier is no context (the propagators ignore bad values)
+        return None
+    return carried if _api.trace.get_current_span(carried).get_span_context().is_valid else None
 
 
 def _status_of(response: Any) -> int:
@@ -514,9 +588,12 @@ class Traced:
 # -- HTTP front doors -------------------------------------------------------
 
 
-def http_call(method: str, url: str) -> Optional[CallTrace]:
+def http_call(method: str, url: str, headers: Any = None) -> Optional[CallTrace]:
     """Starts the CLIENT span of one logical HTTP request (None while
-    tracing is off or when the span does not record). The hook of every HTTP
+    tracing is off or when the span does not record); ``headers``: the
+    request's (a mapping with ``get``), whose trace context, when they carry
+    one, is the span's parent if no span is current (see ``_parent_of``:
+    0.6). The hook of every HTTP
     front door, the gRPC one included: call ``start_attempt()`` before each
     attempt (then ``inject(headers)`` to propagate), ``end_attempt(status,
     error_type, exc)`` after it, ``retry_scheduled(delay)`` when the engine
@@ -543,7 +620,8 @@ def http_call(method: str, url: str) -> Optional[CallTrace]:
     if port is not None:
         attrs["server.port"] = port
     name = method if known else "HTTP"
-    span = tracer.start_span(name, kind=_api.SpanKind.CLIENT, attributes=attrs)
+    span = tracer.start_span(name, context=_parent_of(headers), kind=_api.SpanKind.CLIENT,
+                             attributes=attrs)
     if not span.is_recording() and not span.get_span_context().is_valid:
         span.end()
         return None

@@ -184,7 +184,7 @@ class Middleware:
             key = new_key()
             request.headers["Idempotency-Key"] = key
         replayable = not isinstance(request.body, aiohttp.payload.AsyncIterablePayload)
-        call = cfg.begin(method, str(request.url), key, replayable)
+        call = cfg.begin(method, str(request.url), key, replayable, request.headers)
         return await _run(call, request, handler)  # type: ignore[no-any-return]
 
 

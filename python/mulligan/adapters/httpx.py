@@ -23,8 +23,13 @@ response that will be retried is read and closed first (its connection
 goes back to the pool). The body of the response returned is read by the
 client after the transport returns (or by you, with ``stream()``), so a
 body that fails while being read is not retried (httpx's own transport
-``retries=`` retries connection failures only). A request body that cannot
-be sent twice (a generator) makes the request unsafe to replay once sent.
+``retries=`` retries connection failures only). A request body of bytes is
+sent again as is; a seekable file body (``content=open(path, "rb")``,
+``content=io.BytesIO(...)``) is rewound to where it stood when the call
+began and sent again, as requests and urllib3 rewind a body (urllib3's
+``body_pos``) (0.6; before, it was sent once). A body that cannot be sent
+twice (a generator, an async iterator, a pipe) makes the request unsafe to
+replay once sent.
 
 Exception mapping: when the retries give up on a transport failure, the last
 attempt's own httpx exception is raised (``httpx.ConnectError``,
@@ -139,14 +144,44 @@ def _field(headers: httpx.Headers, lower: bytes, name: str) -> Optional[str]:
     return headers.get(name)  # type: ignore[no-any-return]
 
 
-def _begin(cfg: AdapterConfig, request: httpx.Request) -> RequestCall:
+def _file_body(request: httpx.Request) -> tuple[Any, int]:
+    """(the file, its start position) of a request whose body is a seekable
+    file object (``content=open(...)``, ``content=io.BytesIO(...)``: httpx
+    streams it with ``read()``), else (None, -1). The position is the
+    file's ``tell()`` when the call begins, as urllib3 records ``body_pos``
+    and requests ``_body_position``; a file whose ``seekable()`` is not True
+    (a pipe, a socket) or whose ``tell()`` fails is no seekable body."""
+    body: Any = getattr(request.stream, "_stream", None)  # httpx's IteratorByteStream
+    seekable = getattr(body, "seekable", None)
+    if not callable(getattr(body, "read", None)) or not callable(seekable):
+        return None, -1
+    if inspect.iscoroutinefunction(seekable):  # an async file (aiofiles, anyio): sent once
+        return None, -1
+    try:
+        if seekable() is not True:
+            return None, -1
+        position = body.tell()
+    except (AttributeError, OSError, ValueError):
+        return None, -1
+    return (body, position) if isinstance(position, int) else (None, -1)
+
+
+def _begin(cfg: AdapterConfig, request: httpx.Request) -> tuple[RequestCall, Any, int]:
+    """Begins the call of ``request``: (the call, the seekable file body or
+    None, its start position). A body is replayable when it is bytes
+    (httpx's ByteStream) or a seekable file, rewound before each retry; any
+    other stream (a generator, an async iterator) is sent once."""
     method = request.method
     key = _field(request.headers, b"idempotency-key", "Idempotency-Key")
     if key is None and cfg.idempotency_key and method not in IDEMPOTENT_METHODS:
         key = new_key()
         request.headers["Idempotency-Key"] = key
-    replayable = isinstance(request.stream, httpx.ByteStream)
-    return cfg.begin(method, str(request.url), key, replayable)
+    if isinstance(request.stream, httpx.ByteStream):
+        body, position, replayable = None, -1, True
+    else:
+        body, position = _file_body(request)
+        replayable = body is not None
+    return cfg.begin(method, str(request.url), key, replayable, request.headers), body, position
 
 
 def _bound(request: httpx.Request, bound: Optional[float]) -> None:
@@ -220,7 +255,7 @@ class Transport(httpx.BaseTransport):
             CircuitOpenError: the origin's breaker is open (nothing sent).
             RetriesExhausted: with ``raise_on_give_up=True`` only.
         """
-        call = _begin(self._cfg, request)
+        call, body, position = _begin(self._cfg, request)
         last: Optional[BaseException] = None
         in_flight = 0
         try:
@@ -229,6 +264,8 @@ class Transport(httpx.BaseTransport):
                     return _refusal(call, request, last)  # type: ignore[no-any-return]
                 if call.trace is not None:  # the attempt's trace context
                     call.inject(request.headers)
+                if body is not None and call.attempts:
+                    body.seek(position)  # a file body, sent again from its start
                 _bound(request, call.bound)
                 in_flight = 1
                 try:
@@ -310,7 +347,7 @@ class AsyncTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Sends ``request`` as one logical call; see :meth:`Transport.handle_request`."""
-        call = _begin(self._cfg, request)
+        call, body, position = _begin(self._cfg, request)
         last: Optional[BaseException] = None
         in_flight = 0
         try:
@@ -319,6 +356,8 @@ class AsyncTransport(httpx.AsyncBaseTransport):
                     return _refusal(call, request, last)  # type: ignore[no-any-return]
                 if call.trace is not None:  # the attempt's trace context
                     call.inject(request.headers)
+                if body is not None and call.attempts:
+                    body.seek(position)  # a file body, sent again from its start
                 _bound(request, call.bound)
                 in_flight = 1
                 try:

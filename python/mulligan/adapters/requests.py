@@ -52,12 +52,14 @@ try:
     import requests.structures
     import requests.utils
     import urllib3.exceptions as _uexc
+    from urllib3.util.timeout import Timeout as _UrllibTimeout
 except ImportError as _missing:  # pragma: no cover - exercised without requests
     raise ImportError(
         "mulligan.adapters.requests needs requests: pip install 'mulligan[requests]'"
     ) from _missing
 
-from .. import _errors
+from .. import _errors, _validate
+from .._validate import UNSET
 from .._adapter.flow import (
     ANSWERED, IDEMPOTENT_METHODS, AdapterConfig, RequestCall, new_key, sleep, trimmed,
 )
@@ -138,16 +140,31 @@ _CaseInsensitiveDict = requests.structures.CaseInsensitiveDict
 _Timeout = Union[None, float, tuple[Optional[float], Optional[float]], Any]
 
 
+def _phase(value: Any, bound: float) -> Optional[float]:
+    """One phase of a urllib3 Timeout bounded by ``bound``: urllib3's
+    DEFAULT_TIMEOUT sentinel (the socket's default: none) counts as none."""
+    return trimmed(value if isinstance(value, (int, float)) else None, bound)
+
+
 def _trim(timeout: _Timeout, bound: Optional[float]) -> _Timeout:
-    """requests' ``timeout`` (None, seconds, or a (connect, read) pair)
-    bounded by the engine's attempt bound (None: unchanged)."""
+    """requests' ``timeout`` (None, seconds, a (connect, read) pair, or a
+    ``urllib3.Timeout``) bounded by the engine's attempt bound (None:
+    unchanged). A Timeout object, which requests passes to urllib3 as it is,
+    is bounded phase by phase like a pair: a new Timeout whose connect and
+    read parts (and ``total``, when set) are each at most ``bound``."""
     if bound is None:
         return timeout
     if isinstance(timeout, tuple):
         return (trimmed(timeout[0], bound), trimmed(timeout[1], bound))
     if timeout is None or isinstance(timeout, (int, float)):
         return trimmed(timeout, bound)
-    return timeout  # a urllib3 Timeout object: the caller's own
+    if isinstance(timeout, _UrllibTimeout):
+        total = timeout.total
+        return _UrllibTimeout(
+            connect=_phase(timeout._connect, bound), read=_phase(timeout._read, bound),
+            total=trimmed(total, bound) if isinstance(total, (int, float)) else None,
+        )
+    return timeout
 
 
 def _field(headers: Any, lower: str, name: str) -> Optional[str]:
@@ -166,6 +183,41 @@ def _field(headers: Any, lower: str, name: str) -> Optional[str]:
         return value.decode("latin-1") if isinstance(value, bytes) else value
     value = headers.get(name)
     return value.decode("latin-1") if isinstance(value, bytes) else value
+
+
+def _answer(fallback: Any, result: Any, request: requests.PreparedRequest, adapter: Any) -> Any:
+    """``result`` (what ``send`` is about to return) checked to be a
+    ``requests.Response``: ``Session.send`` reads every answer of an adapter
+    (its hooks, ``extract_cookies_to_jar``, ``resolve_redirects``,
+    ``r.elapsed``), so anything else would fail in requests' internals with an
+    AttributeError. A Response the fallback built gets the ``request``,
+    ``url`` and ``connection`` HTTPAdapter.build_response gives every
+    response, where it has none. Raises TypeError naming the fallback."""
+    if not isinstance(result, requests.Response):
+        raise TypeError(
+            f"mulligan.adapters.requests.Adapter: fallback {fallback!r} returned "
+            f"{type(result).__name__}, not a requests.Response (requests' Session.send "
+            "reads the answer: hooks, cookies, redirects)"
+        )
+    if result.request is None:
+        result.request = request
+    if result.url is None:
+        result.url = request.url
+    if getattr(result, "connection", None) is None:
+        result.connection = adapter
+    return result
+
+
+def _config(options: dict[str, Any]) -> AdapterConfig:
+    """The adapter's checked options (TypeError/ValueError naming the field)."""
+    cfg = AdapterConfig("mulligan.adapters.requests.Adapter", **options)
+    fallback = cfg.fallback
+    if fallback is not UNSET and not callable(fallback) and not isinstance(fallback, requests.Response):
+        raise TypeError(
+            "mulligan.adapters.requests.Adapter: fallback must be a callable returning a "
+            f"requests.Response, or a requests.Response, got {type(fallback).__name__}"
+        )
+    return cfg
 
 
 def _replayable(request: requests.PreparedRequest) -> bool:
@@ -191,12 +243,19 @@ class Adapter(requests.adapters.HTTPAdapter):
     timeout), the breakers per origin, the metrics (by origin, as the
     Client's) and the fallback. Each attempt is ``HTTPAdapter.send`` with
     requests' own ``timeout`` (trimmed to ``timeout=``/the deadline when
-    given); with ``stream=False`` the adapter reads the body inside the
+    given: a number, a (connect, read) pair and a ``urllib3.Timeout`` alike,
+    each phase at most the bound); with ``stream=False`` the adapter reads the body inside the
     attempt, so a truncated body is retried too. With ``stream=True`` the
     attempt ends at the response head: a body that fails while you read it is
     not retried. A body that cannot be sent twice (a generator) makes the
     request unsafe to replay once sent. A response that is retried is closed
     first (its connection goes back to the pool).
+
+    Pickling: a pickled adapter (or a ``requests.Session`` it is mounted on)
+    keeps its options and is rebuilt from them when unpickled, as
+    HTTPAdapter keeps its pool options and rebuilds its pools (0.6); the
+    options must pickle (a lambda ``on_retry`` does not). Run-time state
+    (the breakers, a per-origin budget) starts afresh.
 
     Thread-safety: like HTTPAdapter, safe to share between threads (one
     session per thread is requests' advice); the options are immutable.
@@ -224,12 +283,28 @@ class Adapter(requests.adapters.HTTPAdapter):
             or was refused by a breaker: a callable gets the exception (the
             requests exception, :class:`CircuitOpenError`, or a
             :class:`RetriesExhausted` carrying the last response) and
-            returns what ``send`` returns (a ``requests.Response``); any
-            other object is returned as is. Default: none.
+            returns what ``send`` returns, a ``requests.Response``; a
+            ``requests.Response`` object itself is returned as is. Either
+            way the answer must be a Response, as for any transport adapter
+            (requests' ``Session.send`` runs its hooks, cookie extraction
+            and redirects on it): another value is a TypeError, at
+            construction for a non-callable one, when it is returned for a
+            callable's (naming the fallback). A Response without
+            ``request``/``url`` gets the request's, as
+            ``HTTPAdapter.build_response`` gives them (0.6). Default: none.
         raise_on_give_up: raise :class:`RetriesExhausted` when the retries
             give up on a retryable status. Default False (the last response
-            is returned).
-        pool_connections, pool_maxsize, pool_block: HTTPAdapter's.
+            is returned). The calls it raises for are exactly those a
+            fallback answers: every stop on a retryable status, whatever
+            stopped it (attempts, deadline, Retry-After, budget, ``stop=``,
+            or ``not_replay_safe``: a POST without Idempotency-Key is not
+            replayed) (0.6: ``not_replay_safe`` and ``stop_condition``
+            returned the response).
+        pool_connections, pool_maxsize, pool_block: HTTPAdapter's (the
+            number of pools urllib3's PoolManager keeps, the connections a
+            pool keeps, whether a full pool blocks): ints >= 1 and a bool,
+            checked at construction (0.6; requests itself checks none and
+            fails later, in urllib3, on the first request).
 
     Raises:
         ValueError, TypeError: a bad option, naming it (at construction).
@@ -245,11 +320,30 @@ class Adapter(requests.adapters.HTTPAdapter):
         pool_block: bool = requests.adapters.DEFAULT_POOLBLOCK,
         **options: Any,
     ) -> None:
-        self._mulligan = AdapterConfig("mulligan.adapters.requests.Adapter", **options)
+        owner = "mulligan.adapters.requests.Adapter"
+        pool_connections = _validate.integer(owner, "pool_connections", pool_connections, 1, _validate.INT_MAX)
+        pool_maxsize = _validate.integer(owner, "pool_maxsize", pool_maxsize, 1, _validate.INT_MAX)
+        pool_block = _validate.flag(owner, "pool_block", pool_block)
+        self._mulligan = _config(options)
+        self._mulligan_options = options
         super().__init__(
             pool_connections=pool_connections, pool_maxsize=pool_maxsize, max_retries=0,
             pool_block=pool_block,
         )
+
+    # What pickle keeps: HTTPAdapter's own attributes (its __getstate__ reads
+    # __attrs__) and the options, from which __setstate__ rebuilds the
+    # engine's pipeline (0.6).
+    __attrs__ = [*requests.adapters.HTTPAdapter.__attrs__, "_mulligan_options"]
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restores a pickled adapter (a pickled ``requests.Session`` pickles
+        its mounted adapters): HTTPAdapter's state, then the pipeline rebuilt
+        from the options, as HTTPAdapter rebuilds its pool manager. What it
+        held at run time starts afresh, as the pools do: the breakers' and
+        the budget's state (0.6)."""
+        super().__setstate__(state)
+        self._mulligan = _config(self._mulligan_options)
 
     def send(
         self,
@@ -281,7 +375,7 @@ class Adapter(requests.adapters.HTTPAdapter):
             key = new_key()
             request.headers["Idempotency-Key"] = key
         replayable = _replayable(request)
-        call = cfg.begin(method, request.url or "", key, replayable)
+        call = cfg.begin(method, request.url or "", key, replayable, request.headers)
         return self._run(  # type: ignore[no-any-return]
             call, request, stream, timeout, verify, cert, proxies, replayable
         )
@@ -290,13 +384,14 @@ class Adapter(requests.adapters.HTTPAdapter):
         self, call: RequestCall, request: requests.PreparedRequest, stream: bool, timeout: _Timeout,
         verify: Union[bool, str], cert: Any, proxies: Any, replayable: bool,
     ) -> Any:
+        cfg = call.cfg
         last: Optional[BaseException] = None
         in_flight = 0
         rewind = replayable and request.body is not None and not isinstance(request.body, (bytes, str))
         try:
             while True:
                 if not call.admit():
-                    return call.refused(CircuitOpenError, last)
+                    return _answer(cfg.fallback, call.refused(CircuitOpenError, last), request, self)
                 if call.trace is not None:  # the attempt's trace context
                     call.inject(request.headers)
                 if rewind and call.attempts:
@@ -319,7 +414,7 @@ class Adapter(requests.adapters.HTTPAdapter):
                         raise
                     decision = call.error(kind)
                     if not decision.retry:
-                        return call.gave_up_on_error(decision, exc)
+                        return _answer(cfg.fallback, call.gave_up_on_error(decision, exc), request, self)
                     last = exc
                 else:
                     in_flight = 0
@@ -329,7 +424,8 @@ class Adapter(requests.adapters.HTTPAdapter):
                     if decision is ANSWERED:  # the engine's answer: this response as is
                         return response
                     if not decision.retry:
-                        return call.gave_up_on_status(decision, response, RetriesExhausted)
+                        answer = call.gave_up_on_status(decision, response, RetriesExhausted)
+                        return answer if answer is response else _answer(cfg.fallback, answer, request, self)
                     response.close()
                     last = None
                 call.report(decision)

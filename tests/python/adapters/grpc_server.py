@@ -52,6 +52,8 @@ class Step:
 class Seen:
     method: str
     metadata: dict[str, str] = field(default_factory=dict)
+    # Every (key, value) pair as received, repeated keys kept.
+    pairs: list[tuple[str, str]] = field(default_factory=list)
     # A held call whose RPC ended (the client cancelled it) before its hold
     # was over: grpcio ran the context's callback, and is_active() is false.
     cancelled: bool = False
@@ -90,8 +92,8 @@ class ScriptedServer:
             return [s for s in self.seen if s.method == method]
 
     def _take(self, method: str, context: Any) -> Step:
-        md = {k: v for k, v in context.invocation_metadata() if isinstance(v, str)}
-        seen = Seen(method, md)
+        pairs = [(k, v) for k, v in context.invocation_metadata() if isinstance(v, str)]
+        seen = Seen(method, dict(pairs), pairs)
         with self._lock:
             self.seen.append(seen)
             steps = self._steps[method]

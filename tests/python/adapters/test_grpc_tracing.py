@@ -72,7 +72,11 @@ def check_retried_call(memory: InMemorySpanExporter, server: ScriptedServer, met
     assert (a["rpc.system"], a["rpc.service"], a["rpc.method"]) == ("grpc", "test.Echo", name.split("/")[1])
     assert a["mulligan.retry.attempts"] == 3
     assert a["mulligan.retry.waited_s"] == pytest.approx(0.3)
-    assert root.status.status_code is not StatusCode.ERROR
+    # The gRPC conventions: rpc.grpc.status_code on every span, the call's
+    # too; a client span's status is left unset on OK.
+    assert a["rpc.grpc.status_code"] == 0
+    assert root.status.status_code is StatusCode.UNSET
+    assert [s.status.status_code for s in attempts] == [StatusCode.ERROR, StatusCode.ERROR, StatusCode.UNSET]
     assert [dict(s.attributes or {})["rpc.grpc.status_code"] for s in attempts] == [14, 14, 0]
     assert [dict(s.attributes or {}).get("error.type") for s in attempts] == ["UNAVAILABLE", "UNAVAILABLE", None]
     assert [dict(s.attributes or {}).get("mulligan.retry.delay_s") for s in attempts] == [
@@ -121,6 +125,7 @@ def test_gave_up_call_is_an_error(server: ScriptedServer, clock: Any, exporter: 
     assert len(attempts) == 3
     a = dict(root.attributes or {})
     assert a["error.type"] == "UNAVAILABLE"
+    assert a["rpc.grpc.status_code"] == 14
     assert a["mulligan.retry.attempts"] == 3
     assert a["mulligan.retry.stop_reason"] == "attempts_exhausted"
     assert root.status.status_code is StatusCode.ERROR
@@ -132,3 +137,15 @@ def test_no_spans_and_no_traceparent_when_off(server: ScriptedServer, clock: Any
     assert ch.unary_unary(UNARY)(b"x") == b"ok:x"
     ch.close()
     assert ["traceparent" in s.metadata for s in server.attempts(UNARY)] == [False, False]
+
+
+def test_a_callers_traceparent_in_metadata_is_replaced_not_doubled(
+        server: ScriptedServer, clock: Any, exporter: InMemorySpanExporter) -> None:
+    server.script(UNARY, Step(U))
+    stale = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    ch = grpc.intercept_channel(grpc.insecure_channel(server.target), RetryInterceptor(**OPTIONS))
+    assert ch.unary_unary(UNARY)(b"x", metadata=[("traceparent", stale)]) == b"ok:x"
+    ch.close()
+    _root, attempts = call_and_attempts(exporter)
+    seen = [[v for k, v in s.pairs if k == "traceparent"] for s in server.attempts(UNARY)]
+    assert [[parent_id(tp) for tp in values] for values in seen] == [[s.context.span_id] for s in attempts]

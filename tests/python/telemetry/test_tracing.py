@@ -194,6 +194,21 @@ def test_breaker_refusal_has_no_attempt_span(spans: Spans) -> None:
     assert len(finished) == 1
     a = attrs(finished[0])
     assert (a["mulligan.retry.attempts"], a["mulligan.retry.stop_reason"]) == (0, "circuit_open")
+    # error.type names the class users catch, not its private module.
+    assert a["error.type"] == "mulligan.CircuitOpenError"
+
+
+def test_error_type_names_public_paths() -> None:
+    from mulligan._telemetry.tracing import qualname
+
+    assert qualname(mulligan.CircuitOpenError("x", name="b", key="b", retry_in=1.0)) == "mulligan.CircuitOpenError"
+    assert qualname(KeyError("k")) == "builtins.KeyError"
+    pytest.importorskip("requests")
+    from mulligan.adapters.requests import CircuitOpenError as RequestsOpen
+
+    # a public module's own class keeps its path
+    error = RequestsOpen("x", name="b", key="b", retry_in=1.0)
+    assert qualname(error) == "mulligan.adapters.requests.CircuitOpenError"
 
 
 def test_retrying_block(spans: Spans) -> None:
