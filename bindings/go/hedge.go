@@ -62,6 +62,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"time"
@@ -107,6 +108,25 @@ type hedgeHandle struct {
 	closed bool
 }
 
+// capAttempts keeps a copy count above what a C int holds at the C int's
+// maximum, which the engine treats as 5 like any count above 5 (gRPC A6),
+// instead of letting the conversion wrap it to a small or negative number.
+func capAttempts(n int) int {
+	if n > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return n
+}
+
+// hedgingInt converts a hedging count for the C ABI: a value a C int cannot
+// hold is an *Error naming the field and the value, never a wrapped number.
+func hedgingInt(op, field string, n int) (C.int, error) {
+	if n > math.MaxInt32 || n < math.MinInt32 {
+		return 0, invalid(op, fmt.Sprintf("hedging: %s must fit a C int, got %d", field, n))
+	}
+	return C.int(n), nil
+}
+
 // NewHedgingPolicy validates o and creates a hedging policy. A bad field is
 // an *Error with CodeInvalidArgument naming it ("hedging: max_attempts must
 // be >= 2 (gRPC A6), got 1").
@@ -119,15 +139,27 @@ func NewHedgingPolicy(o HedgingOptions) (*HedgingPolicy, error) {
 	co.struct_size = C.uint32_t(unsafe.Sizeof(co))
 	co.max_attempts, co.hedging_delay_ms = 2, msOf(o.Delay)
 	if o.MaxAttempts != 0 {
-		co.max_attempts = C.int(o.MaxAttempts)
+		n, err := hedgingInt("NewHedgingPolicy", "max_attempts", capAttempts(o.MaxAttempts))
+		if err != nil {
+			return nil, err
+		}
+		co.max_attempts = n
 	}
 	co.delay_quantile = C.double(o.DelayQuantile)
 	co.quantile_window, co.quantile_min_samples = 100, 20
 	if o.QuantileWindow != 0 {
-		co.quantile_window = C.int(o.QuantileWindow)
+		n, err := hedgingInt("NewHedgingPolicy", "quantile_window", o.QuantileWindow)
+		if err != nil {
+			return nil, err
+		}
+		co.quantile_window = n
 	}
 	if o.QuantileMinSamples != 0 {
-		co.quantile_min_samples = C.int(o.QuantileMinSamples)
+		n, err := hedgingInt("NewHedgingPolicy", "quantile_min_samples", o.QuantileMinSamples)
+		if err != nil {
+			return nil, err
+		}
+		co.quantile_min_samples = n
 	}
 	defer lockThread()()
 	var ptr *C.mulligan_hedging_policy

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -338,6 +339,41 @@ func TestHedgeRealClockStartsTheHedgeAfterItsTimer(t *testing.T) {
 	}
 }
 
+// A count above what a C int holds is a count above 5 (A6): 5 copies, where
+// the conversion used to wrap 1<<32+3 to 3 (found by a fresh user); a delay
+// of math.MaxInt64 starts no second copy, where the engine's start time used
+// to overflow into the past and start every copy at once.
+func TestHedgeHugeCountsAndDelays(t *testing.T) {
+	p, _ := fakePolicy(t, mulligan.WithName(unique("go_hedge_huge")))
+	h := hedging(t, mulligan.HedgingOptions{MaxAttempts: 1<<32 + 3})
+	var runs atomic.Int32
+	err := mulligan.Hedge(context.Background(), p, h, func(context.Context, int) error {
+		runs.Add(1)
+		return errBoom
+	})
+	var me *mulligan.Error
+	if !errors.As(err, &me) || me.Attempts != 5 || runs.Load() != 5 {
+		t.Fatalf("got %v after %d copies, want 5", err, runs.Load())
+	}
+	p2, _ := fakePolicy(t, mulligan.WithName(unique("go_hedge_never")))
+	never := hedging(t, mulligan.HedgingOptions{MaxAttempts: 3, Delay: math.MaxInt64})
+	if err := mulligan.Hedge(context.Background(), p2, never, func(context.Context, int) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if m := metricsOf(t, "go_hedge_never"); m.Attempts != 1 || m.Hedges != 0 || m.Successes != 1 {
+		t.Fatalf("metrics %+v, want 1 attempt and no hedge", m)
+	}
+	c, err := mulligan.NewHTTPClient(mulligan.HTTPHedge(1<<32+3, time.Millisecond))
+	if err != nil {
+		t.Fatalf("HTTPHedge(1<<32+3): %v, want the cap of 5", err)
+	}
+	_ = c.Close()
+	_, err = mulligan.NewHTTPClient(mulligan.HTTPHedgeQuantile(0.95, 1<<33, 20))
+	if !errors.Is(err, mulligan.ErrInvalidArgument) || !strings.Contains(err.Error(), "quantile_window must fit a C int, got 8589934592") {
+		t.Fatalf("HTTPHedgeQuantile(window 1<<33) = %v", err)
+	}
+}
+
 func TestHedgingOptionsAreValidated(t *testing.T) {
 	for _, c := range []struct {
 		o    mulligan.HedgingOptions
@@ -347,6 +383,9 @@ func TestHedgingOptionsAreValidated(t *testing.T) {
 		{mulligan.HedgingOptions{Delay: -time.Millisecond}, "hedging: Delay must be >= 0, got -1ms"},
 		{mulligan.HedgingOptions{DelayQuantile: 1.5}, "hedging: delay_quantile must be in (0, 1], got 1.5"},
 		{mulligan.HedgingOptions{QuantileWindow: 10}, "quantile_min_samples must be in [1, quantile_window = 10], got 20"},
+		// Counts a C int cannot hold are refused with their value, never wrapped.
+		{mulligan.HedgingOptions{QuantileWindow: 1 << 32}, "hedging: quantile_window must fit a C int, got 4294967296"},
+		{mulligan.HedgingOptions{MaxAttempts: -1 << 40}, "hedging: max_attempts must fit a C int, got -1099511627776"},
 	} {
 		_, err := mulligan.NewHedgingPolicy(c.o)
 		var me *mulligan.Error

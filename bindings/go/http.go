@@ -90,8 +90,12 @@ func HTTPNoRetryBudget() HTTPOption {
 // the copies started. (Since 0.6; mulligan_http_options_set_hedging.)
 func HTTPHedge(maxAttempts int, delay time.Duration) HTTPOption {
 	return func(c *httpConfig) error {
+		n, err := hedgingInt("NewHTTPClient", "max_attempts", capAttempts(maxAttempts))
+		if err != nil {
+			return err
+		}
 		return cerr("NewHTTPClient: hedging",
-			C.mulligan_http_options_set_hedging(c.o, C.int(maxAttempts), C.int64_t(delay.Milliseconds())))
+			C.mulligan_http_options_set_hedging(c.o, n, C.int64_t(delay.Milliseconds())))
 	}
 }
 
@@ -102,8 +106,15 @@ func HTTPHedge(maxAttempts int, delay time.Duration) HTTPOption {
 // mulligan_http_options_set_hedging_quantile.)
 func HTTPHedgeQuantile(q float64, window, minSamples int) HTTPOption {
 	return func(c *httpConfig) error {
-		return cerr("NewHTTPClient: hedging",
-			C.mulligan_http_options_set_hedging_quantile(c.o, C.double(q), C.int(window), C.int(minSamples)))
+		w, err := hedgingInt("NewHTTPClient", "quantile_window", window)
+		if err != nil {
+			return err
+		}
+		m, err := hedgingInt("NewHTTPClient", "quantile_min_samples", minSamples)
+		if err != nil {
+			return err
+		}
+		return cerr("NewHTTPClient: hedging", C.mulligan_http_options_set_hedging_quantile(c.o, C.double(q), w, m))
 	}
 }
 

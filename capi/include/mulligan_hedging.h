@@ -99,7 +99,9 @@ typedef struct mulligan_hedging_options {
    *  1"); values above 5 are treated as 5. Default 2. */
   int max_attempts;
   /** The wait from one copy's start before the next copy may start (A6
-   *  hedgingDelay), ms: finite and >= 0; 0 starts every copy at once. Also
+   *  hedgingDelay), ms: finite and >= 0; 0 starts every copy at once; a
+   *  delay past the clock's range (about 9.2e12 ms) saturates: no copy
+   *  waits that long, so none after the first starts. Also
    *  the delay while delay_quantile has too few samples. Default 0. */
   double hedging_delay_ms;
   /** 0 (the default): the fixed hedging_delay_ms. Else in (0, 1] (e.g.

@@ -491,7 +491,8 @@ MULLIGAN_API int mulligan_http_options_disable_retry_budget(mulligan_http_option
 /**
  * Turns hedging on with at most max_attempts copies per request (>= 2; above
  * 5 is 5, as gRPC A6 says) and a fixed delay of delay_ms (>= 0; 0 starts every
- * copy at once) between the starts of two copies. Keeps a quantile set by
+ * copy at once; a delay longer than the clock's range, up to INT64_MAX, never
+ * starts a second copy) between the starts of two copies. Keeps a quantile set by
  * mulligan_http_options_set_hedging_quantile().
  * @return MULLIGAN_OK or MULLIGAN_E_INVALID_ARGUMENT (unchanged then).
  * @since 0.6

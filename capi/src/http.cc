@@ -22,6 +22,7 @@
 
 #include "capi_internal.h"
 #include "internal/ascii.h"
+#include "internal/saturating.h"
 #include "mulligan/breaker/registry.h"
 #include "mulligan/http/client.h"
 #include "mulligan/http/client_config.h"
@@ -377,7 +378,9 @@ int mulligan_http_options_set_hedging(mulligan_http_options* opts, int max_attem
     return SetError(MULLIGAN_E_INVALID_ARGUMENT, "hedging: delay_ms must be >= 0, got %lld",
                     static_cast<long long>(delay_ms));
   }
-  hedging.hedging_delay = std::chrono::milliseconds(delay_ms);
+  // Saturating: a delay past the clock's range (INT64_MAX ms) is Duration::max,
+  // which starts no extra copy, where std::chrono would overflow.
+  hedging.hedging_delay = mulligan::internal::DurationFromMillis(static_cast<double>(delay_ms));
   return SetHedging(opts, hedging);
   MULLIGAN_CAPI_END
 }

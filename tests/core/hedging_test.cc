@@ -144,6 +144,24 @@ TEST(HedgingTest, ZeroDelayStartsEveryCopyAtOnce) {
   EXPECT_EQ(f.Metrics().hedges, 2u);
 }
 
+TEST(HedgingTest, DelayBeyondTheClockNeverStartsASecondCopy) {
+  // Duration::max (a C delay of 1e300 ms, a Go delay of math.MaxInt64)
+  // saturates next_start at TimePoint::max instead of wrapping it into the
+  // past, which started every copy at once (found by a fresh user).
+  Fixture f;
+  f.clock.Advance(seconds(3600));  // a `now` far from the clock's epoch
+  const TimePoint now = f.clock.Now();
+  auto hedging = Hedging(3, Duration::max());
+  HedgedCall call = hedging->Begin(*f.pipeline, now);
+  ASSERT_TRUE(call.Admit(now).start());
+  HedgeAdmission a = call.Admit(now + seconds(86400));
+  ASSERT_TRUE(a.wait());
+  EXPECT_EQ(a.next_start, TimePoint::max());
+  EXPECT_EQ(call.Record(1, Outcome::Success(), now + milliseconds(5)).winner, 1);
+  EXPECT_EQ(f.Metrics().hedges, 0u);
+  EXPECT_EQ(f.Metrics().attempts, 1u);
+}
+
 TEST(HedgingTest, NonFatalFailureStartsTheNextCopyAtOnce) {
   Fixture f;
   auto hedging = Hedging(3, seconds(1));

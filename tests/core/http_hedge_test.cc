@@ -192,6 +192,26 @@ TEST_F(HttpClientTest, RetryableFailureStartsTheNextCopyAtOnce) {
   EXPECT_EQ(r->attempts, 2);
 }
 
+// No copy answers (nothing listens on the port): the error names the 3
+// copies sent, not the last copy's one attempt (found by a fresh user).
+TEST_F(HttpClientTest, FailedHedgedRequestNamesItsCopies) {
+  HttpClientOptions options;
+  options.retry = FastRetry(3);
+  options.hedging = Hedge(3, milliseconds(20));
+  auto client = HttpClient::Create(options).value();
+  HttpRequest request;
+  request.method = "GET";
+  request.url = "http://127.0.0.1:" + std::to_string(ClosedPort()) + "/x";
+  HttpCallInfo info;
+  Result<HttpResponse> r = client->Send(request, &info);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(info.attempts, 3);
+  EXPECT_NE(r.status().message().find("connection refused after 3 attempts (hedged copies) ("),
+            std::string::npos)
+      << r.status().ToString();
+  EXPECT_EQ(r.status().message().find("after 1 attempt"), std::string::npos);
+}
+
 // An open breaker stops new copies from being sent: the first copy's 503
 // opens it (one failure) and lets the hedge start at once, which the breaker
 // refuses (nothing sent); the 503 is the result.

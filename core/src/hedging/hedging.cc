@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "internal/saturating.h"
 #include "mulligan/breaker/registry.h"
 #include "mulligan/budget/budget.h"
 #include "mulligan/pipeline/pipeline.h"
@@ -255,7 +256,7 @@ HedgeAdmission HedgedCall::Admit(TimePoint now) {
   }
   ++started_;
   if (started_ > 1 && metrics_ != nullptr) metrics_->HedgeStarted();
-  next_start_ = now + hedging_->CurrentDelay();
+  next_start_ = internal::SaturatingAdd(now, hedging_->CurrentDelay());
   admission.action = HedgeAdmission::Action::kStart;
   admission.copy = started_;
   admission.timeout = TimeoutAt(now);
@@ -341,9 +342,9 @@ HedgeDecision HedgedCall::Record(int copy, const Outcome& outcome, TimePoint now
     if (outcome.retry_after.has_value() && retry.respect_retry_after) {
       const Duration pushback = std::max(*outcome.retry_after, Duration::zero());
       if (pushback <= retry.retry_after_max) {
-        next_start_ = now + pushback;
+        next_start_ = internal::SaturatingAdd(now, pushback);
       } else if (retry.retry_after_overflow == RetryAfterOverflow::kClamp) {
-        next_start_ = now + retry.retry_after_max;
+        next_start_ = internal::SaturatingAdd(now, retry.retry_after_max);
       } else if (!no_more_.has_value()) {
         no_more_ = StopReason::kRetryAfterTooLong;
       }

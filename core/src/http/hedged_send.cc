@@ -352,6 +352,25 @@ StopReason FinalReason(StopReason hedge, StopReason copy) {
   return copy == StopReason::kTerminal || hedge == StopReason::kNone ? copy : hedge;
 }
 
+// The error of a hedged request no copy answered: the last copy's own error,
+// which names one attempt (each copy is one attempt of its own exchange),
+// made to name the copies sent ("... after 3 attempts (hedged copies) (...)").
+Status CopiesError(const Status& copy_error, int copies) {
+  if (copies <= 1) return copy_error;
+  const std::string one = " after 1 attempt";
+  const std::string many = " after " + std::to_string(copies) + " attempts (hedged copies)";
+  std::string message = copy_error.message();
+  const size_t at = message.find(one);
+  const bool exact = at != std::string::npos &&
+                     (at + one.size() == message.size() || message[at + one.size()] != 's');
+  if (exact) {
+    message.replace(at, one.size(), many);
+  } else {
+    message += " (" + std::to_string(copies) + " hedged copies)";
+  }
+  return Status(copy_error.code(), message);
+}
+
 Result<HttpResponse> HedgedSender::Finish(const HedgedCall& call, HttpCallInfo* info) {
   const Duration elapsed = clock_.Now() - start_;
   const int copies = call.started();
@@ -367,7 +386,8 @@ Result<HttpResponse> HedgedSender::Finish(const HedgedCall& call, HttpCallInfo* 
                                              std::to_string(copies) + " hedged copies");
   }
   if (!last_response_) {
-    return last_error_.ok() ? InternalError("a hedged request ended without a copy") : last_error_;
+    return last_error_.ok() ? InternalError("a hedged request ended without a copy")
+                            : CopiesError(last_error_, copies);
   }
   HttpResponse response = std::move(*last_response_);
   response.attempts = copies;
