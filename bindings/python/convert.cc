@@ -1,6 +1,7 @@
 // bindings/python/convert.cc — units and the one Status -> exception helper.
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "bindings.h"
@@ -49,8 +50,10 @@ Duration SecondsToDuration(double seconds, const char* field) {
     ThrowInvalid(std::string(field) + " must be a number of seconds, got nan");
   }
   if (std::isinf(seconds) || std::fabs(seconds) > kMaxSeconds) {
+    char shown[32];  // %g: 1e+300, not std::to_string's 301 digits
+    std::snprintf(shown, sizeof shown, "%g", seconds);
     ThrowInvalid(std::string(field) + " must be a finite number of seconds below 9.2e9, got " +
-                 std::to_string(seconds));
+                 shown);
   }
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
 }

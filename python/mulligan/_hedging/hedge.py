@@ -20,9 +20,11 @@ import inspect
 from typing import Any, Callable, Coroutine, Optional, TypeVar, Union
 
 from .. import _core, _validate
+from .._breaker.breaker import CircuitBreaker
 from .._errors import _circuit_open
 from .._http.headers import new_idempotency_key
 from .._telemetry import metrics as _metrics
+from .policy import make_policy
 
 __all__ = ["hedge"]
 
@@ -52,19 +54,18 @@ class _Hedged:
         self.key_arg: Optional[str] = _validate.name_or_none(_OWNER, "key_arg", o["key_arg"])
         self.signature = inspect.signature(fn)
         self.takes_key = self.key_arg is not None and self.key_arg in self.signature.parameters
-        quantile = o["quantile"]
-        if quantile is not None:
-            quantile = _validate.number(_OWNER, "quantile", quantile)
-        self.hedging = _core.HedgingPolicy(
-            max_attempts=_validate.integer(_OWNER, "max_attempts", o["max_attempts"], 2, 2**31 - 1),
-            delay=_validate.seconds(_OWNER, "delay", o["delay"]),
-            quantile=quantile,
-            quantile_window=_validate.integer(_OWNER, "quantile_window", o["quantile_window"], 1, 100000),
-            quantile_min_samples=_validate.integer(
-                _OWNER, "quantile_min_samples", o["quantile_min_samples"], 1, 100000
-            ),
+        self.hedging = make_policy(
+            _OWNER, lambda field: field, max_attempts=o["max_attempts"], delay=o["delay"],
+            quantile=o["quantile"], quantile_window=o["quantile_window"],
+            quantile_min_samples=o["quantile_min_samples"],
         )
+        from .._budget import RetryBudget  # at use, as _retry/options.py does
+
         breaker, budget = o["breaker"], o["budget"]
+        if breaker is not None and not isinstance(breaker, CircuitBreaker):
+            raise TypeError(f"{_OWNER}: breaker must be a mulligan.CircuitBreaker, got {breaker!r}")
+        if budget is not None and not isinstance(budget, RetryBudget):
+            raise TypeError(f"{_OWNER}: budget must be a mulligan.RetryBudget, got {budget!r}")
         # The pipeline's retry policy only bounds the call (deadline); this
         # driver classifies exceptions itself (``on=``).
         policy = _core.RetryPolicy(attempts=1, deadline=o["deadline"])

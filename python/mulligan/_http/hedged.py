@@ -38,6 +38,7 @@ from typing import Any, Optional
 
 from .. import _core, _validate
 from .._errors import CircuitOpenError, TransportError
+from .._hedging.policy import make_policy
 from .._retry.options import _never_retried
 from .._retry.state import STATE
 from .._telemetry import metrics as _metrics
@@ -65,7 +66,7 @@ def hedging_policy(owner: str, hedge: Any) -> Optional[_core.HedgingPolicy]:
     if hedge is None or hedge is False:
         return None
     if isinstance(hedge, (int, float, datetime.timedelta)) and not isinstance(hedge, bool):
-        return _core.HedgingPolicy(delay=_validate.seconds(owner, "hedge", hedge))
+        return make_policy(owner, lambda field: "hedge", delay=hedge)
     if not isinstance(hedge, Mapping):
         raise TypeError(
             f"{owner}: hedge must be None, a delay in seconds or a mapping of hedging options, got {hedge!r}"
@@ -73,30 +74,18 @@ def hedging_policy(owner: str, hedge: Any) -> Optional[_core.HedgingPolicy]:
     unknown = sorted(set(hedge) - _HEDGE_FIELDS)
     if unknown:
         raise ValueError(f"{owner}: unknown hedge options: {unknown}")
-    quantile = hedge.get("quantile")
-    if quantile is not None:
-        quantile = _validate.number(owner, 'hedge["quantile"]', quantile)
-        if not 0.0 < quantile <= 1.0:  # the core's rule, in the user's words
-            raise ValueError(f'{owner}: hedge["quantile"] must be in (0, 1], got {quantile!r}')
-    # Each field is checked here, naming it as the user wrote it; what the
-    # core refuses beyond that gets the owner in front of its message.
-    max_attempts = _validate.integer(
-        owner, 'hedge["max_attempts"]', hedge.get("max_attempts", 2), 2, _validate.INT_MAX
-    )
-    delay = _validate.seconds(owner, 'hedge["delay"]', hedge.get("delay", 0.0))
-    window = _validate.integer(
-        owner, 'hedge["quantile_window"]', hedge.get("quantile_window", 100), 1, 100000
-    )
-    min_samples = _validate.integer(
-        owner, 'hedge["quantile_min_samples"]', hedge.get("quantile_min_samples", 20), 1, 100000
-    )
-    try:
-        return _core.HedgingPolicy(
-            max_attempts=max_attempts, delay=delay, quantile=quantile,
-            quantile_window=window, quantile_min_samples=min_samples,
-        )
-    except ValueError as e:
-        raise ValueError(f"{owner}: {e}") from None
+    return make_policy(owner, lambda field: f'hedge["{field}"]', **hedge)
+
+
+def copies_text(message: str, copies: int) -> str:
+    """A copy's error text made to name the copies sent: its "after 1
+    attempt" becomes "after N attempts (hedged copies)" (appended when the
+    text has no such phrase)."""
+    one = " after 1 attempt"
+    at = message.find(one)
+    if at >= 0 and not message.startswith("s", at + len(one)):
+        return f"{message[:at]} after {copies} attempts (hedged copies){message[at + len(one):]}"
+    return f"{message} ({copies} hedged copies)"
 
 
 def replay_safe(method: str, pairs: list[tuple[str, bytes]], key: Optional[str]) -> bool:
@@ -280,11 +269,13 @@ async def run_hedged(
     if last is None:
         assert last_exc is not None
         if isinstance(last_exc, TransportError) and call.started > 1:
-            # The last copy's error, made by its one-attempt call: the count is
-            # the copies the hedged request sent.
+            # The last copy's error, made by its one-attempt call: the count
+            # and the text name the copies the hedged request sent, as the
+            # C++ client's do (hedged_send.cc, CopiesError).
             last_exc.attempts = call.started
-            last_exc.add_note(f"mulligan: {call.started} hedged copies were sent; "
-                              "this is the last one's error")
+            text = copies_text(last_exc.message, call.started)
+            last_exc.message = text
+            last_exc.args = (text, *last_exc.args[1:])
         raise last_exc
     stop = last[6] if winner else _final_reason(call.stop_reason, last[6])
     raw = (last[0], last[1], call.started, now() - start, last[4], last[5], stop, *last[7:])

@@ -188,11 +188,14 @@ def test_cancelling_the_caller_cancels_every_copy() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"max_attempts": 1}, "max_attempts"),
-        ({"delay": -1.0}, "delay"),
-        ({"quantile": 1.5}, "delay_quantile must be in \\(0, 1\\]"),
-        ({"quantile_window": 0}, "quantile_window"),
-        ({"quantile_window": 10, "quantile_min_samples": 11}, "quantile_min_samples"),
+        ({"max_attempts": 1}, "^mulligan.hedge: max_attempts must be >= 2, got 1$"),
+        ({"delay": -1.0}, "^mulligan.hedge: delay must be >= 0 seconds"),
+        # The user's names and the owner, not the engine's (found by a fresh user).
+        ({"quantile": 1.5}, "^mulligan.hedge: quantile must be in \\(0, 1\\], got 1.5$"),
+        ({"quantile": 0}, "^mulligan.hedge: quantile must be in \\(0, 1\\], got 0$"),
+        ({"delay": 1e300}, "^mulligan.hedge: delay must be a finite number of seconds below 9.2e9, got 1e\\+300$"),
+        ({"quantile_window": 0}, "^mulligan.hedge: quantile_window must be >= 1"),
+        ({"quantile_window": 10, "quantile_min_samples": 11}, "^mulligan.hedge: .*quantile_min_samples"),
     ],
 )
 def test_bad_options_are_refused_naming_the_field(options: dict[str, Any], message: str) -> None:
@@ -202,6 +205,27 @@ def test_bad_options_are_refused_naming_the_field(options: dict[str, Any], messa
         mulligan.hedge(**options)(f)
 
 
-def test_sync_functions_are_refused() -> None:
-    with pytest.raises(TypeError, match="not a coroutine function"):
-        mulligan.hedge()(lambda: None)  # type: ignore[arg-type]
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"budget": 3}, "^mulligan.hedge: budget must be a mulligan.RetryBudget, got 3$"),
+        ({"breaker": "x"}, "^mulligan.hedge: breaker must be a mulligan.CircuitBreaker, got 'x'$"),
+        ({"max_attempts": 2.5}, "^mulligan.hedge: max_attempts must be an int, got 2.5$"),
+    ],
+)
+def test_wrong_types_are_a_type_error(options: dict[str, Any], message: str) -> None:
+    # They raised AttributeError ('int' object has no attribute '_core').
+    async def f() -> None: ...
+
+    with pytest.raises(TypeError, match=message):
+        mulligan.hedge(**options)(f)
+
+
+@pytest.mark.parametrize("copies", [7, 10**20])
+def test_any_count_above_five_is_five(copies: int) -> None:
+    # gRPC A6: above 5 is 5, however large (10**20 was refused as > INT_MAX).
+    svc = Service([(1.0, "slow")] * 4 + [(0.5, "fifth")] + [(0.0, "sixth")])
+    fn = mulligan.hedge(max_attempts=copies, delay=0.1, report_metrics=False)(svc.__call__)
+    assert run(fn()) == "fifth"
+    assert svc.starts == [0.0, 0.1, 0.2, 0.3, 0.4]
+    assert sorted(svc.cancelled) == [1, 2, 3, 4]
