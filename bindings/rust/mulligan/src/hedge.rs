@@ -63,7 +63,7 @@ impl Default for HedgingOptions {
     }
 }
 
-fn c_int(n: u32) -> core::ffi::c_int {
+pub(crate) fn c_int(n: u32) -> core::ffi::c_int {
     n.min(i32::MAX as u32) as core::ffi::c_int
 }
 

@@ -6,6 +6,7 @@
 //! client's real sleeps (this client blocks: call it from a blocking thread
 //! in async code). A policy's breaker and clock do not apply here.
 use super::*;
+use crate::hedge::c_int;
 
 /// An HTTP client (`mulligan_http_client`). `Send + Sync`: the header says
 /// requests may be made from many threads at once on one client.
@@ -73,6 +74,50 @@ impl Client {
         let mut out = ptr::null_mut();
         // SAFETY: valid policy, copied.
         check(unsafe { sys::mulligan_http_client_create(&mut out, policy.retry_policy.as_ptr()) })?;
+        Ok(Client { raw: NonNull::new(out).unwrap() })
+    }
+
+    /// A client that hedges its replay-safe requests (GET, HEAD, OPTIONS,
+    /// TRACE, PUT, DELETE, or any with an idempotency key: the same key on
+    /// every copy; a POST without one is sent once), per `hedging` (copy
+    /// k+1 starts `delay` after copy k, or at once after a retryable
+    /// failure; with `delay_quantile` the delay is that quantile of recent
+    /// winners' latencies): the copies run on one libcurl multi handle in the
+    /// calling thread, the first response the client accepts wins and the
+    /// other transfers are aborted (counted cancelled). Hedging replaces
+    /// retrying for the requests it covers (gRPC A6): `max_attempts` counts
+    /// copies. A bad field is [`Code::InvalidArgument`] naming it
+    /// (`mulligan_http_options_set_hedging`, `_set_hedging_quantile`).
+    /// (Added in 0.6.)
+    pub fn hedged(policy: &Policy, hedging: &HedgingOptions) -> Result<Client, Error> {
+        let mut opts = ptr::null_mut();
+        // SAFETY: valid out pointer.
+        check(unsafe { sys::mulligan_http_options_create(&mut opts) })?;
+        struct Options(*mut sys::mulligan_http_options);
+        impl Drop for Options {
+            fn drop(&mut self) {
+                // SAFETY: created above; copied by create_v2.
+                unsafe { sys::mulligan_http_options_destroy(self.0) }
+            }
+        }
+        let opts = Options(opts);
+        let delay_ms = i64::try_from(hedging.delay.as_millis()).unwrap_or(i64::MAX);
+        // SAFETY: valid options handle.
+        check(unsafe { sys::mulligan_http_options_set_hedging(opts.0, c_int(hedging.max_attempts), delay_ms) })?;
+        if hedging.delay_quantile != 0.0 {
+            // SAFETY: valid options handle.
+            check(unsafe {
+                sys::mulligan_http_options_set_hedging_quantile(
+                    opts.0,
+                    hedging.delay_quantile,
+                    c_int(hedging.quantile_window),
+                    c_int(hedging.quantile_min_samples),
+                )
+            })?;
+        }
+        let mut out = ptr::null_mut();
+        // SAFETY: valid policy and options, both copied.
+        check(unsafe { sys::mulligan_http_client_create_v2(&mut out, policy.retry_policy.as_ptr(), opts.0) })?;
         Ok(Client { raw: NonNull::new(out).unwrap() })
     }
 

@@ -1,7 +1,7 @@
 //! The libcurl client against a real nginx (tests/nginx, the config the C
 //! and Python suites use), started on a free loopback port; skipped when
 //! nginx or python3 is missing. And a connection refused, which needs none.
-use mulligan::{http::Client, Backoff, Code, Jitter, Policy, StopReason};
+use mulligan::{http::Client, Backoff, Code, HedgingOptions, Jitter, Policy, StopReason};
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -88,6 +88,20 @@ fn http_against_nginx() {
         .request("POST", &format!("{}/down", server.base), &[("X-Test", "1")], b"x", Some("key-1"))
         .unwrap();
     assert_eq!(keyed.attempts(), 3);
+
+    // Hedged (0.6): nginx's /hedge answers this id's first request after
+    // 1 s and the next at once, so the copy sent 50 ms later wins.
+    let hedging = HedgingOptions { max_attempts: 3, delay: Duration::from_millis(50), ..Default::default() };
+    let hedged = Client::hedged(&quick_policy(), &hedging).unwrap();
+    let id = format!("rust{}", std::process::id());
+    let won = hedged.get(&format!("{}/hedge?id={id}&slow=0&ms=1000", server.base)).unwrap();
+    assert_eq!(won.status(), 200);
+    assert_eq!(won.body(), format!("hedge 1 of {id}\n").as_bytes());
+    assert_eq!(won.attempts(), 2);
+    let bad = Client::hedged(&quick_policy(), &HedgingOptions { max_attempts: 1, ..Default::default() });
+    let e = bad.expect_err("max_attempts 1 is refused");
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(e.message().contains("max_attempts"), "{}", e.message());
 }
 
 #[test]
