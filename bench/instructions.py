@@ -128,6 +128,9 @@ PATHS: Sequence[Path] = (
          "retryable status)", 100, gated=False, default=False),
     Path("py_http_httpx_mulligan", "httpx.Client GET of nginx's /ok through "
          "mulligan.adapters.httpx.Transport(attempts=3)", 100, gated=False, default=False),
+    Path("cxx_bare_call_reference", "C++ bare call of the success cases' operation, no "
+         "RetryCall (bench/core_retry_bench.cc, case bare; the floor; reference, not gated)",
+         100_000, program="core_retry_bench", case="bare", gated=False),
     Path("cxx_retry_success", "C++ RetryCall(RetryPolicy::Default(), ok) success, no metrics "
          "(bench/core_retry_bench.cc, case success)", 100_000,
          program="core_retry_bench", case="success"),
