@@ -248,6 +248,22 @@ Attempted<R> RunOnce(F& fn, int attempt) {
   return a;
 }
 
+// Runs the first attempt of `fn` and returns its value; when it throws,
+// sets `thrown` and returns a placeholder error that nothing reads.
+template <typename R, typename F>
+R InvokeCatching(F& fn, std::exception_ptr& thrown) {
+  try {
+    if constexpr (std::is_invocable_v<F&, int>) {
+      return fn(1);
+    } else {
+      return fn();
+    }
+  } catch (...) {
+    thrown = std::current_exception();
+    return R(Status(StatusCode::kInternal, std::string()));
+  }
+}
+
 // The outcome the pipeline is told: an accepted exception is a retryable
 // failure; a Status is a success, or a failure judged by retry_on_status
 // (IsRetryableStatus by default) with delay_hint's hint.
@@ -434,6 +450,38 @@ R RunPipeline(const RetryPolicy& policy, F& fn, const RetryCallOptions& options,
   }
 }
 
+// The fast path (see RetryLoop): runs the first attempt before any engine
+// call; every return returns `returned`, which is built in place (NRVO), so
+// a success moves no value.
+template <typename R, typename F, typename Fallback>
+R FirstAttemptFirst(const RetryPolicy& policy, F& fn, const RetryCallOptions& options,
+                    Fallback* fallback) {
+  Clock* clock = nullptr;
+  TimePoint start;
+  if (NeedsStartTime(policy, options)) {
+    clock = &ClockOf(options);
+    start = clock->Now();
+  }
+  std::exception_ptr thrown;
+  R returned = InvokeCatching<R>(fn, thrown);
+  if (!thrown && StatusOf(returned).ok()) {
+    ReportFirstAttemptSuccess(options, clock, start);
+    return returned;
+  }
+  TimePoint ended;
+  if (clock != nullptr) {
+    ended = clock->Now();
+  } else {
+    clock = &ClockOf(options);
+    start = ended = clock->Now();
+  }
+  Attempted<R> first;
+  first.thrown = std::move(thrown);
+  if (!first.thrown) first.returned.emplace(std::move(returned));
+  returned = RunPipeline<R>(policy, fn, options, fallback, *clock, start, &first, ended);
+  return returned;
+}
+
 // Both RetryCall overloads. The first-attempt fast path (0.6), when
 // FirstAttemptRunsFirst: the operation runs before any engine call, and a
 // success is counted (ReportFirstAttemptSuccess) and returned without a
@@ -449,30 +497,21 @@ auto RetryLoop(const RetryPolicy& policy, F& fn, const RetryCallOptions& options
   using R = std::decay_t<typename Return::type>;
   static_assert(std::is_same_v<R, Status> || IsResult<R>::value,
                 "RetryCall: fn must return mulligan::Status or mulligan::Result<T>");
-  if (!FirstAttemptRunsFirst(options)) {
+  // The fast path assigns the pipeline's answer to its first attempt's
+  // value, so it needs an assignable R (every Status and Result<T> of an
+  // assignable T); any other R takes the pipeline from the start.
+  if constexpr (!std::is_move_assignable_v<R>) {
     Clock& clock = ClockOf(options);
     return RunPipeline<R>(policy, fn, options, fallback, clock, clock.Now(), nullptr,
                           TimePoint());
-  }
-  Clock* clock = nullptr;
-  TimePoint start;
-  if (NeedsStartTime(policy, options)) {
-    clock = &ClockOf(options);
-    start = clock->Now();
-  }
-  Attempted<R> first = RunOnce<R>(fn, 1);
-  if (!first.thrown && StatusOf(*first.returned).ok()) {
-    ReportFirstAttemptSuccess(options, clock, start);
-    return std::move(*first.returned);
-  }
-  TimePoint ended;
-  if (clock != nullptr) {
-    ended = clock->Now();
   } else {
-    clock = &ClockOf(options);
-    start = ended = clock->Now();
+    if (!FirstAttemptRunsFirst(options)) {
+      Clock& clock = ClockOf(options);
+      return RunPipeline<R>(policy, fn, options, fallback, clock, clock.Now(), nullptr,
+                            TimePoint());
+    }
+    return FirstAttemptFirst<R>(policy, fn, options, fallback);
   }
-  return RunPipeline<R>(policy, fn, options, fallback, *clock, start, &first, ended);
 }
 
 }  // namespace internal
