@@ -137,6 +137,10 @@ PATHS: Sequence[Path] = (
     Path("cxx_retry_success_metrics", "C++ RetryCall(RetryPolicy::Default(), ok) success, "
          "metrics on (bench/core_retry_bench.cc, case success_metrics)", 100_000,
          program="core_retry_bench", case="success_metrics"),
+    Path("cxx_retry_two_failures_metrics", "C++ RetryCall(zero-wait policy) two transport "
+         "errors, then success, metrics on (bench/core_retry_bench.cc, case "
+         "two_failures_metrics)", 10_000, program="core_retry_bench",
+         case="two_failures_metrics"),
     Path("cxx_breaker_acquire_record", "C++ CircuitBreaker Acquire + Record(success), closed, "
          "no window (bench/core_breaker_bench.cc, case acquire_record)", 100_000,
          program="core_breaker_bench", case="acquire_record"),
