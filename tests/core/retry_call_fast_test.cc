@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace mulligan {
@@ -301,6 +302,41 @@ TEST(RetryCallFastTest, AFastSuccessEarnsForATokenBucketBudget) {
     ASSERT_TRUE(RetryCall(policy, [] { return OkStatus(); }, options).ok());
   }
   EXPECT_DOUBLE_EQ(budget->Tokens(clock.Now()), 9.0);
+}
+
+// A value that cannot be assigned: RetryCall takes the full path (the fast
+// path assigns the pipeline's answer to the first attempt's value).
+struct Fixed {
+  const int value;
+};
+
+TEST(RetryCallFastTest, AResultOfAnUnassignableTypeTakesTheFullPath) {
+  static_assert(!std::is_move_assignable_v<Result<Fixed>>);
+  MetricsRegistry registry;
+  RetryPolicy policy = NoJitterPolicy(3);
+  CountingClock clock;
+  RetryCallOptions options;
+  options.clock = &clock;
+  options.metrics = registry.Get("fixed");
+  int calls = 0;
+  Result<Fixed> result = RetryCall(
+      policy,
+      [&]() -> Result<Fixed> {
+        if (++calls < 2) return TransportError("reset");
+        return Fixed{3};
+      },
+      options);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->value, 3);
+  EXPECT_EQ(calls, 2);
+  Result<Fixed> at_once = RetryCall(policy, []() -> Result<Fixed> { return Fixed{4}; }, options);
+  ASSERT_TRUE(at_once.ok());
+  EXPECT_EQ(at_once->value, 4);
+  MetricsSnapshot s = options.metrics->Snapshot();
+  EXPECT_EQ(s.calls, 2u);
+  EXPECT_EQ(s.attempts, 3u);
+  EXPECT_EQ(s.successes, 2u);
+  EXPECT_EQ(s.call_duration_seconds.count, 2u);  // both timed: the full path reads the clock
 }
 
 }  // namespace
