@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
 #include <atomic>
 #include <stdexcept>
 #include <string>
@@ -123,6 +125,14 @@ TEST(RetryCallFastTest, TwoThreadsOfFastSuccessesAreCountedExactly) {
   EXPECT_NE(text.find("mulligan_attempts_total{name=\"fast-threads\"} 40000\n"),
             std::string::npos)
       << text;
+  boost::json::value doc = boost::json::parse(registry.ToJson());
+  const boost::json::object& entry = doc.at("metrics").as_array().at(0).as_object();
+  EXPECT_EQ(entry.at("name").as_string(), "fast-threads");
+  EXPECT_EQ(entry.at("calls").to_number<int64_t>(), 40000);
+  EXPECT_EQ(entry.at("attempts").to_number<int64_t>(), 40000);
+  EXPECT_EQ(entry.at("successes").to_number<int64_t>(), 40000);
+  EXPECT_EQ(doc.at("totals").at("calls").to_number<int64_t>(), 40000);
+  EXPECT_EQ(doc.at("totals").at("successes").to_number<int64_t>(), 40000);
 }
 
 TEST(RetryCallFastTest, FastAndPipelineCallsAddUp) {
