@@ -271,7 +271,7 @@ TEST(RetryCallFastTest, AnExceptionOnTheFirstAttemptIsCountedAsToday) {
   RetryCallOptions options;
   options.clock = &clock;
   options.metrics = registry.Get("threw");
-  EXPECT_THROW(RetryCall(
+  EXPECT_THROW((void)RetryCall(
                    policy, []() -> Status { throw std::runtime_error("boom"); }, options),
                std::runtime_error);
   int calls = 0;
