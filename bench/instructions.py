@@ -128,12 +128,19 @@ PATHS: Sequence[Path] = (
          "retryable status)", 100, gated=False, default=False),
     Path("py_http_httpx_mulligan", "httpx.Client GET of nginx's /ok through "
          "mulligan.adapters.httpx.Transport(attempts=3)", 100, gated=False, default=False),
+    Path("cxx_bare_call_reference", "C++ bare call of the success cases' operation, no "
+         "RetryCall (bench/core_retry_bench.cc, case bare; the floor; reference, not gated)",
+         100_000, program="core_retry_bench", case="bare", gated=False),
     Path("cxx_retry_success", "C++ RetryCall(RetryPolicy::Default(), ok) success, no metrics "
          "(bench/core_retry_bench.cc, case success)", 100_000,
          program="core_retry_bench", case="success"),
     Path("cxx_retry_success_metrics", "C++ RetryCall(RetryPolicy::Default(), ok) success, "
          "metrics on (bench/core_retry_bench.cc, case success_metrics)", 100_000,
          program="core_retry_bench", case="success_metrics"),
+    Path("cxx_retry_two_failures_metrics", "C++ RetryCall(zero-wait policy) two transport "
+         "errors, then success, metrics on (bench/core_retry_bench.cc, case "
+         "two_failures_metrics)", 10_000, program="core_retry_bench",
+         case="two_failures_metrics"),
     Path("cxx_breaker_acquire_record", "C++ CircuitBreaker Acquire + Record(success), closed, "
          "no window (bench/core_breaker_bench.cc, case acquire_record)", 100_000,
          program="core_breaker_bench", case="acquire_record"),

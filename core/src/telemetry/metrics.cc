@@ -109,6 +109,10 @@ struct Metrics::Shard {
   std::atomic<uint64_t> hedges_won{0};
   std::atomic<uint64_t> hedge_cancelled{0};
   std::atomic<uint64_t> cancelled{0};
+  // Untimed first-attempt successes (UntimedFirstAttemptSuccesses): each is
+  // a call, an attempt, a success and an attempts_per_call{le="1"} sample,
+  // added by Snapshot, so the hot path writes one counter.
+  std::atomic<uint64_t> untimed_successes{0};
   std::array<std::atomic<uint64_t>, kSecondsBounds.size() + 1> duration_buckets{};
   std::atomic<uint64_t> duration_sum_ns{0};
   std::array<std::atomic<uint64_t>, kSecondsBounds.size() + 1> delay_buckets{};
@@ -248,11 +252,7 @@ void Metrics::CallCancelled(int attempts) {
 }
 
 void Metrics::UntimedFirstAttemptSuccesses(uint64_t count) {
-  Shard& shard = LocalShard();
-  Bump(shard.calls, count);
-  Bump(shard.successes, count);
-  Bump(shard.attempts, count);
-  Bump(shard.attempt_buckets[0], count);
+  Bump(LocalShard().untimed_successes, count);
 }
 
 void Metrics::FallbackUsed() {
@@ -310,8 +310,13 @@ MetricsSnapshot Metrics::Snapshot() const {
   }
   constexpr auto r = std::memory_order_relaxed;
   for (const auto& shard : shards) {
-    s.calls += shard->calls.load(r);
-    s.attempts += shard->attempts.load(r);
+    // One value for its call and its success: the in-flight gauge never
+    // sees an untimed success started but not finished.
+    const uint64_t untimed = shard->untimed_successes.load(r);
+    s.calls += shard->calls.load(r) + untimed;
+    s.attempts += shard->attempts.load(r) + untimed;
+    s.successes += untimed;
+    s.attempts_per_call.counts[0] += untimed;
     for (int i = 0; i < kRetryReasonCount; ++i) s.retries_by_reason[i] += shard->retries[i].load(r);
     waits_ended += shard->retry_waits_ended.load(r);
     s.successes += shard->successes.load(r);

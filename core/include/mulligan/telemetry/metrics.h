@@ -373,9 +373,19 @@ class Metrics {
   void CallCancelled(int attempts);
   // Records `count` calls that started and succeeded on their first attempt
   // without being timed (front ends that count successes on their hot path
-  // and flush them in bulk). They add to calls, attempts, successes and the
-  // attempts-per-call histogram, not to the call-duration histogram.
-  void UntimedFirstAttemptSuccesses(uint64_t count);
+  // and flush them in bulk, and RetryCall's first-attempt fast path, 0.6).
+  // They add to calls, attempts, successes and the attempts-per-call
+  // histogram, not to the call-duration histogram, and emit no event. Cost:
+  // one relaxed load and store of the calling thread's shard (no locked
+  // instruction); Snapshot adds the one counter to all four, so a snapshot
+  // never sees such a call started but not finished.
+  void UntimedFirstAttemptSuccesses(uint64_t count = 1);
+  // True when the registry these metrics report to has an event listener
+  // (MetricsRegistry::AddListener): a front door that skips the engine on a
+  // first-attempt success (RetryCall, 0.6) takes the full path then, so
+  // listeners see every attempt_started and succeeded event. One atomic
+  // load (acquire); thread-safe. (Added in 0.6.)
+  bool has_listeners() const;
   // A fallback answered a failed call (call CallFailed too).
   void FallbackUsed();
   // Hedging (Added in 0.5.): an extra copy (copy 2 or later) started; a call
@@ -557,6 +567,10 @@ class MetricsRegistry {
   struct Tracked;
   std::unique_ptr<Tracked> tracked_;                     // guarded by mu_
 };
+
+inline bool Metrics::has_listeners() const {
+  return registry_ != nullptr && registry_->has_listeners_.load(std::memory_order_acquire);
+}
 
 }  // namespace v0
 }  // namespace mulligan
