@@ -79,3 +79,48 @@ def test_sync_a_cancelled_loser_is_counted_cancelled_not_failed(server: Any) -> 
     assert response.hedge_winner == 2
     assert _delta(before, after) == _EXPECTED
     assert len(_seen(server, hid, 2)) == 2
+
+
+def test_the_slow_tail_is_cut_end_to_end(server: Any) -> None:
+    # Issue 18's end-to-end check on nginx's /tail, where nginx itself makes
+    # 2% of requests (split_clients on $request_id, not the test) wait 100 ms
+    # and the others 1 ms. 1,000 sequential GETs, each with its own `n`, so
+    # nginx's log groups the copies of one call; a copy's start is its log
+    # time minus its request time (the copies of a call start >= 20 ms
+    # apart). With 20 slow requests expected, fewer than 3 slow first copies
+    # has a chance below 1e-6.
+    origin = server.url("/").rstrip("/")
+    before = _counts(origin)
+
+    async def main() -> dict[int, mulligan.Response]:
+        async with mulligan.AsyncClient(hedge={"delay": 0.02, "max_attempts": 2}) as client:
+            return {n: await client.get(server.url(f"/tail?n={n}&")) for n in range(1000)}
+
+    responses = asyncio.run(main())
+    sent = sum(r.attempts for r in responses.values())
+    log = server.wait_for_requests("/tail", sent, timeout=10.0, settle=0.3)
+    copies: dict[int, list[dict[str, Any]]] = {}
+    for e in log:
+        n = int(e["uri"].split("n=")[1].split("&")[0])
+        copies.setdefault(n, []).append(e)
+    start = lambda e: float(e["msec"]) - float(e["request_time"])  # noqa: E731
+
+    assert all(r.status_code == 200 and r.text == "tail\n" for r in responses.values())
+    assert {n: len(copies.get(n, [])) for n in responses} == {n: r.attempts for n, r in responses.items()}
+    slow_first = [n for n in responses if float(min(copies[n], key=start)["request_time"]) >= 0.09]
+    assert len(slow_first) >= 3, slow_first
+    hedge_won_the_tail = 0
+    for n in slow_first:
+        # The first copy was slow, so the hedge went out after 20 ms; when
+        # nginx answered it at least 10 ms before the first copy (it was not
+        # slow too, and the loaded machine did not hold it back), it won.
+        first, hedge = sorted(copies[n], key=start)
+        if float(hedge["msec"]) < float(first["msec"]) - 0.01:
+            assert responses[n].hedge_winner == 2, (n, copies[n])
+            hedge_won_the_tail += 1
+    assert hedge_won_the_tail >= 1, [copies[n] for n in slow_first]
+    delta = _delta(before, _counts(origin))
+    assert delta["hedges"] == sent - len(responses)
+    assert delta["hedges_won"] == sum(r.hedge_winner == 2 for r in responses.values())
+    assert delta["calls"] == sent  # each copy is one call of the origin
+    assert delta["failures"] == 0
