@@ -22,6 +22,7 @@
 #include <node_api.h>
 
 #include "handles.h"
+#include "napi_args.h"
 #include "options.h"
 
 typedef struct instance {
@@ -48,17 +49,6 @@ static double *scratch(napi_env env) {
   return in->scratch;
 }
 
-#define ARGS(N)                                                        \
-  size_t argc = (N);                                                   \
-  napi_value argv[(N) > 0 ? (N) : 1];                                  \
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);                \
-  for (size_t i_ = argc; i_ < (size_t)(N); ++i_) napi_get_undefined(env, &argv[i_])
-
-static napi_value num(napi_env env, double v) {
-  napi_value out;
-  napi_create_double(env, v, &out);
-  return out;
-}
 
 static napi_value str(napi_env env, const char *s) {
   napi_value out;

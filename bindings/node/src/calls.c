@@ -9,28 +9,8 @@
 #include <node_api.h>
 
 #include "handles.h"
+#include "napi_args.h"
 #include "options.h"
-
-double *addon_scratch(napi_env env);
-
-#define ARGS(N)                                                        \
-  size_t argc = (N);                                                   \
-  napi_value argv[(N)];                                                \
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);                \
-  for (size_t i_ = argc; i_ < (size_t)(N); ++i_) napi_get_undefined(env, &argv[i_])
-
-static napi_value num(napi_env env, double v) {
-  napi_value out;
-  napi_create_double(env, v, &out);
-  return out;
-}
-
-static int get_number(napi_env env, napi_value v, const char *what, double *out) {
-  napi_valuetype t;
-  if (napi_typeof(env, v, &t) != napi_ok || t != napi_number) return throw_type(env, what, "a number");
-  napi_get_value_double(env, v, out);
-  return 0;
-}
 
 /* Reads the pipeline-level options and the handles they name; fills deps
  * (clock, breaker, registry, budget). Returns 0 or -1 (exception pending). */
