@@ -22,6 +22,26 @@ from mulligan.testing import FakeClock
 _serial = itertools.count()
 
 
+# The adapters' retry options for tests: constant 0.5 s waits, no jitter, so
+# the fake clock records exact waits.
+FAST = {"backoff": "constant", "base_delay": 0.5, "jitter": "none"}
+
+
+def requests_session(**options: Any) -> Any:
+    """A requests.Session (no proxies from the environment) with a
+    mulligan.adapters.requests.Adapter(**options) mounted for http and https."""
+    import requests
+
+    from mulligan.adapters.requests import Adapter
+
+    s = requests.Session()
+    s.trust_env = False
+    adapter = Adapter(**options)
+    s.mount("http://", adapter)
+    s.mount("https://", adapter)
+    return s
+
+
 def unique(label: str) -> str:
     """A /script id no other call of this process or earlier run used."""
     return f"ad-{label}-{os.getpid()}-{next(_serial)}"

@@ -16,9 +16,7 @@ aiohttp = pytest.importorskip("aiohttp", minversion="3.12")
 import mulligan  # noqa: E402
 from mulligan.adapters.aiohttp import CircuitOpenError, Middleware, RetriesExhausted  # noqa: E402
 
-from adapter_helpers import clock, closed_port, lines, script  # noqa: E402,F401
-
-FAST = {"backoff": "constant", "base_delay": 0.5, "jitter": "none"}
+from adapter_helpers import FAST, clock, closed_port, lines, script  # noqa: E402,F401
 
 
 def send(middleware: Middleware, method: str, url: str, **kwargs: Any) -> tuple[int, dict[str, str], bytes]:

@@ -24,9 +24,7 @@ from mulligan.adapters.httpx import (  # noqa: E402
     Transport,
 )
 
-from adapter_helpers import clock, closed_port, lines, script  # noqa: E402,F401
-
-FAST = {"backoff": "constant", "base_delay": 0.5, "jitter": "none"}
+from adapter_helpers import FAST, clock, closed_port, lines, script  # noqa: E402,F401
 
 
 class Sync:

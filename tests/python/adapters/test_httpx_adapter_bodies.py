@@ -17,9 +17,7 @@ httpx = pytest.importorskip("httpx")
 
 from mulligan.adapters.httpx import Transport  # noqa: E402
 
-from adapter_helpers import clock, lines, script  # noqa: E402,F401
-
-FAST = {"backoff": "constant", "base_delay": 0.5, "jitter": "none"}
+from adapter_helpers import FAST, clock, lines, script  # noqa: E402,F401
 
 
 def put(url: str, content: Any, **options: Any) -> Any:

@@ -18,18 +18,7 @@ requests = pytest.importorskip("requests")
 import mulligan  # noqa: E402
 from mulligan.adapters.requests import Adapter, CircuitOpenError, RetriesExhausted  # noqa: E402
 
-from adapter_helpers import clock, closed_port, lines, script  # noqa: E402,F401
-
-FAST = {"backoff": "constant", "base_delay": 0.5, "jitter": "none"}
-
-
-def session(**options: Any) -> Any:
-    s = requests.Session()
-    s.trust_env = False
-    adapter = Adapter(**options)
-    s.mount("http://", adapter)
-    s.mount("https://", adapter)
-    return s
+from adapter_helpers import FAST, clock, closed_port, lines, requests_session as session, script  # noqa: E402,F401
 
 
 def test_503_then_200_exact_attempts(server: Any, clock: Any) -> None:

@@ -18,18 +18,7 @@ urllib3 = pytest.importorskip("urllib3")
 
 from mulligan.adapters.requests import Adapter, RetriesExhausted, _trim  # noqa: E402
 
-from adapter_helpers import clock, lines, script  # noqa: E402,F401
-
-FAST = {"backoff": "constant", "base_delay": 0.5, "jitter": "none"}
-
-
-def session(**options: Any) -> Any:
-    s = requests.Session()
-    s.trust_env = False
-    adapter = Adapter(**options)
-    s.mount("http://", adapter)
-    s.mount("https://", adapter)
-    return s
+from adapter_helpers import FAST, clock, lines, requests_session as session, script  # noqa: E402,F401
 
 
 def _not_a_response(exc: BaseException) -> Any:
