@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "internal/format.h"
 #include "internal/saturating.h"
 #include "mulligan/breaker/registry.h"
 #include "mulligan/budget/budget.h"
@@ -24,13 +25,10 @@ Status Invalid(const std::string& text) {
   return Status(StatusCode::kInvalidArgument, "hedging: " + text);
 }
 
-std::string Num(double v) {
-  std::string s = std::to_string(v);
-  // Trim trailing zeros of std::to_string's fixed six decimals.
-  while (!s.empty() && s.back() == '0') s.pop_back();
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  return s;
-}
+// The shortest text that reads back as `v` (0.95, 1e+300, 1.000000001),
+// where std::to_string printed 301 digits for 1e300 and "1" for
+// 1.000000001 (found by a fresh user).
+std::string Num(double v) { return internal::FormatDouble(v); }
 
 }  // namespace
 
@@ -242,9 +240,10 @@ HedgeAdmission HedgedCall::Admit(TimePoint now) {
   std::optional<StopReason> refused = GateNextCopy(now, admission);
   if (refused.has_value()) {
     if (started_ == 0) {
-      // The first copy was refused: the call is over (never retried).
+      // The first copy was refused: the call is over (never retried), with
+      // no attempt made, as the pipeline's Call counts a refused first
+      // attempt; the breaker counts its own short circuit under its name.
       first_refused_ = true;
-      if (metrics_ != nullptr && !gate_only_) metrics_->ShortCircuited(1);
       Finish(false, *refused, now);
       admission.reason = *refused;
       return admission;
@@ -283,7 +282,7 @@ void HedgedCall::Finish(bool succeeded, StopReason reason, TimePoint now) {
   reason_ = reason;
   if (metrics_ == nullptr || gate_only_) return;
   const Duration elapsed = now - start_;
-  const int attempts = std::max(1, started_);
+  const int attempts = started_;  // copies sent; 0 when the first was refused
   if (succeeded) {
     metrics_->CallSucceeded(attempts, elapsed);
   } else {

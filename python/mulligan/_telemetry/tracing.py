@@ -391,11 +391,15 @@ class CallTrace:
 
     def header_pairs(self, pairs: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
         """``pairs`` with the trace context of the attempt in progress added
-        (:meth:`carrier`: the native clients' first attempt); a header of the
-        same name given by the caller is replaced."""
+        (:meth:`carrier`: the native clients' first attempt); the caller's
+        own trace context fields (every field the propagator owns) are
+        replaced."""
 
         carrier = self.carrier()
-        names = {name.lower() for name in carrier}
+        # Every field the propagator owns goes, not only those it wrote this
+        # time: a caller's stale tracestate must not ride beside a new
+        # traceparent (W3C Trace Context; as inject() does).
+        names = {name.lower() for name in carrier} | {name.lower() for name in propagated_fields()}
         kept = [p for p in pairs if p[0].lower() not in names]
         return kept + [(name, value.encode("latin-1")) for name, value in carrier.items()]
 

@@ -109,3 +109,30 @@ def _tree(spans: Spans) -> tuple[Any, list[Any]]:
     attempts = [s for s in finished if s.parent is not None and s.parent.span_id == root.context.span_id]
     assert len(attempts) == len(finished) - 1
     return root, sorted(attempts, key=lambda s: s.start_time or 0)
+
+
+@pytest.mark.parametrize("client", ["Client", "AsyncClient"])
+def test_mulligans_clients_drop_the_stale_tracestate(client: str, server: Any, spans: Spans) -> None:
+    # The native clients' attempts carry the current span's traceparent and
+    # no tracestate of the caller's (it belongs to the traceparent they
+    # replace); they sent the caller's "caller=1" beside the new traceparent
+    # until a fresh user's report (0.6). nginx logs both fields.
+    import mulligan
+
+    tracer = spans.provider.get_tracer("test")
+    url, call_id = script(server, "503,200")
+    headers = {"traceparent": CALLER, "tracestate": "caller=1"}
+    with FakeClock(), tracer.start_as_current_span("outer"):
+        if client == "Client":
+            with mulligan.Client(**FAST) as c:
+                assert c.get(url, headers=headers).status_code == 200
+        else:
+            async def run() -> None:
+                async with mulligan.AsyncClient(**FAST) as c:
+                    assert (await c.get(url, headers=headers)).status_code == 200
+
+            asyncio.run(run())
+    seen(server, call_id, 2)
+    lines = [e for e in server.access_log() if f"id={call_id}&" in e["uri"]]
+    assert [e["tracestate"] for e in lines] == ["", ""]
+    assert all(e["traceparent"] and CALLER not in e["traceparent"] for e in lines)
