@@ -32,8 +32,9 @@
 //   hedges       extra copies started by hedged calls (copies after the
 //                first; gRPC A96's grpc.client.call.hedges counts the same
 //                thing per call), hedges_won (calls won by such an extra
-//                copy) and hedge_cancelled (running copies cancelled because
-//                another copy won or failed fatally). (Added in 0.5.)
+//                copy) and hedge_cancelled (running copies cancelled: because
+//                another copy won or failed fatally, or, 0.6, because the
+//                caller cancelled the call, copy 1 included). (Added in 0.5.)
 //
 // Overload primitives (0.4): the retry budgets, adaptive throttles,
 // bulkheads and rate limiters a pipeline uses are tracked by the registry
