@@ -90,6 +90,10 @@ impl Client {
     /// (`mulligan_http_options_set_hedging`, `_set_hedging_quantile`).
     /// (Added in 0.6.)
     pub fn hedged(policy: &Policy, hedging: &HedgingOptions) -> Result<Client, Error> {
+        // Every field is checked as HedgingPolicy::new checks it (the C
+        // setters below take the quantile fields only with a quantile), so
+        // one HedgingOptions is valid for both front doors or for neither.
+        HedgingPolicy::new(*hedging)?;
         let mut opts = ptr::null_mut();
         // SAFETY: valid out pointer.
         check(unsafe { sys::mulligan_http_options_create(&mut opts) })?;

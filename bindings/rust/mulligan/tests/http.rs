@@ -102,6 +102,11 @@ fn http_against_nginx() {
     let e = bad.expect_err("max_attempts 1 is refused");
     assert_eq!(e.code(), Code::InvalidArgument);
     assert!(e.message().contains("max_attempts"), "{}", e.message());
+    // The same options are valid here exactly when HedgingPolicy::new takes
+    // them: a window of 0 is refused with a fixed delay too.
+    let window = HedgingOptions { quantile_window: 0, ..Default::default() };
+    let e = Client::hedged(&quick_policy(), &window).expect_err("quantile_window 0 is refused");
+    assert!(e.message().contains("quantile_window must be in [1, 100000], got 0"), "{}", e.message());
 }
 
 #[test]
