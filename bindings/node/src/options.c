@@ -7,6 +7,8 @@
  */
 #include "options.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,8 +56,11 @@ int opt_int(napi_env env, napi_value obj, const char *name, int *out) {
   double d = 0;
   int r = opt_number(env, obj, name, &d);
   if (r <= 0) return r;
-  if (d != (double)(int)d) return throw_type(env, name, "an integer");
-  *out = (int)d;
+  if (!isfinite(d) || d != floor(d)) return throw_type(env, name, "an integer");
+  /* An integer past a C int saturates (a cast would be undefined): the
+   * engine then decides, capping a count above its cap (maxAttempts above 5
+   * is 5, gRPC A6) or refusing it by name with the saturated value. */
+  *out = d > INT_MAX ? INT_MAX : d < INT_MIN ? INT_MIN : (int)d;
   return 1;
 }
 

@@ -236,6 +236,14 @@ test('bad options throw TypeError or RangeError at construction, naming the opti
     { name: 'RangeError', message: /quantile_min_samples must be in \[1, quantile_window = 10\], got 20/ });
   assert.throws(() => new m.HedgingPolicy({ maxAttempts: '3' }), { name: 'TypeError', message: 'maxAttempts: expected a number' });
   assert.throws(() => new m.HedgingPolicy({ maxAttempts: 2.5 }), { name: 'TypeError', message: 'maxAttempts: expected an integer' });
+  // An integer past a C int is an integer: above 5 is 5 (it was "expected an
+  // integer", from an undefined cast); a window past it is refused by name.
+  for (const n of [2 ** 31, 2 ** 53, 1e300]) {
+    assert.doesNotThrow(() => new m.HedgingPolicy({ maxAttempts: n }).close());
+  }
+  assert.throws(() => new m.HedgingPolicy({ quantileWindow: 2 ** 31 }),
+    { name: 'RangeError', message: /quantile_window must be in \[1, 100000\], got 2147483647/ });
+  assert.throws(() => new m.HedgingPolicy({ maxAttempts: Infinity }), { name: 'TypeError', message: 'maxAttempts: expected an integer' });
   assert.throws(() => new m.HedgingPolicy({ delay: 5 }), { name: 'TypeError', message: 'delay: unknown option' });
   assert.throws(() => new m.HedgingPolicy(3), { name: 'TypeError' });
   assert.equal(new m.HedgingPolicy({ delayMs: 7, delayQuantile: 0.95 }).currentDelayMs, 7);
