@@ -254,6 +254,16 @@ impl<'a> HedgedCall<'a> {
         })
     }
 
+    /// A copy panicked: it is recorded as a terminal failure (the engine
+    /// then cancels the other running copies and counts the call failed),
+    /// so the panicking copy is not counted among the cancelled ones, as an
+    /// abandon would count it. Then abandoned (a no-op once finished).
+    fn panicked(&mut self, copy: usize) {
+        let now = self.now();
+        let _ = self.record(copy, &Failure::Terminal.outcome(), now);
+        self.abandon();
+    }
+
     fn abandon(&mut self) {
         // SAFETY: valid call; a no-op once finished.
         unsafe { sys::mulligan_hedged_call_abandon(self.raw.as_ptr(), self.now()) };
@@ -540,7 +550,7 @@ where
             let result = match result {
                 Ok(r) => r,
                 Err(panic) => {
-                    call.abandon();
+                    call.panicked(copy);
                     drop(tokens);
                     resume_unwind(panic)
                 }
@@ -712,7 +722,7 @@ where
                 Ok(Poll::Pending) => continue,
                 Ok(Poll::Ready(r)) => r,
                 Err(panic) => {
-                    self.call.abandon();
+                    self.call.panicked(i + 1);
                     self.copies = [(); MAX_HEDGED_ATTEMPTS].map(|_| None);
                     resume_unwind(panic)
                 }
