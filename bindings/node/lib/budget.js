@@ -40,8 +40,9 @@ function pick(table, what, value) {
  *   name (reported under it), shared (true: the process-wide budget of that
  *   name, made with these options on first use), clock (a FakeClock).
  * A wrong type or an unknown option throws TypeError, a value the engine
- * rejects RangeError with its text ("budget: budget 'x': token_bucket.
- * token_ratio must be > 0, got -1"). The engine's budget is thread-safe;
+ * rejects RangeError with its text ("budget 'x': token_bucket.token_ratio
+ * must be >= 0.001 (gRPC A6 keeps 3 decimal places), got -1"). The
+ * engine's budget is thread-safe;
  * this object belongs to one JS thread.
  */
 class RetryBudget {

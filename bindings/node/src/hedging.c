@@ -63,7 +63,8 @@ static int apply_budget_options(napi_env env, napi_value obj, mulligan_budget_op
 }
 
 /* budgetCreate(options, name|null, clock|null, shared): a budget handle.
- * A value the engine refuses: RangeError "budget: <engine text>". */
+ * A value the engine refuses: RangeError with the engine's text, which
+ * names the budget ("budget 'x': ...", "budget: ..." when unnamed). */
 static napi_value budget_create(napi_env env, napi_callback_info info) {
   ARGS(4);
   char name[256];
@@ -86,7 +87,8 @@ static napi_value budget_create(napi_env env, napi_callback_info info) {
   mulligan_budget *b = NULL;
   int rc = shared ? mulligan_budget_shared(&b, name, &o, c) : mulligan_budget_create(&b, name, &o, c);
   if (rc != MULLIGAN_OK) {
-    throw_range(env, "budget");
+    /* The engine's text already names the budget ("budget 'x': ..."). */
+    napi_throw_range_error(env, NULL, mulligan_last_error());
     return NULL;
   }
   box *bx = box_new(BOX_BUDGET, b, NULL, 0);

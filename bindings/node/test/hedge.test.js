@@ -256,6 +256,11 @@ test('bad options throw TypeError or RangeError at construction, naming the opti
   await assert.rejects(m.hedge(fn, { maxAttempts: 3 }), { name: 'TypeError', message: 'maxAttempts: unknown option' });
   await assert.rejects(m.hedge(fn, { replaySafe: 'yes' }), { name: 'TypeError' });
   assert.throws(() => new m.RetryBudget({ maxTokens: -1 }), { name: 'RangeError', message: /max_tokens/ });
+  // The engine's text once, naming the budget (it read "budget: budget: ...").
+  assert.throws(() => new m.RetryBudget({ tokenRatio: -1 }),
+    { name: 'RangeError', message: /^budget: token_bucket\.token_ratio must be >= 0\.001/ });
+  assert.throws(() => new m.RetryBudget({ name: 'x', tokenRatio: -1 }),
+    { name: 'RangeError', message: /^budget 'x': token_bucket\.token_ratio must be >= 0\.001/ });
   assert.throws(() => new m.RetryBudget({ kind: 'leaky' }), { name: 'RangeError', message: /kind: expected one of tokenBucket, quota, ratio/ });
   assert.throws(() => new m.RetryBudget({ maxTokens: 'x' }), { name: 'TypeError', message: 'maxTokens: expected a number' });
   assert.throws(() => new m.RetryBudget({ tokens: 1 }), { name: 'TypeError', message: 'tokens: unknown option' });
