@@ -1,10 +1,10 @@
 // bindings/python/convert.cc — units and the one Status -> exception helper.
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "bindings.h"
+#include "internal/format.h"
 #include "mulligan/base/outcome.h"
 #include "mulligan/retry/policy.h"
 
@@ -50,10 +50,10 @@ Duration SecondsToDuration(double seconds, const char* field) {
     ThrowInvalid(std::string(field) + " must be a number of seconds, got nan");
   }
   if (std::isinf(seconds) || std::fabs(seconds) > kMaxSeconds) {
-    char shown[32];  // %g: 1e+300, not std::to_string's 301 digits
-    std::snprintf(shown, sizeof shown, "%g", seconds);
+    // The shortest text that reads back as the value: 1e+300 (not
+    // std::to_string's 301 digits) and 9200000000.000002 just past the bound.
     ThrowInvalid(std::string(field) + " must be a finite number of seconds below 9.2e9, got " +
-                 shown);
+                 internal::FormatDouble(seconds));
   }
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
 }
